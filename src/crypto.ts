@@ -1,0 +1,46 @@
+const encoder = new TextEncoder();
+
+export async function sha256Hex(text: string): Promise<string> {
+	const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+	return toHex(new Uint8Array(digest));
+}
+
+export function toHex(bytes: Uint8Array): string {
+	return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function base64Url(bytes: Uint8Array): string {
+	let binary = "";
+	for (const b of bytes) binary += String.fromCharCode(b);
+	return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+export function randomBase64Url(byteCount: number): string {
+	return base64Url(crypto.getRandomValues(new Uint8Array(byteCount)));
+}
+
+const PIN_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+// Rejection sampling keeps every character equally likely (256 is not a multiple of 36).
+export function randomPin(length: number): string {
+	let pin = "";
+	while (pin.length < length) {
+		for (const b of crypto.getRandomValues(new Uint8Array(length))) {
+			if (b < 252 && pin.length < length) pin += PIN_ALPHABET[b % 36];
+		}
+	}
+	return pin;
+}
+
+export function timingSafeEqualText(a: string, b: string): boolean {
+	const left = encoder.encode(a);
+	const right = encoder.encode(b);
+	if (left.byteLength !== right.byteLength) return false;
+	return crypto.subtle.timingSafeEqual(left, right);
+}
+
+// A User Secret: 48 random bytes as 64 characters of URL-safe base64. Only the hash is stored.
+export async function newUserSecret() {
+	const secret = randomBase64Url(48);
+	return { secret, hash: await sha256Hex(secret), fingerprint: secret.slice(-4) };
+}

@@ -1,0 +1,98 @@
+import { index, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
+// JSON columns hold the objects exactly as the API accepts and returns them.
+
+export const accounts = sqliteTable("accounts", {
+	uuid: text("uuid").primaryKey(),
+	created_ts: real("created_ts").notNull(),
+});
+
+export const roles = sqliteTable(
+	"roles",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account")
+			.notNull()
+			.references(() => accounts.uuid),
+		name: text("name").notNull(),
+		rules: text("rules", { mode: "json" }).$type<RoleRules>().notNull(),
+		statement: text("statement", { mode: "json" }).$type<Statement>().notNull(),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [index("roles_account").on(t.account, t.uuid)],
+);
+
+export const users = sqliteTable(
+	"users",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account")
+			.notNull()
+			.references(() => accounts.uuid),
+		name: text("name").notNull(),
+		role: text("role")
+			.notNull()
+			.references(() => roles.uuid),
+		description: text("description", { mode: "json" }).$type<Description>().notNull(),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [index("users_account").on(t.account, t.uuid), index("users_role").on(t.role)],
+);
+
+// At most one secret per user; only its SHA-256 is kept.
+export const userSecrets = sqliteTable(
+	"user_secrets",
+	{
+		user: text("user")
+			.primaryKey()
+			.references(() => users.uuid),
+		account: text("account").notNull(),
+		hash: text("hash").notNull(),
+		fingerprint: text("fingerprint").notNull(),
+		validity_ts: real("validity_ts"),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("user_secrets_hash").on(t.hash)],
+);
+
+// A PIN is redeemed once for a secret. `hash` covers account and PIN together, so the same
+// PIN text in two accounts cannot collide.
+export const secretPins = sqliteTable(
+	"secret_pins",
+	{
+		hash: text("hash").primaryKey(),
+		account: text("account").notNull(),
+		user: text("user").notNull(),
+		secret_validity_ts: real("secret_validity_ts"),
+		expires_ts: real("expires_ts").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [index("secret_pins_user").on(t.user)],
+);
+
+export const twins = sqliteTable(
+	"twins",
+	{
+		uuid: text("uuid").primaryKey(),
+		owner: text("owner").notNull(),
+		status: text("status", { enum: ["alive", "terminated"] }).notNull(),
+		description: text("description", { mode: "json" }).$type<Description>().notNull(),
+		creation_certificate: text("creation_certificate", { mode: "json" })
+			.$type<Record<string, unknown>>()
+			.notNull(),
+		termination_certificate: text("termination_certificate", { mode: "json" }).$type<
+			Record<string, unknown>
+		>(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	// Keyset scans walk an account's twins in uuid order.
+	(t) => [index("twins_owner_uuid").on(t.owner, t.uuid)],
+);
+
+export type Description = Record<string, unknown>;
+export type RoleRules = { twin: string | null; entry: string | null; identity: string | null };
+export type Statement = { effect: "allow" | "deny"; actions: string[] | null };

@@ -1,0 +1,28 @@
+import { type IRequest, Router } from "itty-router";
+import type { Route } from "../router";
+import { ApiError } from "./errors";
+import { pipeline, type RequestState } from "./pipeline";
+
+type Args = [Env, ExecutionContext, RequestState];
+
+// Builds the itty-router from the route table. After the operations come, for every known
+// path, a 405 that names the methods it does take, and last a 404 for everything else.
+export function buildRouter(routes: Route[]) {
+	const router = Router<IRequest, Args>();
+	const methodsByPath = new Map<string, string[]>();
+	for (const { method, path, operation } of routes) {
+		router[method.toLowerCase() as "get"](path, pipeline(operation));
+		methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
+	}
+	for (const [path, methods] of methodsByPath) {
+		router.all(path, () => {
+			throw new ApiError("method_not_allowed", `Use ${methods.join(", ")} on this path`, undefined, {
+				allow: methods.join(", "),
+			});
+		});
+	}
+	router.all("*", () => {
+		throw new ApiError("route_not_found");
+	});
+	return router;
+}

@@ -1,0 +1,51 @@
+// One error envelope for every failure. `subcode` is status * 1000 + n; this catalogue is the
+// single source of them and is mirrored in the README.
+
+export const ERRORS = {
+	validation: { status: 400, subcode: 400101, description: "The request is invalid" },
+	malformed_json: { status: 400, subcode: 400102, description: "The request body is not valid JSON" },
+	twin_terminated: { status: 400, subcode: 400103, description: "The twin is terminated" },
+	invalid_cursor: { status: 400, subcode: 400104, description: "The cursor is invalid or expired" },
+	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
+	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
+	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
+	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
+	operation_forbidden: { status: 403, subcode: 403101, description: "The role does not allow this operation" },
+	escalation: {
+		status: 403,
+		subcode: 403102,
+		description: "The role would allow actions the caller is not allowed",
+	},
+	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
+	not_found: { status: 404, subcode: 404102, description: "No such resource" },
+	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
+	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
+	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
+	internal: { status: 500, subcode: 500101, description: "Internal error" },
+} as const satisfies Record<string, { status: number; subcode: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export type ErrorDetail = { path: string; message: string };
+
+export class ApiError extends Error {
+	readonly status: number;
+	readonly subcode: number;
+
+	constructor(
+		readonly code: ErrorCode,
+		description?: string,
+		readonly details?: ErrorDetail[],
+		readonly headers?: Record<string, string>,
+	) {
+		super(description ?? ERRORS[code].description);
+		this.status = ERRORS[code].status;
+		this.subcode = ERRORS[code].subcode;
+	}
+}
+
+export function errorResponse(error: ApiError, trace: string): Response {
+	const body: Record<string, unknown> = { subcode: error.subcode, trace, description: error.message };
+	if (error.details) body.details = error.details;
+	return Response.json(body, { status: error.status, headers: error.headers });
+}

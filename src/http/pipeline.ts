@@ -1,0 +1,46 @@
+import type { IRequest } from "itty-router";
+import { database } from "../db/client";
+import type { Operation } from "../operations/operation";
+import { decide } from "../policy/statement";
+import { authenticate, authenticateAdmin, type Caller } from "./auth";
+import { parseJson } from "./body";
+import { ApiError } from "./errors";
+import { validate } from "./validation";
+
+export type RequestState = { requestId: string; body: Uint8Array | undefined };
+
+// The order is the contract: authenticate, check the permission rule by operation name,
+// validate params, query and body, and only then run the handler.
+export function pipeline(operation: Operation) {
+	return async (request: IRequest, env: Env, exec: ExecutionContext, state: RequestState) => {
+		const db = database(env);
+		let caller: Caller | undefined;
+		if (operation.auth === "secret") {
+			caller = await authenticate(request, db);
+			const decision = decide(caller.statement, operation.name);
+			if (!decision.allowed) {
+				throw new ApiError("operation_forbidden", `The caller's role does not allow ${operation.name}`);
+			}
+		} else if (operation.auth === "admin") {
+			authenticateAdmin(request, env.ADMIN_TOKEN);
+		}
+
+		const url = new URL(request.url);
+		const input = {
+			params: operation.params ? validate(operation.params, request.params) : {},
+			query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
+			body: operation.body ? validate(operation.body, parseJson(state.body) ?? {}) : undefined,
+		};
+		const ctx = {
+			env,
+			db,
+			url,
+			requestId: state.requestId,
+			waitUntil: (promise: Promise<unknown>) => exec.waitUntil(promise),
+			caller,
+		};
+		// The Operation type guarantees `caller` is present for "secret" routes.
+		const result = await operation.run(input as never, ctx as never);
+		return Response.json(result, { status: operation.status ?? 200 });
+	};
+}

@@ -1,0 +1,29 @@
+import { readBody } from "./http/body";
+import { buildRouter } from "./http/dispatch";
+import { ApiError, errorResponse } from "./http/errors";
+import { routes } from "./router";
+
+export { AccountDO } from "./durable/account";
+
+const router = buildRouter(routes);
+
+async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string) {
+	try {
+		const body = await readBody(request);
+		return await router.fetch(request, env, ctx, { requestId, body });
+	} catch (error) {
+		if (error instanceof ApiError) return errorResponse(error, requestId);
+		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
+		console.error(JSON.stringify({ trace: requestId, error: String(error), stack: (error as Error)?.stack }));
+		return errorResponse(new ApiError("internal"), requestId);
+	}
+}
+
+export default {
+	async fetch(request, env, ctx) {
+		const requestId = crypto.randomUUID();
+		const response = await respond(request, env, ctx, requestId);
+		response.headers.set("x-request-id", requestId);
+		return response;
+	},
+} satisfies ExportedHandler<Env>;

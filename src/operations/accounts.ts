@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { newUserSecret } from "../crypto";
+import { insertAccount } from "../db/accounts";
+import { now } from "../time";
+import { defineOperation } from "./operation";
+import { DEFAULT_STATEMENT, NO_RULES } from "./roles-defaults";
+
+export const ADMIN_ROLE_NAME = "Administrator";
+
+export const createAccount = defineOperation({
+	name: "create_account",
+	summary: "Bootstrap: a new account with an Administrator role, its first user and that user's secret",
+	auth: "admin",
+	status: 201,
+	body: z.strictObject({ name: z.string().trim().min(1).max(128).optional() }),
+	async run({ body }, ctx) {
+		const at = now();
+		const account = crypto.randomUUID();
+		const role = crypto.randomUUID();
+		const user = crypto.randomUUID();
+		const { secret, hash, fingerprint } = await newUserSecret();
+		await insertAccount(ctx.db, {
+			account: { uuid: account, created_ts: at },
+			role: {
+				uuid: role,
+				account,
+				name: ADMIN_ROLE_NAME,
+				rules: NO_RULES,
+				statement: DEFAULT_STATEMENT,
+				created_ts: at,
+				updated_ts: at,
+			},
+			user: { uuid: user, account, name: body.name ?? "admin", role, description: {}, created_ts: at, updated_ts: at },
+			secret: {
+				user,
+				account,
+				hash,
+				fingerprint,
+				validity_ts: null,
+				created_ts: at,
+				updated_ts: at,
+			},
+		});
+		return { account, user, role, secret };
+	},
+});

@@ -1,0 +1,22 @@
+// Every operation name the service routes. Role statements list these names, so the list is
+// the vocabulary of `statement.actions`; test/router.test.ts keeps it equal to the route table.
+export const OPERATION_NAMES = [
+	"who_am_i",
+	"create_user",
+	"get_users",
+	"get_user",
+	"update_user",
+	"delete_user",
+	"create_user_secret_pin",
+	"create_user_secret",
+	"get_user_secret",
+	"update_user_secret",
+	"delete_user_secret",
+	"create_account",
+] as const;
+
+export type OperationName = (typeof OPERATION_NAMES)[number];
+
+export function isOperationName(name: string): name is OperationName {
+	return (OPERATION_NAMES as readonly string[]).includes(name);
+}

@@ -1,0 +1,48 @@
+import type { z } from "zod";
+import type { Database } from "../db/client";
+import type { Caller } from "../http/auth";
+import type { OperationName } from "./names";
+
+// How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
+// (the PIN, webhook token and documentation routes carry their own proof or need none).
+export type AuthKind = "secret" | "admin" | "none";
+
+export type Context = {
+	env: Env;
+	db: Database;
+	url: URL;
+	requestId: string;
+	waitUntil(promise: Promise<unknown>): void;
+};
+
+type Input<P, Q, B> = {
+	params: P extends z.ZodType ? z.infer<P> : Record<string, never>;
+	query: Q extends z.ZodType ? z.infer<Q> : Record<string, never>;
+	body: B extends z.ZodType ? z.infer<B> : undefined;
+};
+
+export type Operation<
+	A extends AuthKind = AuthKind,
+	P extends z.ZodType | undefined = z.ZodType | undefined,
+	Q extends z.ZodType | undefined = z.ZodType | undefined,
+	B extends z.ZodType | undefined = z.ZodType | undefined,
+> = {
+	name: OperationName;
+	summary: string;
+	auth: A;
+	params?: P;
+	query?: Q;
+	body?: B;
+	status?: 200 | 201;
+	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller } : Context): Promise<unknown>;
+};
+
+// Identity function that lets TypeScript infer the handler's input from the schemas.
+export function defineOperation<
+	A extends AuthKind,
+	P extends z.ZodType | undefined = undefined,
+	Q extends z.ZodType | undefined = undefined,
+	B extends z.ZodType | undefined = undefined,
+>(operation: Operation<A, P, Q, B>): Operation<A, P, Q, B> {
+	return operation;
+}

@@ -1,0 +1,120 @@
+import { z } from "zod";
+import { newUserSecret, randomPin, sha256Hex } from "../crypto";
+import { deleteSecret, findSecret, redeemPin, replacePin, type SecretRow, setSecretValidity } from "../db/secrets";
+import { ApiError } from "../http/errors";
+import { now } from "../time";
+import { requireManageableUser } from "./guards";
+import { defineOperation } from "./operation";
+import { timestamp, uuid } from "./schemas";
+
+export const PIN_LENGTH = 10;
+export const PIN_LIFETIME_SECONDS = 600;
+
+const userParams = z.strictObject({ user: uuid });
+
+// The User Secret record of the interface: never the secret or its hash.
+export function secretRecord(row: SecretRow) {
+	return {
+		fingerprint: row.fingerprint,
+		account: row.account,
+		user: row.user,
+		validity_ts: row.validity_ts,
+		created_ts: row.created_ts,
+		updated_ts: row.updated_ts,
+	};
+}
+
+function pinHash(account: string, pin: string) {
+	return sha256Hex(`${account}:${pin}`);
+}
+
+export const createUserSecretPin = defineOperation({
+	name: "create_user_secret_pin",
+	summary: "Issue a single-use PIN that the user redeems for a new secret",
+	auth: "secret",
+	status: 201,
+	params: userParams,
+	body: z.strictObject({
+		validity_ts: timestamp
+			.nullable()
+			.optional()
+			.refine((ts) => ts == null || ts > now(), "Must be in the future"),
+	}),
+	async run({ params, body }, ctx) {
+		const { account } = ctx.caller;
+		await requireManageableUser(ctx, ctx.caller, params.user);
+		const pin = randomPin(PIN_LENGTH);
+		const at = now();
+		await replacePin(ctx.db, {
+			hash: await pinHash(account, pin),
+			account,
+			user: params.user,
+			secret_validity_ts: body.validity_ts ?? null,
+			expires_ts: at + PIN_LIFETIME_SECONDS,
+			created_ts: at,
+		});
+		return { pin };
+	},
+});
+
+// The PIN in the path is the only proof; wrong, used and expired PINs all look the same.
+export const createUserSecret = defineOperation({
+	name: "create_user_secret",
+	summary: "Redeem a PIN for the user's new secret, shown only in this answer",
+	auth: "none",
+	status: 201,
+	params: z.strictObject({ account: z.string(), pin: z.string() }),
+	async run({ params: { account, pin } }, ctx) {
+		if (!uuid.safeParse(account).success || !/^[A-Z0-9]{8,64}$/.test(pin)) {
+			throw new ApiError("pin_not_found");
+		}
+		const { secret, hash, fingerprint } = await newUserSecret();
+		const row = await redeemPin(ctx.db, await pinHash(account, pin), { hash, fingerprint }, now());
+		if (!row) throw new ApiError("pin_not_found");
+		return {
+			account: row.account,
+			user: row.user,
+			secret,
+			validity_ts: row.validity_ts,
+			created_ts: row.created_ts,
+			updated_ts: row.updated_ts,
+		};
+	},
+});
+
+export const getUserSecret = defineOperation({
+	name: "get_user_secret",
+	summary: "The User Secret record of a user",
+	auth: "secret",
+	params: userParams,
+	async run({ params }, ctx) {
+		const row = await findSecret(ctx.db, ctx.caller.account, params.user);
+		if (!row) throw new ApiError("not_found", "No such user secret");
+		return secretRecord(row);
+	},
+});
+
+export const updateUserSecret = defineOperation({
+	name: "update_user_secret",
+	summary: "Change when a user's secret expires (a past time expires it at once)",
+	auth: "secret",
+	params: userParams,
+	body: z.strictObject({ validity_ts: timestamp.nullable() }),
+	async run({ params, body }, ctx) {
+		const row = await setSecretValidity(ctx.db, ctx.caller.account, params.user, body.validity_ts, now());
+		if (!row) throw new ApiError("not_found", "No such user secret");
+		return secretRecord(row);
+	},
+});
+
+export const deleteUserSecret = defineOperation({
+	name: "delete_user_secret",
+	summary: "Delete a user's secret; it is refused from the next request on",
+	auth: "secret",
+	params: userParams,
+	async run({ params }, ctx) {
+		const row = await deleteSecret(ctx.db, ctx.caller.account, params.user);
+		if (!row) throw new ApiError("not_found", "No such user secret");
+		return secretRecord(row);
+	},
+});

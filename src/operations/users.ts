@@ -1,0 +1,86 @@
+import { z } from "zod";
+import { findUser, insertUser, listUsers, patchUser, removeUser } from "../db/users";
+import { ApiError } from "../http/errors";
+import { now } from "../time";
+import { requireGrantableRole, requireManageableUser } from "./guards";
+import { defineOperation } from "./operation";
+import { description, uuid } from "./schemas";
+
+const userParams = z.strictObject({ user: uuid });
+const userName = z.string().trim().min(1).max(128);
+
+export const createUser = defineOperation({
+	name: "create_user",
+	summary: "Create a user in the caller's account",
+	auth: "secret",
+	status: 201,
+	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
+	async run({ body }, ctx) {
+		await requireGrantableRole(ctx, ctx.caller, body.role);
+		const at = now();
+		return insertUser(ctx.db, {
+			uuid: crypto.randomUUID(),
+			account: ctx.caller.account,
+			name: body.name,
+			role: body.role,
+			description: body.description ?? {},
+			created_ts: at,
+			updated_ts: at,
+		});
+	},
+});
+
+export const getUsers = defineOperation({
+	name: "get_users",
+	summary: "List the users of the caller's account",
+	auth: "secret",
+	async run(_input, ctx) {
+		const rows = await listUsers(ctx.db, ctx.caller.account);
+		const usersByUuid = Object.fromEntries(
+			rows.map((u) => [u.uuid, { name: u.name, role: u.role, created_ts: u.created_ts, updated_ts: u.updated_ts }]),
+		);
+		return { users: usersByUuid };
+	},
+});
+
+export const getUser = defineOperation({
+	name: "get_user",
+	summary: "A user of the caller's account",
+	auth: "secret",
+	params: userParams,
+	async run({ params }, ctx) {
+		const found = await findUser(ctx.db, ctx.caller.account, params.user);
+		if (!found) throw new ApiError("not_found", "No such user");
+		return found;
+	},
+});
+
+export const updateUser = defineOperation({
+	name: "update_user",
+	summary: "Change a user's name, role or description (a given description replaces the old one)",
+	auth: "secret",
+	params: userParams,
+	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
+	async run({ params, body }, ctx) {
+		await requireManageableUser(ctx, ctx.caller, params.user);
+		if (body.role) await requireGrantableRole(ctx, ctx.caller, body.role);
+		const updated = await patchUser(ctx.db, ctx.caller.account, params.user, body, now());
+		if (!updated) throw new ApiError("not_found", "No such user");
+		return updated;
+	},
+});
+
+export const deleteUser = defineOperation({
+	name: "delete_user",
+	summary: "Delete a user with its secret",
+	auth: "secret",
+	params: userParams,
+	async run({ params }, ctx) {
+		// Deleting oneself would leave the caller locked out mid-session; another user must do it.
+		if (params.user === ctx.caller.user) throw new ApiError("conflict", "A user cannot delete itself");
+		await requireManageableUser(ctx, ctx.caller, params.user);
+		const deleted = await removeUser(ctx.db, ctx.caller.account, params.user);
+		if (!deleted) throw new ApiError("not_found", "No such user");
+		return deleted;
+	},
+});

@@ -1,0 +1,27 @@
+import type { Statement } from "../db/schema";
+
+// The permission rule, with no I/O: callers turn the tagged reasons into HTTP answers.
+
+export type Decision =
+	| { allowed: true }
+	| { allowed: false; reason: "not_in_allow_list" | "in_deny_list" };
+
+export function decide(statement: Statement, operation: string): Decision {
+	const listed = statement.actions?.includes(operation) ?? false;
+	if (statement.effect === "allow") {
+		return listed ? { allowed: true } : { allowed: false, reason: "not_in_allow_list" };
+	}
+	return listed ? { allowed: false, reason: "in_deny_list" } : { allowed: true };
+}
+
+export function allowedActions(statement: Statement, vocabulary: readonly string[]): string[] {
+	return vocabulary.filter((name) => decide(statement, name).allowed);
+}
+
+export type Grant = { ok: true } | { ok: false; reason: "escalation"; actions: string[] };
+
+// A caller may hand out a statement only when it allows nothing the caller's own does not.
+export function checkGrant(caller: Statement, granted: Statement, vocabulary: readonly string[]): Grant {
+	const extra = allowedActions(granted, vocabulary).filter((name) => !decide(caller, name).allowed);
+	return extra.length === 0 ? { ok: true } : { ok: false, reason: "escalation", actions: extra };
+}

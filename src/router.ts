@@ -1,0 +1,30 @@
+import { createAccount } from "./operations/accounts";
+import type { Operation } from "./operations/operation";
+import {
+	createUserSecret,
+	createUserSecretPin,
+	deleteUserSecret,
+	getUserSecret,
+	updateUserSecret,
+} from "./operations/secrets";
+import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
+import { whoAmI } from "./operations/whoami";
+
+export type Method = "GET" | "POST" | "PATCH" | "DELETE";
+export type Route = { method: Method; path: string; operation: Operation };
+
+// The route table: every operation once, under the path of the interface.
+export const routes: Route[] = [
+	{ method: "GET", path: "/whoami", operation: whoAmI },
+	{ method: "POST", path: "/users", operation: createUser },
+	{ method: "GET", path: "/users", operation: getUsers },
+	{ method: "GET", path: "/users/:user", operation: getUser },
+	{ method: "PATCH", path: "/users/:user", operation: updateUser },
+	{ method: "DELETE", path: "/users/:user", operation: deleteUser },
+	{ method: "POST", path: "/users/:user/secrets", operation: createUserSecretPin },
+	{ method: "GET", path: "/users/:user/secrets", operation: getUserSecret },
+	{ method: "PATCH", path: "/users/:user/secrets", operation: updateUserSecret },
+	{ method: "DELETE", path: "/users/:user/secrets", operation: deleteUserSecret },
+	{ method: "POST", path: "/secrets/:account/:pin", operation: createUserSecret },
+	{ method: "POST", path: "/admin/accounts", operation: createAccount },
+] as Route[];
