@@ -1,4 +1,6 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import worker from "../src/index";
 import { expect } from "vitest";
 
 export const BASE = "https://registry.test";
@@ -47,4 +49,29 @@ export function expectError(res: Awaited<ReturnType<typeof call>>, status: numbe
 	expect(res.body).toMatchObject({ subcode, trace: res.headers.get("x-request-id") });
 	expect(typeof res.body.description).toBe("string");
 	expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
+}
+
+// A role written straight into D1, for tests that need a statement before roles have an API.
+export async function insertRole(account: string, statement: { effect: "allow" | "deny"; actions: string[] | null }) {
+	const uuid = crypto.randomUUID();
+	await env.DB.prepare(
+		"INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts) VALUES (?, ?, ?, ?, ?, 0, 0)",
+	)
+		.bind(uuid, account, "test role", JSON.stringify({ twin: null, entry: null, identity: null }), JSON.stringify(statement))
+		.run();
+	return uuid;
+}
+
+// A user with the given statement and a working secret.
+export async function userWith(admin: Account, statement: { effect: "allow" | "deny"; actions: string[] | null }) {
+	const role = await insertRole(admin.account, statement);
+	const user = await createUser(admin, role);
+	return { ...admin, user, role, secret: await issueSecret(admin, user) };
+}
+
+// Calls the Worker's fetch handler with a modified environment (a missing binding, another
+// ADMIN_TOKEN), which the `exports` entry point cannot take.
+export function fetchWithEnv(request: Request, changes: Partial<Record<keyof Env, unknown>>) {
+	type Incoming = Parameters<typeof worker.fetch>[0];
+	return worker.fetch(request as Incoming, { ...env, ...changes } as Env, createExecutionContext());
 }

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, gt, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { secretPins, userSecrets, users } from "./schema";
 
@@ -54,17 +54,35 @@ export async function redeemPin(
 	at: number,
 ) {
 	const [written] = await db.batch([
-		db.run(sql`
-			INSERT INTO ${userSecrets} (user, account, hash, fingerprint, validity_ts, created_ts, updated_ts)
-			SELECT ${secretPins.user}, ${secretPins.account}, ${secret.hash}, ${secret.fingerprint},
-				${secretPins.secret_validity_ts}, ${at}, ${at}
-			FROM ${secretPins} JOIN ${users} ON ${users.uuid} = ${secretPins.user}
-			WHERE ${secretPins.hash} = ${pinHash} AND ${secretPins.expires_ts} > ${at}
-			ON CONFLICT (user) DO UPDATE SET hash = excluded.hash, fingerprint = excluded.fingerprint,
-				validity_ts = excluded.validity_ts, created_ts = excluded.created_ts,
-				updated_ts = excluded.updated_ts`),
+		db
+			.insert(userSecrets)
+			.select(
+				db
+					.select({
+						user: secretPins.user,
+						account: secretPins.account,
+						hash: sql<string>`${secret.hash}`.as("hash"),
+						fingerprint: sql<string>`${secret.fingerprint}`.as("fingerprint"),
+						validity_ts: secretPins.secret_validity_ts,
+						created_ts: sql<number>`${at}`.as("created_ts"),
+						updated_ts: sql<number>`${at}`.as("updated_ts"),
+					})
+					.from(secretPins)
+					.innerJoin(users, eq(users.uuid, secretPins.user))
+					.where(and(eq(secretPins.hash, pinHash), gt(secretPins.expires_ts, at))),
+			)
+			.onConflictDoUpdate({
+				target: userSecrets.user,
+				set: {
+					hash: sql`excluded.hash`,
+					fingerprint: sql`excluded.fingerprint`,
+					validity_ts: sql`excluded.validity_ts`,
+					created_ts: sql`excluded.created_ts`,
+					updated_ts: sql`excluded.updated_ts`,
+				},
+			})
+			.returning(),
 		db.delete(secretPins).where(eq(secretPins.hash, pinHash)),
 	]);
-	if (written.meta.changes === 0) return undefined;
-	return db.select().from(userSecrets).where(eq(userSecrets.hash, secret.hash)).get();
+	return written[0];
 }

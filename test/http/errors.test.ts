@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { BASE, bootstrap, call, expectError, fetchWithEnv } from "../helpers";
+
+describe("error envelope", () => {
+	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {
+		const admin = await bootstrap();
+		expectError(await call("GET", "/nowhere"), 404, 404101);
+		expectError(await call("GET", "/users/a/b/c", { secret: admin.secret }), 404, 404101);
+	});
+
+	it("answers 405 naming the allowed methods for a known path", async () => {
+		const res = await call("PUT", "/users");
+		expectError(res, 405, 405101);
+		expect(res.headers.get("allow")).toBe("POST, GET");
+	});
+
+	it("answers 413 for a declared body over 64 KiB before authenticating", async () => {
+		const res = await call("POST", "/users", { body: JSON.stringify({ name: "x".repeat(70_000) }) });
+		expectError(res, 413, 413101);
+	});
+
+	it("answers 413 for a streamed body over 64 KiB without a content-length", async () => {
+		const chunk = new TextEncoder().encode("x".repeat(16 * 1024));
+		const stream = new ReadableStream({
+			start(controller) {
+				for (let i = 0; i < 5; i++) controller.enqueue(chunk);
+				controller.close();
+			},
+		});
+		const request = new Request(`${BASE}/users`, { method: "POST", body: stream, duplex: "half" } as RequestInit);
+		expect(request.headers.get("content-length")).toBeNull();
+		const response = await fetchWithEnv(request, {});
+		expect(response.status).toBe(413);
+		expect(await response.json()).toMatchObject({ subcode: 413101 });
+	});
+
+	it("accepts a body of exactly 64 KiB as far as size goes", async () => {
+		const admin = await bootstrap();
+		const padding = 64 * 1024 - JSON.stringify({ name: "" }).length;
+		const res = await call("POST", "/users", { secret: admin.secret, body: { name: "n".repeat(padding) } });
+		expectError(res, 400, 400101);
+		expect(res.body.details[0].path).toBe("name");
+	});
+
+	it("answers 400 for malformed JSON", async () => {
+		const admin = await bootstrap();
+		expectError(await call("POST", "/users", { secret: admin.secret, body: "{not json" }), 400, 400102);
+	});
+
+	it("reports each unknown field by name", async () => {
+		const admin = await bootstrap();
+		const res = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "n", role: admin.role, colour: 1, size: 2 },
+		});
+		expectError(res, 400, 400101);
+		expect(res.body.details).toEqual([
+			{ path: "colour", message: "Unknown field" },
+			{ path: "size", message: "Unknown field" },
+		]);
+	});
+
+	it("turns an unexpected failure into a generic 500 with a trace", async () => {
+		const admin = await bootstrap();
+		const request = new Request(`${BASE}/whoami`, { headers: { authorization: admin.secret } });
+		const response = await fetchWithEnv(request, { DB: undefined });
+		expect(response.status).toBe(500);
+		const body = await response.json();
+		expect(body).toEqual({ subcode: 500101, trace: response.headers.get("x-request-id"), description: "Internal error" });
+	});
+});

@@ -1,0 +1,11 @@
+import { describe, expect, it } from "vitest";
+import { OPERATION_NAMES } from "../src/operations/names";
+import { routes } from "../src/router";
+
+describe("the route table", () => {
+	it("routes every operation name exactly once, and nothing else", () => {
+		const routed = routes.map((r) => r.operation.name);
+		expect([...routed].sort()).toEqual([...OPERATION_NAMES].sort());
+		expect(new Set(routes.map((r) => `${r.method} ${r.path}`)).size).toBe(routes.length);
+	});
+});
