@@ -1,0 +1,34 @@
+// The rule language's syntax tree, independent of the parser that produced it.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now"] as const;
+export type SystemVariable = (typeof SYSTEM_VARIABLES)[number];
+export type Root = "TWIN" | "USER" | SystemVariable;
+
+export type CompareOp = "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "=~" | "!~";
+
+export type Rule =
+	| { kind: "literal"; value: Json }
+	| { kind: "var"; root: Root; path: (string | number)[] }
+	| { kind: "list"; items: Rule[] }
+	| { kind: "not"; arg: Rule }
+	| { kind: "logical"; op: "and" | "or"; left: Rule; right: Rule }
+	| { kind: "compare"; op: CompareOp; left: Rule; right: Rule };
+
+export type JsonClass = "null" | "bool" | "number" | "string" | "array" | "object";
+
+export function classOf(value: Json): JsonClass {
+	if (value === null) return "null";
+	if (Array.isArray(value)) return "array";
+	switch (typeof value) {
+		case "boolean":
+			return "bool";
+		case "number":
+			return "number";
+		case "string":
+			return "string";
+		default:
+			return "object";
+	}
+}
