@@ -7,6 +7,7 @@ import {
 	getUserSecret,
 	updateUserSecret,
 } from "./operations/secrets";
+import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
 import { whoAmI } from "./operations/whoami";
 
@@ -26,5 +27,10 @@ export const routes: Route[] = [
 	{ method: "PATCH", path: "/users/:user/secrets", operation: updateUserSecret },
 	{ method: "DELETE", path: "/users/:user/secrets", operation: deleteUserSecret },
 	{ method: "POST", path: "/secrets/:account/:pin", operation: createUserSecret },
+	{ method: "POST", path: "/roles", operation: createUserRole },
+	{ method: "GET", path: "/roles", operation: getUserRoles },
+	{ method: "GET", path: "/roles/:role", operation: getUserRole },
+	{ method: "PATCH", path: "/roles/:role", operation: updateUserRole },
+	{ method: "DELETE", path: "/roles/:role", operation: deleteUserRole },
 	{ method: "POST", path: "/admin/accounts", operation: createAccount },
 ] as Route[];

@@ -1,5 +1,91 @@
 import { DurableObject } from "cloudflare:workers";
+import { type Database, database } from "../db/client";
+import type { Actor } from "../operations/guards";
+import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
+import { now } from "../time";
+import * as writes from "./writes";
 
-// One object per account, addressed by the account uuid. It is where an account's writes
-// that must not interleave are serialized.
-export class AccountDO extends DurableObject<Env> {}
+// What crosses the RPC boundary: a value, or an API error as plain data (class instances and
+// their fields do not survive the trip).
+export type Outcome<T> =
+	| { ok: true; value: T }
+	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] };
+
+export function unwrap<T>(outcome: Outcome<T>): T {
+	if (outcome.ok) return outcome.value;
+	throw new ApiError(outcome.code, outcome.description, outcome.details);
+}
+
+const JOURNAL_LENGTH = 1000;
+
+// One object per account, addressed by the account uuid. Role writes and role assignments
+// run here one at a time; each leaves a line in the object's journal.
+export class AccountDO extends DurableObject<Env> {
+	private tail: Promise<unknown> = Promise.resolve();
+
+	constructor(ctx: DurableObjectState, env: Env) {
+		super(ctx, env);
+		ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS role_writes (
+			seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL,
+			action TEXT NOT NULL, target TEXT NOT NULL)`);
+	}
+
+	createRole(caller: writes.Principal, input: writes.RoleInput) {
+		return this.write(caller, "create_user_role", (db, actor) => writes.createRole(db, actor, input));
+	}
+
+	updateRole(caller: writes.Principal, role: string, changes: Partial<writes.RoleInput>) {
+		return this.write(caller, "update_user_role", (db, actor) => writes.updateRole(db, actor, role, changes));
+	}
+
+	deleteRole(caller: writes.Principal, role: string) {
+		return this.write(caller, "delete_user_role", (db, actor) => writes.deleteRole(db, actor, role));
+	}
+
+	createUser(caller: writes.Principal, input: writes.UserInput) {
+		return this.write(caller, "create_user", (db, actor) => writes.createUser(db, actor, input));
+	}
+
+	updateUser(caller: writes.Principal, user: string, changes: Partial<writes.UserInput>) {
+		return this.write(caller, "update_user", (db, actor) => writes.updateUser(db, actor, user, changes));
+	}
+
+	journal(limit = 100) {
+		return this.ctx.storage.sql
+			.exec<{ seq: number; at: number; actor: string; action: string; target: string }>(
+				"SELECT seq, at, actor, action, target FROM role_writes ORDER BY seq DESC LIMIT ?",
+				limit,
+			)
+			.toArray();
+	}
+
+	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
+	// each write starts when the previous one has finished, whatever its outcome.
+	private write<T extends { uuid: string }>(
+		caller: writes.Principal,
+		action: string,
+		work: (db: Database, actor: Actor) => Promise<T>,
+	): Promise<Outcome<T>> {
+		const run = this.tail.then(async (): Promise<Outcome<T>> => {
+			try {
+				const db = database(this.env);
+				const value = await work(db, await writes.actorFor(db, caller));
+				this.record(caller.user, action, value.uuid);
+				return { ok: true, value };
+			} catch (error) {
+				if (error instanceof ApiError) {
+					return { ok: false, code: error.code, description: error.message, details: error.details };
+				}
+				throw error;
+			}
+		});
+		this.tail = run.catch(() => undefined);
+		return run;
+	}
+
+	private record(actor: string, action: string, target: string) {
+		const sql = this.ctx.storage.sql;
+		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), actor, action, target);
+		sql.exec("DELETE FROM role_writes WHERE seq <= (SELECT max(seq) FROM role_writes) - ?", JOURNAL_LENGTH);
+	}
+}

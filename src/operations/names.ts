@@ -12,6 +12,11 @@ export const OPERATION_NAMES = [
 	"get_user_secret",
 	"update_user_secret",
 	"delete_user_secret",
+	"create_user_role",
+	"get_user_roles",
+	"get_user_role",
+	"update_user_role",
+	"delete_user_role",
 	"create_account",
 ] as const;
 

@@ -42,7 +42,7 @@ export const createUserSecretPin = defineOperation({
 	}),
 	async run({ params, body }, ctx) {
 		const { account } = ctx.caller;
-		await requireManageableUser(ctx, ctx.caller, params.user);
+		await requireManageableUser(ctx.db, ctx.caller, params.user);
 		const pin = randomPin(PIN_LENGTH);
 		const at = now();
 		await replacePin(ctx.db, {

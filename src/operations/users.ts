@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { findUser, insertUser, listUsers, patchUser, removeUser } from "../db/users";
+import { findUser, listUsers, removeUser } from "../db/users";
+import { unwrap } from "../durable/account";
+import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
-import { now } from "../time";
-import { requireGrantableRole, requireManageableUser } from "./guards";
+import { requireManageableUser } from "./guards";
 import { defineOperation } from "./operation";
 import { description, uuid } from "./schemas";
 
@@ -16,17 +17,9 @@ export const createUser = defineOperation({
 	status: 201,
 	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
 	async run({ body }, ctx) {
-		await requireGrantableRole(ctx, ctx.caller, body.role);
-		const at = now();
-		return insertUser(ctx.db, {
-			uuid: crypto.randomUUID(),
-			account: ctx.caller.account,
-			name: body.name,
-			role: body.role,
-			description: body.description ?? {},
-			created_ts: at,
-			updated_ts: at,
-		});
+		// Giving a role is a role write: it goes through the account's object.
+		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.createUser(principal, { ...body, description: body.description ?? {} }));
 	},
 });
 
@@ -62,11 +55,8 @@ export const updateUser = defineOperation({
 	params: userParams,
 	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
 	async run({ params, body }, ctx) {
-		await requireManageableUser(ctx, ctx.caller, params.user);
-		if (body.role) await requireGrantableRole(ctx, ctx.caller, body.role);
-		const updated = await patchUser(ctx.db, ctx.caller.account, params.user, body, now());
-		if (!updated) throw new ApiError("not_found", "No such user");
-		return updated;
+		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.updateUser(principal, params.user, body));
 	},
 });
 
@@ -78,7 +68,7 @@ export const deleteUser = defineOperation({
 	async run({ params }, ctx) {
 		// Deleting oneself would leave the caller locked out mid-session; another user must do it.
 		if (params.user === ctx.caller.user) throw new ApiError("conflict", "A user cannot delete itself");
-		await requireManageableUser(ctx, ctx.caller, params.user);
+		await requireManageableUser(ctx.db, ctx.caller, params.user);
 		const deleted = await removeUser(ctx.db, ctx.caller.account, params.user);
 		if (!deleted) throw new ApiError("not_found", "No such user");
 		return deleted;

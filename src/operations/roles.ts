@@ -1,0 +1,103 @@
+import { z } from "zod";
+import { findRole, listRoles } from "../db/roles";
+import { unwrap } from "../durable/account";
+import { accountObject } from "../durable/stub";
+import { ApiError } from "../http/errors";
+import { parseRule } from "../rules/parse";
+import { OPERATION_NAMES } from "./names";
+import { defineOperation } from "./operation";
+import { DEFAULT_STATEMENT } from "./roles-defaults";
+import { uuid } from "./schemas";
+
+const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
+
+const roleName = z.string().regex(ROLE_NAME, "Must be 2 to 32 characters: letters, digits, '_', '-' and spaces inside");
+
+// A rule is parsed when it is written, so a stored rule always parses.
+const ruleText = z
+	.string()
+	.superRefine((text, ctx) => {
+		const parsed = parseRule(text);
+		if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
+	})
+	.nullable()
+	.optional();
+
+// Given rules replace all three; one not supplied is null.
+const rulesObject = z.strictObject({ twin: ruleText, entry: ruleText, identity: ruleText }).nullable();
+type RulesInput = z.infer<typeof rulesObject>;
+const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry: r?.entry ?? null, identity: r?.identity ?? null });
+
+const statement = z.strictObject({
+	effect: z.enum(["allow", "deny"], "Must be 'allow' or 'deny'"),
+	actions: z.array(z.enum(OPERATION_NAMES, "Unknown operation name")).nullable(),
+});
+
+const roleParams = z.strictObject({ role: uuid });
+
+export const createUserRole = defineOperation({
+	name: "create_user_role",
+	summary: "Create a role; its statement may not allow more than the caller's own",
+	auth: "secret",
+	status: 201,
+	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
+	async run({ body }, ctx) {
+		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		return unwrap(
+			await stub.createRole(principal, { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT }),
+		);
+	},
+});
+
+export const getUserRoles = defineOperation({
+	name: "get_user_roles",
+	summary: "List the roles of the caller's account",
+	auth: "secret",
+	async run(_input, ctx) {
+		const rows = await listRoles(ctx.db, ctx.caller.account);
+		return {
+			roles: Object.fromEntries(
+				rows.map((r) => [r.uuid, { name: r.name, created_ts: r.created_ts, updated_ts: r.updated_ts }]),
+			),
+		};
+	},
+});
+
+export const getUserRole = defineOperation({
+	name: "get_user_role",
+	summary: "A role of the caller's account",
+	auth: "secret",
+	params: roleParams,
+	async run({ params }, ctx) {
+		const role = await findRole(ctx.db, ctx.caller.account, params.role);
+		if (!role) throw new ApiError("not_found", "No such role");
+		return role;
+	},
+});
+
+export const updateUserRole = defineOperation({
+	name: "update_user_role",
+	summary: "Change a role's name, rules or statement (given rules replace all three)",
+	auth: "secret",
+	params: roleParams,
+	body: z.strictObject({
+		name: roleName.optional(),
+		rules: rulesObject.optional().transform((r) => (r === undefined ? undefined : allRules(r))),
+		statement: statement.optional(),
+	}),
+	async run({ params, body }, ctx) {
+		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.updateRole(principal, params.role, body));
+	},
+});
+
+export const deleteUserRole = defineOperation({
+	name: "delete_user_role",
+	summary: "Delete a role no user holds",
+	auth: "secret",
+	params: roleParams,
+	async run({ params }, ctx) {
+		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.deleteRole(principal, params.role));
+	},
+});

@@ -1,0 +1,51 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { AccountDO } from "../../src/durable/account";
+import { bootstrap, call, createUser } from "../helpers";
+
+describe("AccountDO", () => {
+	it("is where role writes happen: each leaves a line in the account's journal", async () => {
+		const admin = await bootstrap();
+		const role = (await call("POST", "/roles", { secret: admin.secret, body: { name: "Journaled" } })).body;
+		const user = await createUser(admin, role.uuid);
+		await call("PATCH", `/roles/${role.uuid}`, { secret: admin.secret, body: { name: "Renamed" } });
+
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		const journal = await runInDurableObject(stub, (instance: AccountDO) => instance.journal());
+		expect(journal.map((j) => [j.action, j.target, j.actor])).toEqual([
+			["update_user_role", role.uuid, admin.user],
+			["create_user", user, admin.user],
+			["create_user_role", role.uuid, admin.user],
+		]);
+		// Another account's object saw none of it.
+		const other = env.ACCOUNTS.getByName(crypto.randomUUID());
+		expect(await runInDurableObject(other, (instance: AccountDO) => instance.journal())).toEqual([]);
+	});
+
+	it("applies the no-escalation rule itself, not only the Worker", async () => {
+		const admin = await bootstrap();
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		const narrow = await stub.createRole(
+			{ account: admin.account, user: admin.user },
+			{ name: "Narrow", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow", actions: ["create_user_role"] } },
+		);
+		expect(narrow.ok).toBe(true);
+		const holder = await createUser(admin, narrow.ok ? narrow.value.uuid : "");
+		const attempt = await stub.createRole(
+			{ account: admin.account, user: holder },
+			{ name: "Wide", rules: { twin: null, entry: null, identity: null }, statement: { effect: "deny", actions: null } },
+		);
+		expect(attempt).toMatchObject({ ok: false, code: "escalation" });
+	});
+
+	it("refuses a principal that is not a user of the account", async () => {
+		const admin = await bootstrap();
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		const outcome = await stub.createRole(
+			{ account: admin.account, user: crypto.randomUUID() },
+			{ name: "Ghost", rules: { twin: null, entry: null, identity: null }, statement: { effect: "deny", actions: null } },
+		);
+		expect(outcome).toMatchObject({ ok: false, code: "unknown_credential" });
+	});
+});
