@@ -1,3 +1,4 @@
+import { D1Meter } from "./db/meter";
 import { readBody } from "./http/body";
 import { buildRouter } from "./http/dispatch";
 import { ApiError, errorResponse } from "./http/errors";
@@ -7,10 +8,10 @@ export { AccountDO } from "./durable/account";
 
 const router = buildRouter(routes);
 
-async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string) {
+async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
 	try {
 		const body = await readBody(request);
-		return await router.fetch(request, env, ctx, { requestId, body });
+		return await router.fetch(request, env, ctx, { requestId, body, meter });
 	} catch (error) {
 		if (error instanceof ApiError) return errorResponse(error, requestId);
 		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
@@ -22,8 +23,10 @@ async function respond(request: Request, env: Env, ctx: ExecutionContext, reques
 export default {
 	async fetch(request, env, ctx) {
 		const requestId = crypto.randomUUID();
-		const response = await respond(request, env, ctx, requestId);
+		const meter = new D1Meter();
+		const response = await respond(request, env, ctx, requestId, meter);
 		response.headers.set("x-request-id", requestId);
+		response.headers.set("server-timing", meter.serverTiming());
 		return response;
 	},
 } satisfies ExportedHandler<Env>;

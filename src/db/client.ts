@@ -3,6 +3,6 @@ import * as schema from "./schema";
 
 export type Database = ReturnType<typeof database>;
 
-export function database(env: Env) {
-	return drizzle(env.DB, { schema });
+export function database(d1: D1Database) {
+	return drizzle(d1, { schema });
 }

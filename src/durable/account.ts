@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
+import { type D1Cost, D1Meter } from "../db/meter";
 import type { Actor } from "../operations/guards";
 import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
 import { now } from "../time";
@@ -7,11 +8,14 @@ import * as writes from "./writes";
 
 // What crosses the RPC boundary: a value, or an API error as plain data (class instances and
 // their fields do not survive the trip).
-export type Outcome<T> =
+// What the object spent in D1 comes back too, to be counted in the request's Server-Timing.
+export type Outcome<T> = { cost: D1Cost } & (
 	| { ok: true; value: T }
-	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] };
+	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] }
+);
 
-export function unwrap<T>(outcome: Outcome<T>): T {
+export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
+	meter.add(outcome.cost);
 	if (outcome.ok) return outcome.value;
 	throw new ApiError(outcome.code, outcome.description, outcome.details);
 }
@@ -67,14 +71,16 @@ export class AccountDO extends DurableObject<Env> {
 		work: (db: Database, actor: Actor) => Promise<T>,
 	): Promise<Outcome<T>> {
 		const run = this.tail.then(async (): Promise<Outcome<T>> => {
+			const meter = new D1Meter();
 			try {
-				const db = database(this.env);
+				const db = database(meter.wrap(this.env.DB));
 				const value = await work(db, await writes.actorFor(db, caller));
 				this.record(caller.user, action, value.uuid);
-				return { ok: true, value };
+				return { ok: true, value, cost: meter.snapshot() };
 			} catch (error) {
 				if (error instanceof ApiError) {
-					return { ok: false, code: error.code, description: error.message, details: error.details };
+					const { code, message: description, details } = error;
+					return { ok: false, code, description, details, cost: meter.snapshot() };
 				}
 				throw error;
 			}

@@ -1,5 +1,6 @@
 import type { IRequest } from "itty-router";
 import { database } from "../db/client";
+import type { D1Meter } from "../db/meter";
 import type { Operation } from "../operations/operation";
 import { decide } from "../policy/statement";
 import { authenticate, authenticateAdmin, type Caller } from "./auth";
@@ -7,13 +8,13 @@ import { parseJson } from "./body";
 import { ApiError } from "./errors";
 import { validate } from "./validation";
 
-export type RequestState = { requestId: string; body: Uint8Array | undefined };
+export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter };
 
 // The order is the contract: authenticate, check the permission rule by operation name,
 // validate params, query and body, and only then run the handler.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, exec: ExecutionContext, state: RequestState) => {
-		const db = database(env);
+		const db = database(state.meter.wrap(env.DB));
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
 			caller = await authenticate(request, db);
@@ -36,6 +37,7 @@ export function pipeline(operation: Operation) {
 			db,
 			url,
 			requestId: state.requestId,
+			meter: state.meter,
 			waitUntil: (promise: Promise<unknown>) => exec.waitUntil(promise),
 			caller,
 		};

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Database } from "../db/client";
+import type { D1Meter } from "../db/meter";
 import type { Caller } from "../http/auth";
 import type { OperationName } from "./names";
 
@@ -12,6 +13,7 @@ export type Context = {
 	db: Database;
 	url: URL;
 	requestId: string;
+	meter: D1Meter;
 	waitUntil(promise: Promise<unknown>): void;
 };
 

@@ -43,9 +43,8 @@ export const createUserRole = defineOperation({
 	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
 	async run({ body }, ctx) {
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(
-			await stub.createRole(principal, { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT }),
-		);
+		const input = { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT };
+		return unwrap(await stub.createRole(principal, input), ctx.meter);
 	},
 });
 
@@ -87,7 +86,7 @@ export const updateUserRole = defineOperation({
 	}),
 	async run({ params, body }, ctx) {
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateRole(principal, params.role, body));
+		return unwrap(await stub.updateRole(principal, params.role, body), ctx.meter);
 	},
 });
 
@@ -98,6 +97,6 @@ export const deleteUserRole = defineOperation({
 	params: roleParams,
 	async run({ params }, ctx) {
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.deleteRole(principal, params.role));
+		return unwrap(await stub.deleteRole(principal, params.role), ctx.meter);
 	},
 });

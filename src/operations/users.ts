@@ -19,7 +19,7 @@ export const createUser = defineOperation({
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.createUser(principal, { ...body, description: body.description ?? {} }));
+		return unwrap(await stub.createUser(principal, { ...body, description: body.description ?? {} }), ctx.meter);
 	},
 });
 
@@ -56,7 +56,7 @@ export const updateUser = defineOperation({
 	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
 	async run({ params, body }, ctx) {
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateUser(principal, params.user, body));
+		return unwrap(await stub.updateUser(principal, params.user, body), ctx.meter);
 	},
 });
 

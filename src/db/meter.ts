@@ -1,0 +1,90 @@
+// Counts what a request costs in D1: statements, rows read and written, time. Every response
+// reports it in Server-Timing, so a caller can see what a call cost.
+//
+// D1's raw() (what drizzle uses for typed selects) returns no meta, so a metered statement
+// answers raw() from all(), turning each row object into its values in column order, as
+// drizzle already does for every statement it runs in a batch. Queries must therefore not
+// select two columns of the same name; give one an alias.
+
+export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number };
+
+export class D1Meter implements D1Cost {
+	queries = 0;
+	rowsRead = 0;
+	rowsWritten = 0;
+	ms = 0;
+
+	add(cost: Partial<D1Cost>) {
+		this.queries += cost.queries ?? 0;
+		this.rowsRead += cost.rowsRead ?? 0;
+		this.rowsWritten += cost.rowsWritten ?? 0;
+		this.ms += cost.ms ?? 0;
+	}
+
+	record(meta: D1Meta | undefined) {
+		this.add({ queries: 1, rowsRead: meta?.rows_read ?? 0, rowsWritten: meta?.rows_written ?? 0, ms: meta?.duration ?? 0 });
+	}
+
+	snapshot(): D1Cost {
+		return { queries: this.queries, rowsRead: this.rowsRead, rowsWritten: this.rowsWritten, ms: this.ms };
+	}
+
+	serverTiming(): string {
+		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten}"`;
+	}
+
+	wrap(db: D1Database): D1Database {
+		const meter = this;
+		return new Proxy(db, {
+			get(target, property) {
+				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter);
+				if (property === "batch") {
+					return async (statements: MeteredStatement[]) => {
+						const results = await target.batch(statements.map((s) => s.inner));
+						for (const result of results) meter.record(result.meta);
+						return results;
+					};
+				}
+				const value = Reflect.get(target, property, target);
+				return typeof value === "function" ? value.bind(target) : value;
+			},
+		});
+	}
+}
+
+class MeteredStatement {
+	constructor(
+		readonly inner: D1PreparedStatement,
+		private readonly meter: D1Meter,
+	) {}
+
+	bind(...values: unknown[]) {
+		return new MeteredStatement(this.inner.bind(...values), this.meter);
+	}
+
+	async all<T>() {
+		const result = await this.inner.all<T>();
+		this.meter.record(result.meta);
+		return result;
+	}
+
+	async run<T>() {
+		const result = await this.inner.run<T>();
+		this.meter.record(result.meta);
+		return result;
+	}
+
+	async first<T>(column?: string) {
+		const { results } = await this.all<Record<string, unknown>>();
+		const row = results[0];
+		if (row === undefined) return null;
+		return (column === undefined ? row : row[column]) as T;
+	}
+
+	async raw<T extends unknown[]>(options?: { columnNames?: boolean }) {
+		const { results } = await this.all<Record<string, unknown>>();
+		const rows = results.map((row) => Object.values(row) as T);
+		if (!options?.columnNames) return rows;
+		return [Object.keys(results[0] ?? {}) as T, ...rows];
+	}
+}
