@@ -8,6 +8,7 @@ import {
 	updateUserSecret,
 } from "./operations/secrets";
 import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
+import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
 import { whoAmI } from "./operations/whoami";
 
@@ -32,5 +33,10 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/roles/:role", operation: getUserRole },
 	{ method: "PATCH", path: "/roles/:role", operation: updateUserRole },
 	{ method: "DELETE", path: "/roles/:role", operation: deleteUserRole },
+	{ method: "POST", path: "/twins", operation: createTwin },
+	{ method: "GET", path: "/twins", operation: scanTwins },
+	{ method: "GET", path: "/twins/:twin", operation: getTwin },
+	{ method: "PATCH", path: "/twins/:twin", operation: updateTwin },
+	{ method: "DELETE", path: "/twins/:twin", operation: terminateTwin },
 	{ method: "POST", path: "/admin/accounts", operation: createAccount },
 ] as Route[];

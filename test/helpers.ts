@@ -75,3 +75,26 @@ export function fetchWithEnv(request: Request, changes: Partial<Record<keyof Env
 	type Incoming = Parameters<typeof worker.fetch>[0];
 	return worker.fetch(request as Incoming, { ...env, ...changes } as Env, createExecutionContext());
 }
+
+// Twins written straight into D1 in batches, for tests that need many.
+export async function seedTwins(owner: string, descriptions: Record<string, unknown>[]) {
+	const uuids = descriptions.map(() => crypto.randomUUID());
+	const statement = env.DB.prepare(
+		`INSERT INTO twins (uuid, owner, status, description, creation_certificate, termination_certificate, updated_ts)
+		VALUES (?, ?, 'alive', ?, ?, NULL, 1)`,
+	);
+	for (let i = 0; i < uuids.length; i += 500) {
+		await env.DB.batch(
+			uuids.slice(i, i + 500).map((uuid, j) =>
+				statement.bind(uuid, owner, JSON.stringify(descriptions[i + j]), JSON.stringify({ uuid, creator: owner, created_ts: 1 })),
+			),
+		);
+	}
+	return uuids;
+}
+
+export function rowsRead(res: { headers: Headers }) {
+	const match = /rows_read=(\d+)/.exec(res.headers.get("server-timing") ?? "");
+	if (!match) throw new Error("no Server-Timing rows_read");
+	return Number(match[1]);
+}

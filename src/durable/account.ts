@@ -4,6 +4,9 @@ import { type D1Cost, D1Meter } from "../db/meter";
 import type { Actor } from "../operations/guards";
 import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
 import { now } from "../time";
+import type { Viewer } from "../rules/visibility";
+import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import { readPage, type ScanRequest } from "./scan";
 import * as writes from "./writes";
 
 // What crosses the RPC boundary: a value, or an API error as plain data (class instances and
@@ -23,12 +26,15 @@ export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 const JOURNAL_LENGTH = 1000;
 
 // One object per account, addressed by the account uuid. Role writes and role assignments
-// run here one at a time; each leaves a line in the object's journal.
+// run here one at a time; each leaves a line in the object's journal. Scan cursors are
+// issued and kept here too, with an alarm that sweeps the expired ones.
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
+	private readonly cursors: CursorStore;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
+		this.cursors = new CursorStore(ctx.storage.sql);
 		ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS role_writes (
 			seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL,
 			action TEXT NOT NULL, target TEXT NOT NULL)`);
@@ -52,6 +58,32 @@ export class AccountDO extends DurableObject<Env> {
 
 	updateUser(caller: writes.Principal, user: string, changes: Partial<writes.UserInput>) {
 		return this.write(caller, "update_user", (db, actor) => writes.updateUser(db, actor, user, changes));
+	}
+
+	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
+	async scan(viewer: Viewer, cursor: string | undefined, request: ScanRequest) {
+		const meter = new D1Meter();
+		const at = now();
+		const owner = { user: viewer.user, binding: bindingOf(request.match, request.details) };
+		const after = cursor === undefined ? "" : this.cursors.resolve(cursor, owner, at);
+		if (after === undefined) {
+			const description = "The cursor is unknown, expired, or belongs to another user or scan";
+			return { ok: false, code: "invalid_cursor", description, cost: meter.snapshot() } satisfies Outcome<never>;
+		}
+		const page = await readPage(database(meter.wrap(this.env.DB)), viewer, after, request, at);
+		const next = page.examined < request.count || !page.last ? null : this.cursors.issue(owner, page.last, at);
+		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
+		const value = { cursor: next, twins: page.twins };
+		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
+	}
+
+	async alarm() {
+		const next = this.cursors.sweep(now());
+		if (next !== undefined) await this.scheduleSweep(next);
+	}
+
+	private scheduleSweep(atSeconds: number) {
+		return this.ctx.storage.setAlarm(Math.ceil(atSeconds * 1000) + 1000);
 	}
 
 	journal(limit = 100) {

@@ -16,6 +16,7 @@ export const ERRORS = {
 		subcode: 403102,
 		description: "The role would allow actions the caller is not allowed",
 	},
+	not_owner: { status: 403, subcode: 403103, description: "Only the owner's account may do this" },
 	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
 	not_found: { status: 404, subcode: 404102, description: "No such resource" },
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },

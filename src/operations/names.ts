@@ -17,6 +17,11 @@ export const OPERATION_NAMES = [
 	"get_user_role",
 	"update_user_role",
 	"delete_user_role",
+	"create_twin",
+	"scan_twins",
+	"get_twin",
+	"update_twin",
+	"terminate_twin",
 	"create_account",
 ] as const;
 

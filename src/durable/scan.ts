@@ -1,0 +1,76 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { type Json, type Rule } from "../rules/ast";
+import type { Columns } from "../rules/compile";
+import { compileRule } from "../rules/compile";
+import { evaluate } from "../rules/evaluate";
+import { ruleOf, scopeOf, type Viewer, visibilitySql } from "../rules/visibility";
+
+export type ScanRequest = { count: number; match?: string; details: boolean };
+
+type PageRow = {
+	uuid: string;
+	verdict: number | null;
+	owner: string | null;
+	status: string | null;
+	description: string | null;
+	creation_certificate: string | null;
+	termination_certificate: string | null;
+	updated_ts: number | null;
+};
+
+const COLUMNS: Columns = { uuid: "uuid", owner: "owner", status: "status", description: "description" };
+
+// One page: the next `count` twins of the account after `after`, in uuid order, through the
+// (owner, uuid) index: no OFFSET, so a page costs the same wherever it is in the account.
+// The rule's SQL answers 1, 0 or NULL per twin; the detailed columns come back only where
+// they are needed (to show the twin, or to let the evaluator decide a NULL).
+export async function readPage(db: Database, viewer: Viewer, after: string, request: ScanRequest, now: number) {
+	const match = ruleOf(request.match);
+	const visible = request.details ? ruleOf(viewer.twinRule) : null;
+	const conditions: string[] = [];
+	if (match) conditions.push(compileRule(match, scopeOf(viewer, now), COLUMNS));
+	if (request.details) conditions.push(visibilitySql(viewer, now, COLUMNS));
+	const verdict = conditions.length ? conditions.join(" AND ") : "1";
+	const keep = sql.raw(request.details ? "verdict IS NOT 0" : "verdict IS NULL");
+
+	const rows = (await db.all(sql`
+		SELECT uuid, verdict,
+			CASE WHEN ${keep} THEN owner END AS owner,
+			CASE WHEN ${keep} THEN status END AS status,
+			CASE WHEN ${keep} THEN description END AS description,
+			CASE WHEN ${keep} THEN creation_certificate END AS creation_certificate,
+			CASE WHEN ${keep} THEN termination_certificate END AS termination_certificate,
+			CASE WHEN ${keep} THEN updated_ts END AS updated_ts
+		FROM (
+			SELECT *, (${sql.raw(verdict)}) AS verdict FROM twins
+			WHERE owner = ${viewer.account} AND uuid > ${after}
+			ORDER BY uuid LIMIT ${request.count}
+		)
+		ORDER BY uuid`)) as PageRow[];
+
+	const accepted = rows.filter((row) => row.verdict === 1 || (row.verdict === null && decide(row, viewer, match, visible, now)));
+	return {
+		examined: rows.length,
+		last: rows.at(-1)?.uuid,
+		twins: accepted.map((row) => (request.details ? detailed(row) : row.uuid)),
+	};
+}
+
+function decide(row: PageRow, viewer: Viewer, match: Rule | null, visible: Rule | null, now: number) {
+	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
+	const scope = { ...scopeOf(viewer, now), twin };
+	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
+}
+
+function detailed(row: PageRow) {
+	return {
+		uuid: row.uuid,
+		owner: row.owner,
+		status: row.status,
+		updated_ts: row.updated_ts,
+		description: JSON.parse(row.description ?? "{}"),
+		creation_certificate: JSON.parse(row.creation_certificate ?? "{}"),
+		termination_certificate: row.termination_certificate ? JSON.parse(row.termination_certificate) : null,
+	};
+}

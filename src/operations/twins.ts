@@ -1,0 +1,117 @@
+import { z } from "zod";
+import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
+import { unwrap } from "../durable/account";
+import type { Caller } from "../http/auth";
+import { ApiError } from "../http/errors";
+import { parseRule } from "../rules/parse";
+import { isVisible, viewerOf } from "../rules/visibility";
+import { now } from "../time";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { description, uuid } from "./schemas";
+
+const twinParams = z.strictObject({ twin: uuid });
+
+// A twin the caller may not see answers exactly as a twin that does not exist.
+async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
+	const twin = await findTwin(ctx.db, uuid);
+	if (!twin || !isVisible(viewerOf(caller), twin, now())) throw new ApiError("not_found", "No such twin");
+	return twin;
+}
+
+// Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
+function refusal(twin: TwinRow, caller: Caller): ApiError {
+	if (twin.owner !== caller.account) return new ApiError("not_owner", "Only the owner's account may change a twin");
+	return new ApiError("twin_terminated");
+}
+
+export const createTwin = defineOperation({
+	name: "create_twin",
+	summary: "Create a twin owned by the caller's account",
+	auth: "secret",
+	status: 201,
+	body: z.strictObject({ description: description.optional() }),
+	async run({ body }, ctx) {
+		const at = now();
+		const twin = crypto.randomUUID();
+		return insertTwin(ctx.db, {
+			uuid: twin,
+			owner: ctx.caller.account,
+			status: "alive",
+			description: body.description ?? {},
+			creation_certificate: { uuid: twin, creator: ctx.caller.account, created_ts: at },
+			termination_certificate: null,
+			updated_ts: at,
+		});
+	},
+});
+
+export const getTwin = defineOperation({
+	name: "get_twin",
+	summary: "A twin visible to the caller",
+	auth: "secret",
+	params: twinParams,
+	async run({ params }, ctx) {
+		return visibleTwin(ctx, ctx.caller, params.twin);
+	},
+});
+
+export const updateTwin = defineOperation({
+	name: "update_twin",
+	summary: "Replace the description of an alive twin the caller's account owns",
+	auth: "secret",
+	params: twinParams,
+	body: z.strictObject({ description }),
+	async run({ params, body }, ctx) {
+		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+		const updated = await setTwinDescription(ctx.db, ctx.caller.account, twin.uuid, body.description, now());
+		if (!updated) throw refusal(twin, ctx.caller);
+		return updated;
+	},
+});
+
+export const terminateTwin = defineOperation({
+	name: "terminate_twin",
+	summary: "Terminate an alive twin the caller's account owns",
+	auth: "secret",
+	params: twinParams,
+	async run({ params }, ctx) {
+		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+		const terminated = await markTerminated(ctx.db, ctx.caller.account, twin.uuid, now());
+		if (!terminated) throw refusal(twin, ctx.caller);
+		return terminated;
+	},
+});
+
+const count = z
+	.string()
+	.regex(/^\d{1,4}$/, "Must be an integer from 1 to 1000")
+	.transform(Number)
+	.pipe(z.number().int().min(1, "Must be an integer from 1 to 1000").max(1000, "Must be an integer from 1 to 1000"));
+
+const details = z
+	.string()
+	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
+	.transform((v) => /^(true|1)$/i.test(v));
+
+const match = z.string().superRefine((text, issue) => {
+	const parsed = parseRule(text);
+	if (!parsed.ok) issue.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
+});
+
+export const scanTwins = defineOperation({
+	name: "scan_twins",
+	summary: "Page through the caller's account's twins: uuids, or details of the visible ones",
+	auth: "secret",
+	query: z.strictObject({
+		cursor: z.string().min(1).max(64).optional(),
+		count: count.optional().default(100),
+		match: match.optional(),
+		details: details.optional().default(false),
+	}),
+	async run({ query }, ctx) {
+		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);
+		const { cursor, ...request } = query;
+		return unwrap(await stub.scan(viewerOf(ctx.caller), cursor, request), ctx.meter);
+	},
+});
