@@ -13,9 +13,9 @@ export function wrangler(args, options = {}) {
 	return spawn(process.execPath, [bin, ...args], { stdio: "inherit", env: quietEnv, ...options });
 }
 
-export function wranglerDone(args) {
+export function wranglerDone(args, options = {}) {
 	return new Promise((resolve, reject) => {
-		const child = wrangler(args);
+		const child = wrangler(args, options);
 		child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler ${args[0]} exited with ${code}`))));
 	});
 }

@@ -1,0 +1,28 @@
+// Starts `wrangler dev` in its own process group on a given port and state folder, for the
+// benchmark and load scripts; stop() signals the whole group.
+import { wrangler, wranglerDone } from "./wrangler.mjs";
+
+export async function startDevServer({ port, persistTo, vars = {} }) {
+	await wranglerDone(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
+	const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+	const child = wrangler(
+		["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo, "--show-interactive-dev-session=false", ...varArgs],
+		{ detached: true, stdio: ["ignore", "ignore", "inherit"] },
+	);
+	const url = `http://127.0.0.1:${port}`;
+	const stop = () => {
+		try {
+			process.kill(-child.pid, "SIGTERM");
+		} catch {}
+	};
+	for (let i = 0; i < 120; i++) {
+		try {
+			await fetch(`${url}/whoami`);
+			return { url, stop };
+		} catch {
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	}
+	stop();
+	throw new Error("wrangler dev did not start");
+}
