@@ -21,6 +21,7 @@ export default defineConfig(async () => {
 		test: {
 			include: ["test/**/*.test.ts"],
 			setupFiles: ["./test/apply-migrations.ts"],
+			globalSetup: ["./test/webhooks/receiver.ts"],
 		},
 	};
 });

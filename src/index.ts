@@ -3,6 +3,8 @@ import { readBody } from "./http/body";
 import { buildRouter } from "./http/dispatch";
 import { ApiError, errorResponse } from "./http/errors";
 import { routes } from "./router";
+import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
+import type { ConfirmationJob } from "./webhooks/message";
 
 export { AccountDO } from "./durable/account";
 
@@ -29,4 +31,9 @@ export default {
 		response.headers.set("server-timing", meter.serverTiming());
 		return response;
 	},
-} satisfies ExportedHandler<Env>;
+
+	async queue(batch, env) {
+		if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
+		return consumeConfirmations(batch, env);
+	},
+} satisfies ExportedHandler<Env, ConfirmationJob>;

@@ -10,6 +10,7 @@ import {
 import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
 import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
+import { confirmSubscription, refreshSubscription, unsubscribe, webhookSubscribe } from "./operations/webhooks";
 import { whoAmI } from "./operations/whoami";
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
@@ -38,5 +39,9 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/twins/:twin", operation: getTwin },
 	{ method: "PATCH", path: "/twins/:twin", operation: updateTwin },
 	{ method: "DELETE", path: "/twins/:twin", operation: terminateTwin },
+	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
+	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
+	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
+	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },
 	{ method: "POST", path: "/admin/accounts", operation: createAccount },
 ] as Route[];

@@ -5,7 +5,13 @@ import { expect } from "vitest";
 
 export const BASE = "https://registry.test";
 
-type CallOptions = { secret?: string; body?: unknown; headers?: Record<string, string> };
+type CallOptions = {
+	secret?: string;
+	body?: unknown;
+	headers?: Record<string, string>;
+	// Bindings to replace for this request (another CALLBACK_POLICY, a recording producer).
+	env?: Partial<Record<keyof Env, unknown>>;
+};
 
 // Every call goes through the Worker's own fetch handler, as a client's request would.
 export async function call(method: string, path: string, options: CallOptions = {}) {
@@ -16,7 +22,8 @@ export async function call(method: string, path: string, options: CallOptions = 
 		body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
 		headers.set("content-type", "application/json");
 	}
-	const response = await exports.default.fetch(new Request(BASE + path, { method, headers, body }));
+	const request = new Request(BASE + path, { method, headers, body });
+	const response = await (options.env ? fetchWithEnv(request, options.env) : exports.default.fetch(request));
 	const text = await response.text();
 	return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
 }

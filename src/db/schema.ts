@@ -1,4 +1,4 @@
-import { index, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
 // JSON columns hold the objects exactly as the API accepts and returns them.
@@ -96,3 +96,26 @@ export const twins = sqliteTable(
 export type Description = Record<string, unknown>;
 export type RoleRules = { twin: string | null; entry: string | null; identity: string | null };
 export type Statement = { effect: "allow" | "deny"; actions: string[] | null };
+
+// A webhook subscription. The confirmation token is kept only as its SHA-256. Every delivery
+// attempt of the confirmation message leaves its outcome here.
+export const subscriptions = sqliteTable(
+	"subscriptions",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		user: text("user").notNull(),
+		topic: text("topic").notNull(),
+		callback_url: text("callback_url").notNull(),
+		token_hash: text("token_hash").notNull(),
+		status: text("status", { enum: ["pending", "confirmed", "unsubscribed", "expired", "failed"] }).notNull(),
+		validity_ts: real("validity_ts").notNull(),
+		message: text("message").notNull(),
+		attempts: integer("attempts").notNull().default(0),
+		last_attempt_ts: real("last_attempt_ts"),
+		last_outcome: text("last_outcome"),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("subscriptions_token").on(t.token_hash), index("subscriptions_account").on(t.account)],
+);

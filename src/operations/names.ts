@@ -22,6 +22,10 @@ export const OPERATION_NAMES = [
 	"get_twin",
 	"update_twin",
 	"terminate_twin",
+	"webhook_subscribe",
+	"confirm_a_webhook_subscription",
+	"webhook_refresh_subscription",
+	"webhook_unsubscribe",
 	"create_account",
 ] as const;
 

@@ -1,0 +1,32 @@
+import { blake2b } from "@noble/hashes/blake2.js";
+import { base64Url, toHex } from "../crypto";
+
+const encoder = new TextEncoder();
+
+// The key of both the message hash and the Standard Webhooks signature: the UTF-8 bytes of
+// client_secret followed by server_secret (16 + 16 characters, 32 bytes).
+export function signingKey(clientSecret: string, serverSecret: string): Uint8Array {
+	return encoder.encode(clientSecret + serverSecret);
+}
+
+// Keyed BLAKE2b-256 over the compact JSON of the message without its hash, as lowercase hex.
+export function messageHash(message: object, key: Uint8Array): string {
+	return toHex(blake2b(encoder.encode(JSON.stringify(message)), { key, dkLen: 32 }));
+}
+
+// Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) so off-the-shelf
+// verifiers work; their secret is "whsec_" + base64 of the same key.
+export async function standardWebhookHeaders(id: string, timestamp: number, body: string, key: Uint8Array | null) {
+	const headers: Record<string, string> = { "webhook-id": id, "webhook-timestamp": String(timestamp) };
+	if (key) {
+		const hmac = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+		const signature = await crypto.subtle.sign("HMAC", hmac, encoder.encode(`${id}.${timestamp}.${body}`));
+		headers["webhook-signature"] = `v1,${toBase64(new Uint8Array(signature))}`;
+	}
+	return headers;
+}
+
+function toBase64(bytes: Uint8Array): string {
+	const url = base64Url(bytes).replaceAll("-", "+").replaceAll("_", "/");
+	return url.padEnd(Math.ceil(url.length / 4) * 4, "=");
+}

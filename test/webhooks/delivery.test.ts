@@ -1,0 +1,216 @@
+import { blake2b } from "@noble/hashes/blake2.js";
+import { describe, expect, it } from "vitest";
+import { bootstrap, call, expectError } from "../helpers";
+import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
+
+const CLIENT_SECRET = "Client-secret_16";
+
+// The documented recipe, written from the README and not from the service's code: the hash is
+// keyed BLAKE2b-256 over the compact JSON of the message without `hash`, key = UTF-8 of
+// client_secret + server_secret; the signature is Standard Webhooks' HMAC-SHA256.
+function expectedHash(body: string, serverSecret: string) {
+	const { hash: _, ...message } = JSON.parse(body);
+	const digest = blake2b(new TextEncoder().encode(JSON.stringify(message)), {
+		key: new TextEncoder().encode(CLIENT_SECRET + serverSecret),
+		dkLen: 32,
+	});
+	return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function expectedSignature(headers: Record<string, string>, body: string, serverSecret: string) {
+	const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(CLIENT_SECRET + serverSecret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+	const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`));
+	return `v1,${btoa(String.fromCharCode(...new Uint8Array(mac)))}`;
+}
+
+async function waitForDelivery(id: string, count = 1) {
+	for (let i = 0; i < 100; i++) {
+		const log = await received(id);
+		if (log.length >= count) return log;
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+	throw new Error(`no delivery to ${id}`);
+}
+
+describe("the confirmation message", () => {
+	it("arrives through the real queue, with a hash and signature that verify, and confirms", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const res = await call("POST", "/notifications/webhooks", {
+			secret: admin.secret,
+			body: { topic: "twin-events", callback_url: `${receiver()}/r/${id}/ok`, client_secret: CLIENT_SECRET },
+			env: { CALLBACK_POLICY: "any" },
+		});
+		expect(res.status).toBe(201);
+		const [delivery] = await waitForDelivery(id);
+		const message = JSON.parse(delivery.body);
+		expect(Object.keys(message)).toEqual(["type", "message", "sent_ts", "confirmation_url", "subscription", "hash"]);
+		expect(message).toMatchObject({
+			type: "Confirmation",
+			message: expect.stringMatching(/^[0-9a-f-]{36}$/),
+			sent_ts: expect.any(Number),
+			subscription: res.body.subscription,
+		});
+		expect(message.hash).toBe(expectedHash(delivery.body, res.body.server_secret));
+		expect(delivery.headers["webhook-id"]).toBe(message.message);
+		expect(delivery.headers["webhook-signature"]).toBe(await expectedSignature(delivery.headers, delivery.body, res.body.server_secret));
+		expect(delivery.headers["content-type"]).toBe("application/json");
+
+		const confirmed = await call("GET", pathOf(message.confirmation_url));
+		expect(confirmed.status).toBe(200);
+		expect(confirmed.body).toEqual({
+			...res.body.subscription,
+			status: "confirmed",
+			unsubscribe_url: message.confirmation_url,
+			refresh_url: message.confirmation_url,
+		});
+		expect((await call("GET", pathOf(message.confirmation_url))).body).toEqual(confirmed.body);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "confirmed", attempts: 1 });
+	});
+
+	it("has a null hash and no signature header without a client_secret", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
+		expect(await consume(job)).toMatchObject({ explicitAcks: [expect.any(String)], retryMessages: [] });
+		const [delivery] = await received(id);
+		expect(JSON.parse(delivery.body).hash).toBeNull();
+		expect(delivery.headers["webhook-signature"]).toBeUndefined();
+		expect(delivery.headers["webhook-id"]).toBe(job.message);
+	});
+});
+
+describe("delivery outcomes", () => {
+	it("retries 500s with growing delays and the same message uuid, then delivers", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/500,500,ok`, client_secret: CLIENT_SECRET });
+		const first = await consume(job, 1);
+		const second = await consume(job, 2);
+		const third = await consume(job, 3);
+		expect(first).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
+		expect(second).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [10] });
+		expect(third).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+
+		const log = await received(id);
+		expect(log).toHaveLength(3);
+		expect(new Set(log.map((d) => JSON.parse(d.body).message))).toEqual(new Set([job.message]));
+		expect(new Set(log.map((d) => d.headers["webhook-id"]))).toEqual(new Set([job.message]));
+		for (const d of log) expect(JSON.parse(d.body).hash).toBe(expectedHash(d.body, res.body.server_secret));
+
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "pending", attempts: 3, last_outcome: expect.stringContaining("HTTP 200") });
+		const confirmed = await call("GET", pathOf(job.confirmation_url));
+		expect(confirmed.body.status).toBe("confirmed");
+	});
+
+	it.each([["404"], ["400"], ["410"]])("treats %s as permanent: acknowledged and marked failed", async (code) => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/${code}` });
+		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "failed",
+			attempts: 1,
+			last_outcome: expect.stringContaining(`HTTP ${code}`),
+		});
+	});
+
+	it.each([["408"], ["429"], ["503"]])("retries %s", async (code) => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}` });
+		expect((await consume(job)).retryMessages).toHaveLength(1);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "pending", attempts: 1 });
+	});
+
+	it("does not follow a redirect, and fails the subscription", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/302` });
+		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect(await received(id)).toHaveLength(1);
+		expect(await received(`${id}-redirected`)).toHaveLength(0);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", last_outcome: expect.stringContaining("HTTP 302") });
+	});
+
+	it("times out a receiver that never answers, and retries", { timeout: 30_000 }, async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang` });
+		expect(await consume(job)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "pending",
+			last_outcome: expect.stringContaining("no answer within 10 s"),
+		});
+	});
+
+	it("retries a network error", async () => {
+		const admin = await bootstrap();
+		const { job } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/nobody-listens" });
+		expect((await consume(job)).retryMessages).toHaveLength(1);
+	});
+
+	it("marks what ran out of retries failed through the dead-letter queue", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/500` });
+		await consume(job, 1);
+		const result = await consume(job, 6, "twin-webhooks-dlq");
+		expect(result.explicitAcks).toHaveLength(1);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "failed",
+			last_outcome: expect.stringContaining("retries exhausted"),
+		});
+		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
+	});
+
+	it("delivers nothing once the subscription is confirmed, unsubscribed or expired", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok`, expires: 1 });
+		await call("GET", pathOf(job.confirmation_url));
+		expect((await consume(job)).explicitAcks).toHaveLength(1);
+		expect(await received(id)).toHaveLength(0);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ attempts: 0 });
+	});
+});
+
+describe("confirm, refresh and unsubscribe", () => {
+	it("refreshes the validity, with a new server_secret for a new client_secret", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok`, expires: 10 });
+		const refreshed = await call("PATCH", pathOf(job.confirmation_url), { body: { expires: 3600, client_secret: CLIENT_SECRET } });
+		expect(refreshed.status).toBe(200);
+		expect(refreshed.body).toEqual({
+			subscription: { ...res.body.subscription, validity_ts: expect.any(Number) },
+			callback_url: res.body.callback_url,
+			server_secret: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
+		});
+		expect(refreshed.body.subscription.validity_ts - res.body.subscription.validity_ts).toBeGreaterThan(3000);
+		const plain = await call("PATCH", pathOf(job.confirmation_url), { body: {} });
+		expect(plain.body.server_secret).toBeUndefined();
+		const bad = await call("PATCH", pathOf(job.confirmation_url), { body: { expires: 0 } });
+		expectError(bad, 400, 400101);
+	});
+
+	it("unsubscribes, after which the token is dead", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
+		const gone = await call("DELETE", pathOf(job.confirmation_url));
+		expect(gone.body).toEqual({ ...res.body.subscription, status: "unsubscribed" });
+		for (const method of ["GET", "PATCH", "DELETE"]) expectError(await call(method, pathOf(job.confirmation_url)), 404, 404102);
+	});
+
+	it("answers 404 for an unknown token or another account's path, and 400 once expired", async () => {
+		const admin = await bootstrap();
+		const other = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
+		const token = new URL(job.confirmation_url).searchParams.get("token");
+		expectError(await call("GET", `/notifications/webhooks/${admin.account}?token=wrong`), 404, 404102);
+		expectError(await call("GET", `/notifications/webhooks/${other.account}?token=${token}`), 404, 404102);
+		expectError(await call("GET", `/notifications/webhooks/${admin.account}`), 400, 400101);
+
+		const { env } = await import("cloudflare:workers");
+		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(res.body.subscription.uuid).run();
+		expectError(await call("GET", pathOf(job.confirmation_url)), 400, 400105);
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "expired" });
+		expectError(await call("PATCH", pathOf(job.confirmation_url), { body: {} }), 400, 400105);
+	});
+});

@@ -1,0 +1,52 @@
+// A webhook receiver on 127.0.0.1 for the tests, started once by vitest's globalSetup; its
+// port reaches the tests through `inject("receiverPort")`.
+//
+// POST /r/<id>/<script> answers by script: "ok", a status code ("404", "500"), "302" (to
+// /r/<id>-redirected/ok), "hang" (never answers), or a comma list played in turn
+// ("500,500,ok"). GET /log/<id> answers every request recorded for <id>.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TestProject } from "vitest/node";
+
+declare module "vitest" {
+	export interface ProvidedContext {
+		receiverPort: number;
+	}
+}
+
+type Recorded = { path: string; headers: IncomingMessage["headers"]; body: string };
+
+export default async function setup(project: TestProject) {
+	const log = new Map<string, Recorded[]>();
+	const played = new Map<string, number>();
+
+	const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+		const [, kind, id, script = "ok"] = (req.url ?? "").split("?")[0].split("/");
+		if (req.method === "GET" && kind === "log") {
+			res.setHeader("content-type", "application/json");
+			return res.end(JSON.stringify(log.get(id) ?? []));
+		}
+		let body = "";
+		for await (const chunk of req) body += chunk;
+		log.set(id, [...(log.get(id) ?? []), { path: req.url ?? "", headers: req.headers, body }]);
+
+		const steps = script.split(",");
+		const turn = played.get(id) ?? 0;
+		played.set(id, turn + 1);
+		const step = steps[Math.min(turn, steps.length - 1)];
+		if (step === "hang") return;
+		if (step === "302") {
+			res.writeHead(302, { location: `/r/${id}-redirected/ok` });
+			return res.end();
+		}
+		res.writeHead(step === "ok" ? 200 : Number(step));
+		res.end();
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	project.provide("receiverPort", (server.address() as AddressInfo).port);
+
+	return async () => {
+		server.closeAllConnections();
+		await new Promise((resolve) => server.close(resolve));
+	};
+}
