@@ -1,0 +1,92 @@
+// `npm run webhook-listener -- --secret <API key> [--topic T] [--url URL] [--port N]
+//   [--client-secret S] [--no-confirm]`
+// A local receiver for developers: listens on 127.0.0.1, subscribes itself to a topic on the
+// given server, verifies each message's hash and Standard Webhooks signature, prints what
+// arrives, and confirms the subscription (unless --no-confirm). Ctrl-C unsubscribes.
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer } from "node:http";
+import { parseArgs } from "node:util";
+import { blake2b } from "@noble/hashes/blake2.js";
+
+const { values } = parseArgs({
+	options: {
+		url: { type: "string", default: "http://127.0.0.1:8787" },
+		secret: { type: "string", default: process.env.TWIN_SECRET },
+		topic: { type: "string", default: "twins" },
+		port: { type: "string", default: "0" },
+		"client-secret": { type: "string", default: randomBytes(12).toString("base64url") },
+		"no-confirm": { type: "boolean", default: false },
+	},
+});
+if (!values.secret) {
+	console.error("Pass the API key with --secret (or TWIN_SECRET); `npm run bootstrap` prints one.");
+	process.exit(1);
+}
+
+const base = values.url.replace(/\/+$/, "");
+const clientSecret = values["client-secret"];
+let resolveServerSecret;
+const serverSecret = new Promise((resolve) => (resolveServerSecret = resolve));
+let manageUrl;
+
+// The recipe of the README: keyed BLAKE2b-256 over the compact JSON of the message without
+// `hash`; Standard Webhooks' HMAC-SHA256 over "id.timestamp.body"; both keyed with the UTF-8
+// of client_secret + server_secret.
+function verify(body, headers, key) {
+	const { hash, ...message } = JSON.parse(body);
+	const expectedHash = Buffer.from(blake2b(Buffer.from(JSON.stringify(message)), { key, dkLen: 32 })).toString("hex");
+	const signed = `${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`;
+	const expectedSignature = `v1,${createHmac("sha256", key).update(signed).digest("base64")}`;
+	const same = (a, b) => typeof a === "string" && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+	return { message, hashOk: same(hash, expectedHash), signatureOk: same(headers["webhook-signature"], expectedSignature) };
+}
+
+const server = createServer(async (req, res) => {
+	let body = "";
+	for await (const chunk of req) body += chunk;
+	res.writeHead(200).end();
+	const key = Buffer.from(clientSecret + (await serverSecret));
+	let verified;
+	try {
+		verified = verify(body, req.headers, key);
+	} catch {
+		console.log(`✗ ${req.method} ${req.url}: not a JSON message\n${body}`);
+		return;
+	}
+	const { message, hashOk, signatureOk } = verified;
+	console.log(`\n${hashOk ? "✓" : "✗"} hash  ${signatureOk ? "✓" : "✗"} signature  ${message.type} ${message.message}`);
+	console.log(JSON.stringify(message, null, 2));
+	if (message.type === "Confirmation") {
+		manageUrl = message.confirmation_url;
+		if (values["no-confirm"]) return console.log(`not confirming; confirm with: curl -s '${manageUrl}'`);
+		const confirmed = await fetch(manageUrl);
+		console.log(`confirmed: ${confirmed.status} ${await confirmed.text()}`);
+	}
+});
+
+server.listen(Number(values.port), "127.0.0.1", async () => {
+	const callback = `http://127.0.0.1:${server.address().port}/`;
+	const res = await fetch(`${base}/notifications/webhooks`, {
+		method: "POST",
+		headers: { authorization: values.secret, "content-type": "application/json" },
+		body: JSON.stringify({ callback_url: callback, topic: values.topic, client_secret: clientSecret }),
+	}).catch((error) => {
+		console.error(`Cannot reach ${base}: ${error.cause?.message ?? error.message}`);
+		process.exit(1);
+	});
+	const answer = await res.json();
+	if (res.status !== 201) {
+		console.error(`webhook_subscribe answered ${res.status}: ${JSON.stringify(answer)}`);
+		process.exit(1);
+	}
+	resolveServerSecret(answer.server_secret);
+	console.log(`listening on ${callback} for topic ${values.topic}; subscription ${answer.subscription.uuid}`);
+});
+
+process.on("SIGINT", async () => {
+	if (manageUrl) {
+		const gone = await fetch(manageUrl, { method: "DELETE" }).catch(() => undefined);
+		console.log(`\nunsubscribed: ${gone?.status ?? "server unreachable"}`);
+	}
+	process.exit(0);
+});
