@@ -1,27 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
-import { type D1Cost, D1Meter } from "../db/meter";
+import { D1Meter } from "../db/meter";
+import type { Outcome } from "./outcome";
 import type { Actor } from "../operations/guards";
-import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
+import { ApiError } from "../http/errors";
 import { now } from "../time";
 import type { Viewer } from "../rules/visibility";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { readPage, type ScanRequest } from "./scan";
 import * as writes from "./writes";
-
-// What crosses the RPC boundary: a value, or an API error as plain data (class instances and
-// their fields do not survive the trip).
-// What the object spent in D1 comes back too, to be counted in the request's Server-Timing.
-export type Outcome<T> = { cost: D1Cost } & (
-	| { ok: true; value: T }
-	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] }
-);
-
-export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
-	meter.add(outcome.cost);
-	if (outcome.ok) return outcome.value;
-	throw new ApiError(outcome.code, outcome.description, outcome.details);
-}
 
 const JOURNAL_LENGTH = 1000;
 

@@ -43,6 +43,6 @@ export function pipeline(operation: Operation) {
 		};
 		// The Operation type guarantees `caller` is present for "secret" routes.
 		const result = await operation.run(input as never, ctx as never);
-		return Response.json(result, { status: operation.status ?? 200 });
+		return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
 	};
 }

@@ -4,6 +4,7 @@ import { insertAccount } from "../db/accounts";
 import { now } from "../time";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT, NO_RULES } from "./roles-defaults";
+import { uuidOut } from "./schemas";
 
 export const ADMIN_ROLE_NAME = "Administrator";
 
@@ -12,6 +13,7 @@ export const createAccount = defineOperation({
 	summary: "Bootstrap: a new account with an Administrator role, its first user and that user's secret",
 	auth: "admin",
 	status: 201,
+	response: z.object({ account: uuidOut, user: uuidOut, role: uuidOut, secret: z.string() }),
 	body: z.strictObject({ name: z.string().trim().min(1).max(128).optional() }),
 	async run({ body }, ctx) {
 		const at = now();

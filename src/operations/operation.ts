@@ -36,6 +36,7 @@ export type Operation<
 	query?: Q;
 	body?: B;
 	status?: 200 | 201;
+	response: z.ZodType;
 	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller } : Context): Promise<unknown>;
 };
 

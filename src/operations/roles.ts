@@ -1,13 +1,13 @@
 import { z } from "zod";
 import { findRole, listRoles } from "../db/roles";
-import { unwrap } from "../durable/account";
+import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
 import { parseRule } from "../rules/parse";
 import { OPERATION_NAMES } from "./names";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
-import { uuid } from "./schemas";
+import { byUuid, roleRecord, timestampOut, uuid } from "./schemas";
 
 const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
 
@@ -39,6 +39,7 @@ export const createUserRole = defineOperation({
 	name: "create_user_role",
 	summary: "Create a role; its statement may not allow more than the caller's own",
 	auth: "secret",
+	response: roleRecord,
 	status: 201,
 	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
 	async run({ body }, ctx) {
@@ -52,6 +53,7 @@ export const getUserRoles = defineOperation({
 	name: "get_user_roles",
 	summary: "List the roles of the caller's account",
 	auth: "secret",
+	response: z.object({ roles: byUuid(z.object({ name: z.string(), created_ts: timestampOut, updated_ts: timestampOut })) }),
 	async run(_input, ctx) {
 		const rows = await listRoles(ctx.db, ctx.caller.account);
 		return {
@@ -66,6 +68,7 @@ export const getUserRole = defineOperation({
 	name: "get_user_role",
 	summary: "A role of the caller's account",
 	auth: "secret",
+	response: roleRecord,
 	params: roleParams,
 	async run({ params }, ctx) {
 		const role = await findRole(ctx.db, ctx.caller.account, params.role);
@@ -78,6 +81,7 @@ export const updateUserRole = defineOperation({
 	name: "update_user_role",
 	summary: "Change a role's name, rules or statement (given rules replace all three)",
 	auth: "secret",
+	response: roleRecord,
 	params: roleParams,
 	body: z.strictObject({
 		name: roleName.optional(),
@@ -94,6 +98,7 @@ export const deleteUserRole = defineOperation({
 	name: "delete_user_role",
 	summary: "Delete a role no user holds",
 	auth: "secret",
+	response: roleRecord,
 	params: roleParams,
 	async run({ params }, ctx) {
 		const { stub, principal } = accountObject(ctx.env, ctx.caller);

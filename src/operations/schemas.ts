@@ -11,3 +11,59 @@ export const description = z.record(
 
 // A timestamp in the API's format; null where the interface allows "never".
 export const timestamp = z.number().finite().nonnegative();
+
+// Output shapes. Every answer is passed through its operation's response schema, which
+// drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
+export const uuidOut = z.string().meta({ format: "uuid" });
+export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
+export const descriptionOut = z.record(z.string(), z.json());
+
+export const userRecord = z.object({
+	uuid: uuidOut,
+	account: uuidOut,
+	name: z.string(),
+	role: uuidOut,
+	description: descriptionOut,
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+});
+
+export const secretRecord = z.object({
+	fingerprint: z.string().meta({ description: "The last 4 characters of the secret" }),
+	account: uuidOut,
+	user: uuidOut,
+	validity_ts: timestampOut.nullable(),
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+});
+
+export const roleRecord = z.object({
+	uuid: uuidOut,
+	name: z.string(),
+	account: uuidOut,
+	rules: z.object({ twin: z.string().nullable(), entry: z.string().nullable(), identity: z.string().nullable() }),
+	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).nullable() }),
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+});
+
+export const twinRecord = z.object({
+	uuid: uuidOut,
+	owner: uuidOut,
+	status: z.enum(["alive", "terminated"]),
+	updated_ts: timestampOut,
+	description: descriptionOut,
+	creation_certificate: z.record(z.string(), z.json()),
+	termination_certificate: z.record(z.string(), z.json()).nullable(),
+});
+
+export const subscriptionOut = z.object({
+	uuid: uuidOut,
+	topic: z.string(),
+	account: uuidOut,
+	status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
+	validity_ts: timestampOut,
+});
+
+// A map keyed by uuid, as get_users and get_user_roles answer.
+export const byUuid = <T extends z.ZodType>(item: T) => z.record(z.string(), item);

@@ -1,28 +1,16 @@
 import { z } from "zod";
 import { newUserSecret, randomPin, sha256Hex } from "../crypto";
-import { deleteSecret, findSecret, redeemPin, replacePin, type SecretRow, setSecretValidity } from "../db/secrets";
+import { deleteSecret, findSecret, redeemPin, replacePin, setSecretValidity } from "../db/secrets";
 import { ApiError } from "../http/errors";
 import { now } from "../time";
 import { requireManageableUser } from "./guards";
 import { defineOperation } from "./operation";
-import { timestamp, uuid } from "./schemas";
+import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 
 export const PIN_LENGTH = 10;
 export const PIN_LIFETIME_SECONDS = 600;
 
 const userParams = z.strictObject({ user: uuid });
-
-// The User Secret record of the interface: never the secret or its hash.
-export function secretRecord(row: SecretRow) {
-	return {
-		fingerprint: row.fingerprint,
-		account: row.account,
-		user: row.user,
-		validity_ts: row.validity_ts,
-		created_ts: row.created_ts,
-		updated_ts: row.updated_ts,
-	};
-}
 
 function pinHash(account: string, pin: string) {
 	return sha256Hex(`${account}:${pin}`);
@@ -33,6 +21,7 @@ export const createUserSecretPin = defineOperation({
 	summary: "Issue a single-use PIN that the user redeems for a new secret",
 	auth: "secret",
 	status: 201,
+	response: z.object({ pin: z.string() }),
 	params: userParams,
 	body: z.strictObject({
 		validity_ts: timestamp
@@ -63,6 +52,14 @@ export const createUserSecret = defineOperation({
 	summary: "Redeem a PIN for the user's new secret, shown only in this answer",
 	auth: "none",
 	status: 201,
+	response: z.object({
+		account: uuidOut,
+		user: uuidOut,
+		secret: z.string(),
+		validity_ts: timestampOut.nullable(),
+		created_ts: timestampOut,
+		updated_ts: timestampOut,
+	}),
 	params: z.strictObject({ account: z.string(), pin: z.string() }),
 	async run({ params: { account, pin } }, ctx) {
 		if (!uuid.safeParse(account).success || !/^[A-Z0-9]{8,64}$/.test(pin)) {
@@ -71,14 +68,7 @@ export const createUserSecret = defineOperation({
 		const { secret, hash, fingerprint } = await newUserSecret();
 		const row = await redeemPin(ctx.db, await pinHash(account, pin), { hash, fingerprint }, now());
 		if (!row) throw new ApiError("pin_not_found");
-		return {
-			account: row.account,
-			user: row.user,
-			secret,
-			validity_ts: row.validity_ts,
-			created_ts: row.created_ts,
-			updated_ts: row.updated_ts,
-		};
+		return { ...row, secret };
 	},
 });
 
@@ -86,11 +76,12 @@ export const getUserSecret = defineOperation({
 	name: "get_user_secret",
 	summary: "The User Secret record of a user",
 	auth: "secret",
+	response: secretRecord,
 	params: userParams,
 	async run({ params }, ctx) {
 		const row = await findSecret(ctx.db, ctx.caller.account, params.user);
 		if (!row) throw new ApiError("not_found", "No such user secret");
-		return secretRecord(row);
+		return row;
 	},
 });
 
@@ -98,12 +89,13 @@ export const updateUserSecret = defineOperation({
 	name: "update_user_secret",
 	summary: "Change when a user's secret expires (a past time expires it at once)",
 	auth: "secret",
+	response: secretRecord,
 	params: userParams,
 	body: z.strictObject({ validity_ts: timestamp.nullable() }),
 	async run({ params, body }, ctx) {
 		const row = await setSecretValidity(ctx.db, ctx.caller.account, params.user, body.validity_ts, now());
 		if (!row) throw new ApiError("not_found", "No such user secret");
-		return secretRecord(row);
+		return row;
 	},
 });
 
@@ -111,10 +103,11 @@ export const deleteUserSecret = defineOperation({
 	name: "delete_user_secret",
 	summary: "Delete a user's secret; it is refused from the next request on",
 	auth: "secret",
+	response: secretRecord,
 	params: userParams,
 	async run({ params }, ctx) {
 		const row = await deleteSecret(ctx.db, ctx.caller.account, params.user);
 		if (!row) throw new ApiError("not_found", "No such user secret");
-		return secretRecord(row);
+		return row;
 	},
 });

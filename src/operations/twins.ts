@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
-import { unwrap } from "../durable/account";
+import { unwrap } from "../durable/outcome";
 import type { Caller } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { parseRule } from "../rules/parse";
@@ -8,7 +8,7 @@ import { isVisible, viewerOf } from "../rules/visibility";
 import { now } from "../time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { description, uuid } from "./schemas";
+import { description, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
 
@@ -29,6 +29,7 @@ export const createTwin = defineOperation({
 	name: "create_twin",
 	summary: "Create a twin owned by the caller's account",
 	auth: "secret",
+	response: twinRecord,
 	status: 201,
 	body: z.strictObject({ description: description.optional() }),
 	async run({ body }, ctx) {
@@ -50,6 +51,7 @@ export const getTwin = defineOperation({
 	name: "get_twin",
 	summary: "A twin visible to the caller",
 	auth: "secret",
+	response: twinRecord,
 	params: twinParams,
 	async run({ params }, ctx) {
 		return visibleTwin(ctx, ctx.caller, params.twin);
@@ -60,6 +62,7 @@ export const updateTwin = defineOperation({
 	name: "update_twin",
 	summary: "Replace the description of an alive twin the caller's account owns",
 	auth: "secret",
+	response: twinRecord,
 	params: twinParams,
 	body: z.strictObject({ description }),
 	async run({ params, body }, ctx) {
@@ -74,6 +77,7 @@ export const terminateTwin = defineOperation({
 	name: "terminate_twin",
 	summary: "Terminate an alive twin the caller's account owns",
 	auth: "secret",
+	response: twinRecord,
 	params: twinParams,
 	async run({ params }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
@@ -103,6 +107,7 @@ export const scanTwins = defineOperation({
 	name: "scan_twins",
 	summary: "Page through the caller's account's twins: uuids, or details of the visible ones",
 	auth: "secret",
+	response: z.object({ cursor: z.string().nullable(), twins: z.array(z.union([uuidOut, twinRecord])) }),
 	query: z.strictObject({
 		cursor: z.string().min(1).max(64).optional(),
 		count: count.optional().default(100),

@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { findUser, listUsers, removeUser } from "../db/users";
-import { unwrap } from "../durable/account";
+import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
 import { requireManageableUser } from "./guards";
 import { defineOperation } from "./operation";
-import { description, uuid } from "./schemas";
+import { byUuid, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
 
 const userParams = z.strictObject({ user: uuid });
 const userName = z.string().trim().min(1).max(128);
@@ -15,6 +15,7 @@ export const createUser = defineOperation({
 	summary: "Create a user in the caller's account",
 	auth: "secret",
 	status: 201,
+	response: userRecord,
 	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
@@ -27,6 +28,9 @@ export const getUsers = defineOperation({
 	name: "get_users",
 	summary: "List the users of the caller's account",
 	auth: "secret",
+	response: z.object({
+		users: byUuid(z.object({ name: z.string(), role: uuidOut, created_ts: timestampOut, updated_ts: timestampOut })),
+	}),
 	async run(_input, ctx) {
 		const rows = await listUsers(ctx.db, ctx.caller.account);
 		const usersByUuid = Object.fromEntries(
@@ -40,6 +44,7 @@ export const getUser = defineOperation({
 	name: "get_user",
 	summary: "A user of the caller's account",
 	auth: "secret",
+	response: userRecord,
 	params: userParams,
 	async run({ params }, ctx) {
 		const found = await findUser(ctx.db, ctx.caller.account, params.user);
@@ -52,6 +57,7 @@ export const updateUser = defineOperation({
 	name: "update_user",
 	summary: "Change a user's name, role or description (a given description replaces the old one)",
 	auth: "secret",
+	response: userRecord,
 	params: userParams,
 	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
 	async run({ params, body }, ctx) {
@@ -64,6 +70,7 @@ export const deleteUser = defineOperation({
 	name: "delete_user",
 	summary: "Delete a user with its secret",
 	auth: "secret",
+	response: userRecord,
 	params: userParams,
 	async run({ params }, ctx) {
 		// Deleting oneself would leave the caller locked out mid-session; another user must do it.

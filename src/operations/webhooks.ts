@@ -12,6 +12,7 @@ import { now } from "../time";
 import { MAX_CALLBACK_URL_LENGTH, refuseCallbackUrl } from "../webhooks/callback-policy";
 import { type ConfirmationJob, subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
+import { subscriptionOut } from "./schemas";
 
 export const MAX_EXPIRES = 604_800;
 
@@ -42,6 +43,7 @@ export const webhookSubscribe = defineOperation({
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
 	auth: "secret",
 	status: 201,
+	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.string().optional() }),
 	body: z.strictObject({
 		callback_url: z.string().max(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`),
 		topic: z.string().regex(/^[0-9A-Za-z-]{3,48}$/, "Must be 3 to 48 letters, digits or '-'"),
@@ -104,6 +106,7 @@ export const confirmSubscription = defineOperation({
 	name: "confirm_a_webhook_subscription",
 	summary: "Confirm a subscription with the token of its confirmation message (idempotent)",
 	auth: "none",
+	response: subscriptionOut.extend({ unsubscribe_url: z.string(), refresh_url: z.string() }),
 	params: tokenParams,
 	query: tokenQuery,
 	async run({ params, query }, ctx) {
@@ -117,6 +120,7 @@ export const refreshSubscription = defineOperation({
 	name: "webhook_refresh_subscription",
 	summary: "Extend a subscription's validity; a new client_secret gets a new server_secret",
 	auth: "none",
+	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.string().optional() }),
 	params: tokenParams,
 	query: tokenQuery,
 	body: z.strictObject({ expires: expires.optional().default(MAX_EXPIRES), client_secret: clientSecret.optional() }),
@@ -136,6 +140,7 @@ export const unsubscribe = defineOperation({
 	name: "webhook_unsubscribe",
 	summary: "End a subscription; its token is dead afterwards",
 	auth: "none",
+	response: subscriptionOut,
 	params: tokenParams,
 	query: tokenQuery,
 	async run({ params, query }, ctx) {

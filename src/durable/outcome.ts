@@ -1,0 +1,19 @@
+import type { D1Cost, D1Meter } from "../db/meter";
+import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
+
+// What crosses the RPC boundary: a value, or an API error as plain data (class instances and
+// their fields do not survive the trip).
+// What the object spent in D1 comes back too, to be counted in the request's Server-Timing.
+export type Outcome<T> = { cost: D1Cost } & (
+	| { ok: true; value: T }
+	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] }
+);
+
+// Kept apart from AccountDO so that the operations, and the API document built from them,
+// load without the Workers runtime.
+export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
+	meter.add(outcome.cost);
+	if (outcome.ok) return outcome.value;
+	throw new ApiError(outcome.code, outcome.description, outcome.details);
+}
+
