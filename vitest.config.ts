@@ -2,26 +2,36 @@ import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-// The tests run inside workerd against the real wrangler.toml bindings: D1 with the real
-// migrations, the AccountDO namespace and the queues.
+// Two projects. "workers" runs inside workerd against the real wrangler.toml bindings: D1 with
+// the real migrations, the AccountDO namespace and the queues. "node" runs what needs Node
+// itself (checking the API document with a validator that generates code).
 export default defineConfig(async () => {
 	const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
 	return {
-		plugins: [
-			cloudflareTest({
-				wrangler: { configPath: "./wrangler.toml" },
-				miniflare: {
-					bindings: {
-						TEST_MIGRATIONS: migrations,
-						ADMIN_TOKEN: "test-admin-token-with-at-least-32-characters",
+		test: {
+			projects: [
+				{
+					plugins: [
+						cloudflareTest({
+							wrangler: { configPath: "./wrangler.toml" },
+							miniflare: {
+								bindings: {
+									TEST_MIGRATIONS: migrations,
+									ADMIN_TOKEN: "test-admin-token-with-at-least-32-characters",
+								},
+							},
+						}),
+					],
+					test: {
+						name: "workers",
+						include: ["test/**/*.test.ts"],
+						exclude: ["test/node/**", "test/browser/**"],
+						setupFiles: ["./test/apply-migrations.ts"],
+						globalSetup: ["./test/webhooks/receiver.ts"],
 					},
 				},
-			}),
-		],
-		test: {
-			include: ["test/**/*.test.ts"],
-			setupFiles: ["./test/apply-migrations.ts"],
-			globalSetup: ["./test/webhooks/receiver.ts"],
+				{ test: { name: "node", include: ["test/node/**/*.test.ts"], environment: "node" } },
+			],
 		},
 	};
 });

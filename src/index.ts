@@ -1,6 +1,7 @@
 import { D1Meter } from "./db/meter";
 import { readBody } from "./http/body";
 import { buildRouter } from "./http/dispatch";
+import { documentPages } from "./http/docs";
 import { ApiError, errorResponse } from "./http/errors";
 import { routes } from "./router";
 import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
@@ -8,7 +9,7 @@ import type { ConfirmationJob } from "./webhooks/message";
 
 export { AccountDO } from "./durable/account";
 
-const router = buildRouter(routes);
+const router = buildRouter(routes, documentPages(routes));
 
 async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
 	try {

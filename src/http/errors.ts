@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 // One error envelope for every failure. `subcode` is status * 1000 + n; this catalogue is the
 // single source of them and is mirrored in the README.
 
@@ -27,6 +29,13 @@ export const ERRORS = {
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+export const errorEnvelope = z.object({
+	subcode: z.number().int().meta({ description: "status * 1000 + n; see the catalogue" }),
+	trace: z.string().meta({ description: "The request id, as in the x-request-id header" }),
+	description: z.string(),
+	details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
 export type ErrorDetail = { path: string; message: string };
 
 export class ApiError extends Error {

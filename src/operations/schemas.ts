@@ -4,9 +4,12 @@ export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
 export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 
+// Any JSON value. One instance, so the API document can name it once (see openapi.ts).
+export const jsonValue = z.json();
+
 export const description = z.record(
 	z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"),
-	z.json(),
+	jsonValue,
 );
 
 // A timestamp in the API's format; null where the interface allows "never".
@@ -16,7 +19,7 @@ export const timestamp = z.number().finite().nonnegative();
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
 export const uuidOut = z.string().meta({ format: "uuid" });
 export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
-export const descriptionOut = z.record(z.string(), z.json());
+export const descriptionOut = z.record(z.string(), jsonValue);
 
 export const userRecord = z.object({
 	uuid: uuidOut,
@@ -53,8 +56,8 @@ export const twinRecord = z.object({
 	status: z.enum(["alive", "terminated"]),
 	updated_ts: timestampOut,
 	description: descriptionOut,
-	creation_certificate: z.record(z.string(), z.json()),
-	termination_certificate: z.record(z.string(), z.json()).nullable(),
+	creation_certificate: z.record(z.string(), jsonValue),
+	termination_certificate: z.record(z.string(), jsonValue).nullable(),
 });
 
 export const subscriptionOut = z.object({
