@@ -2,9 +2,10 @@ import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-// Two projects. "workers" runs inside workerd against the real wrangler.toml bindings: D1 with
-// the real migrations, the AccountDO namespace and the queues. "node" runs what needs Node
-// itself (checking the API document with a validator that generates code).
+// "workers" runs inside workerd against the real wrangler.toml bindings: D1 with the real
+// migrations, the AccountDO namespace and the queues. "node" runs what needs Node itself
+// (checking the API document with a validator that generates code). "browser" loads the
+// reference page from wrangler dev in Chromium.
 export default defineConfig(async () => {
 	const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
 	return {
@@ -31,6 +32,8 @@ export default defineConfig(async () => {
 					},
 				},
 				{ test: { name: "node", include: ["test/node/**/*.test.ts"], environment: "node" } },
+				// Started by `npm run test:browser` only: it runs wrangler dev and Chromium.
+				{ test: { name: "browser", include: ["test/browser/**/*.test.ts"], environment: "node" } },
 			],
 		},
 	};

@@ -22,7 +22,7 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-const INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#api", deepLinking: true });\n`;
+const INIT = `window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#api", deepLinking: true, displayOperationId: true });\n`;
 
 const POLICY = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
 

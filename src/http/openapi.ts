@@ -100,7 +100,9 @@ export function openApiDocument(routes: Route[]) {
 	schemas.Error = jsonSchema(errorEnvelope, "output", schemas);
 	for (const { method, path, operation } of routes) {
 		const templated = path.replace(/:(\w+)/g, "{$1}");
-		paths[templated] = { ...paths[templated], [method.toLowerCase()]: operationObject(operation, schemas) };
+		// Grouped on the page by the first segment of the path: users, roles, twins, ...
+		const tags = [path.split("/")[1]];
+		paths[templated] = { ...paths[templated], [method.toLowerCase()]: { tags, ...operationObject(operation, schemas) } };
 	}
 	return {
 		openapi: "3.1.0",

@@ -1,0 +1,4 @@
+export function startDevServer(options: { port: number; persistTo: string; vars?: Record<string, string> }): Promise<{
+	url: string;
+	stop: () => void;
+}>;
