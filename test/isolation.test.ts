@@ -28,7 +28,7 @@ describe("tenant isolation of users and secrets", () => {
 		expect(Object.keys(listed.body.users)).toEqual([second.user]);
 
 		const borrowRole = await call("POST", "/users", { secret: second.secret, body: { name: "x", role: first.role } });
-		expectError(borrowRole, 400, 400101);
+		expectError(borrowRole, 404, 404102);
 
 		// The first account is untouched.
 		expect((await call("GET", "/whoami", { secret })).body.account).toBe(first.account);

@@ -33,11 +33,35 @@ export async function readBody(request: Request): Promise<Uint8Array | undefined
 	return bytes;
 }
 
+export const MAX_JSON_DEPTH = 64;
+
 export function parseJson(bytes: Uint8Array | undefined): unknown {
 	if (!bytes) return undefined;
+	let value: unknown;
 	try {
-		return JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
+		value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
 	} catch {
 		throw new ApiError("malformed_json");
 	}
+	// Validation walks a body recursively; a 64 KiB body can nest thousands of levels deep.
+	if (depthOf(value) > MAX_JSON_DEPTH) {
+		throw new ApiError("validation", `The body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+			{ path: "body", message: `Nested deeper than ${MAX_JSON_DEPTH} levels` },
+		]);
+	}
+	return value;
+}
+
+// Iterative, so that measuring a deep value cannot itself overflow the stack.
+function depthOf(root: unknown): number {
+	let deepest = 0;
+	const stack: [unknown, number][] = [[root, 1]];
+	while (stack.length) {
+		const [value, depth] = stack.pop() as [unknown, number];
+		if (value === null || typeof value !== "object") continue;
+		deepest = Math.max(deepest, depth);
+		if (deepest > MAX_JSON_DEPTH) return deepest;
+		for (const child of Object.values(value)) stack.push([child, depth + 1]);
+	}
+	return deepest;
 }

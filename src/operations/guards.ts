@@ -19,12 +19,9 @@ export function requireGrant(actor: Actor, statement: Statement, what: string) {
 // Giving a user a role is a grant: the role must belong to the actor's account and allow
 // nothing the actor is not allowed itself.
 export async function requireGrantableRole(db: Database, actor: Actor, role: string) {
+	// Another account's role answers as one that does not exist.
 	const found = await findRole(db, actor.account, role);
-	if (!found) {
-		throw new ApiError("validation", "role: No such role in this account", [
-			{ path: "role", message: "No such role in this account" },
-		]);
-	}
+	if (!found) throw new ApiError("not_found", "No such role");
 	requireGrant(actor, found.statement, "The role");
 }
 

@@ -69,3 +69,14 @@ describe("error envelope", () => {
 		expect(body).toEqual({ subcode: 500101, trace: response.headers.get("x-request-id"), description: "Internal error" });
 	});
 });
+
+describe("hostile bodies", () => {
+	it("refuses JSON nested deeper than 64 levels with a 400", async () => {
+		const admin = await bootstrap();
+		const nested = (n: number) => `{"name":"x","role":"${admin.role}","description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`;
+		expect((await call("POST", "/users", { secret: admin.secret, body: nested(60) })).status).toBe(201);
+		const deep = await call("POST", "/users", { secret: admin.secret, body: nested(20_000) });
+		expectError(deep, 400, 400101);
+		expect(deep.body.details).toEqual([{ path: "body", message: expect.stringContaining("64") }]);
+	});
+});

@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { OPERATION_NAMES } from "../../src/operations/names";
+import { type Account, bootstrap, call, createUser, issueSecret } from "../helpers";
+import { pathOf, subscribeRecording } from "../webhooks/support";
+
+// For every operation: the second account's credentials (or paths) with the first account's
+// ids, tokens and cursors. The answer is a refusal, and none of the first account's data.
+
+type World = {
+	first: Account;
+	second: Account;
+	firstUser: string;
+	firstUserSecret: string;
+	firstTwin: string;
+	firstCursor: string;
+	firstPin: string;
+	firstToken: string;
+};
+
+type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
+
+const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
+	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
+	create_user: (w) => [{ method: "POST", path: "/users", body: { name: "x", role: w.first.role }, secret: w.second.secret, expect: [404] }],
+	get_users: (w) => [{ method: "GET", path: "/users", secret: w.second.secret, expect: [200] }],
+	get_user: (w) => [{ method: "GET", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
+	update_user: (w) => [
+		{ method: "PATCH", path: `/users/${w.firstUser}`, body: { name: "stolen" }, secret: w.second.secret, expect: [404] },
+		{ method: "PATCH", path: `/users/${w.second.user}`, body: { role: w.first.role }, secret: w.second.secret, expect: [404] },
+	],
+	delete_user: (w) => [{ method: "DELETE", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
+	create_user_secret_pin: (w) => [{ method: "POST", path: `/users/${w.firstUser}/secrets`, body: {}, secret: w.second.secret, expect: [404] }],
+	create_user_secret: (w) => [{ method: "POST", path: `/secrets/${w.second.account}/${w.firstPin}`, expect: [404] }],
+	get_user_secret: (w) => [{ method: "GET", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] }],
+	update_user_secret: (w) => [
+		{ method: "PATCH", path: `/users/${w.firstUser}/secrets`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
+	],
+	delete_user_secret: (w) => [{ method: "DELETE", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] }],
+	create_user_role: (w) => [{ method: "POST", path: "/roles", body: { name: "Mine" }, secret: w.second.secret, expect: [201] }],
+	get_user_roles: (w) => [{ method: "GET", path: "/roles", secret: w.second.secret, expect: [200] }],
+	get_user_role: (w) => [{ method: "GET", path: `/roles/${w.first.role}`, secret: w.second.secret, expect: [404] }],
+	update_user_role: (w) => [{ method: "PATCH", path: `/roles/${w.first.role}`, body: { name: "Stolen" }, secret: w.second.secret, expect: [404] }],
+	delete_user_role: (w) => [{ method: "DELETE", path: `/roles/${w.first.role}`, secret: w.second.secret, expect: [404] }],
+	create_twin: (w) => [{ method: "POST", path: "/twins", body: {}, secret: w.second.secret, expect: [201] }],
+	scan_twins: (w) => [
+		{ method: "GET", path: "/twins?details=true", secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: `/twins?count=1&cursor=${w.firstCursor}`, secret: w.second.secret, expect: [400] },
+		{ method: "GET", path: `/twins?details=true&match=${encodeURIComponent(`owner == '${w.first.account}'`)}`, secret: w.second.secret, expect: [200] },
+	],
+	get_twin: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
+	update_twin: (w) => [{ method: "PATCH", path: `/twins/${w.firstTwin}`, body: { description: {} }, secret: w.second.secret, expect: [404] }],
+	terminate_twin: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
+	webhook_subscribe: (w) => [
+		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
+	],
+	confirm_a_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	webhook_refresh_subscription: (w) => [
+		{ method: "PATCH", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, body: {}, expect: [404] },
+	],
+	webhook_unsubscribe: (w) => [{ method: "DELETE", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	// Not an account's operation: the admin token makes a new account, it reads none.
+	create_account: () => [],
+};
+
+describe("the tenant-isolation matrix", () => {
+	it("covers every operation", () => {
+		expect(Object.keys(ATTEMPTS).sort()).toEqual([...OPERATION_NAMES].sort());
+	});
+
+	it("never lets a second account reach the first account's data", async () => {
+		const first = await bootstrap();
+		const second = await bootstrap();
+		const firstUser = await createUser(first, first.role, "first-account-user");
+		const firstUserSecret = await issueSecret(first, firstUser);
+		const firstTwin = (await call("POST", "/twins", { secret: first.secret, body: { description: { owner_note: "first-account-twin" } } })).body.uuid;
+		await call("POST", "/twins", { secret: first.secret, body: {} });
+		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
+		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
+		const { job } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
+		const firstToken = new URL(job.confirmation_url).searchParams.get("token") as string;
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken };
+		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken];
+
+		let cases = 0;
+		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
+			for (const attempt of attempts(world)) {
+				const res = await call(attempt.method, attempt.path, {
+					secret: attempt.secret,
+					body: attempt.body,
+					env: { WEBHOOKS: { send: async () => undefined } },
+				});
+				cases++;
+				expect([operation, res.status]).toEqual([operation, expect.toBeOneOf(attempt.expect)]);
+				const text = JSON.stringify(res.body);
+				for (const value of secrets) expect([operation, text.includes(value)]).toEqual([operation, false]);
+			}
+		}
+		expect(cases).toBeGreaterThanOrEqual(28);
+
+		// Nothing of the first account changed.
+		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
+		expect((await call("GET", "/whoami", { secret: firstUserSecret })).status).toBe(200);
+		expect((await call("GET", `/twins/${firstTwin}`, { secret: first.secret })).body.status).toBe("alive");
+		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
+		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
+		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
+	});
+});
