@@ -25,6 +25,8 @@ export default defineConfig(async () => {
 					],
 					test: {
 						name: "workers",
+						// Generous: on a loaded 2-core machine a walk over thousands of twins takes a while.
+						testTimeout: 30_000,
 						include: ["test/**/*.test.ts"],
 						exclude: ["test/node/**", "test/browser/**"],
 						setupFiles: ["./test/apply-migrations.ts"],

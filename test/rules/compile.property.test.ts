@@ -117,5 +117,5 @@ describe("compiled rules agree with the evaluator", () => {
 		);
 		// Most rows are decided in SQL; the evaluator is the exception, not the rule.
 		expect(decidedInSql / total).toBeGreaterThan(0.5);
-	});
+	}, 120_000);
 });

@@ -78,5 +78,5 @@ describe("parseRule", () => {
 			}),
 			{ numRuns: 3000 },
 		);
-	});
+	}, 60_000);
 });

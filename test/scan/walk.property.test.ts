@@ -44,5 +44,5 @@ describe("a walk while twins come and go", () => {
 			),
 			{ numRuns: 40 },
 		);
-	});
+	}, 120_000);
 });
