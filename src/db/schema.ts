@@ -114,6 +114,8 @@ export const subscriptions = sqliteTable(
 		attempts: integer("attempts").notNull().default(0),
 		last_attempt_ts: real("last_attempt_ts"),
 		last_outcome: text("last_outcome"),
+		// Set once the confirmation was delivered: a redelivered queue message sends nothing more.
+		delivered_ts: real("delivered_ts"),
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
 	},

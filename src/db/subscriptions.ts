@@ -44,15 +44,23 @@ export async function patchSubscription(
 
 // Every delivery attempt is counted and its outcome kept. A final failure changes the status
 // only of a subscription still pending: one confirmed meanwhile stays confirmed.
-export async function recordAttempt(db: Database, uuid: string, outcome: string, at: number, failed: boolean) {
+export async function recordAttempt(
+	db: Database,
+	uuid: string,
+	outcome: { text: string; kind: "delivered" | "permanent" | "retry" },
+	at: number,
+) {
 	await db
 		.update(subscriptions)
 		.set({
 			attempts: sql`${subscriptions.attempts} + 1`,
 			last_attempt_ts: at,
-			last_outcome: outcome,
+			last_outcome: outcome.text,
 			updated_ts: at,
-			...(failed ? { status: sql`CASE WHEN ${subscriptions.status} = 'pending' THEN 'failed' ELSE ${subscriptions.status} END` } : {}),
+			...(outcome.kind === "delivered" ? { delivered_ts: at } : {}),
+			...(outcome.kind === "permanent"
+				? { status: sql`CASE WHEN ${subscriptions.status} = 'pending' THEN 'failed' ELSE ${subscriptions.status} END` }
+				: {}),
 		})
 		.where(eq(subscriptions.uuid, uuid));
 }

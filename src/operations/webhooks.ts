@@ -70,6 +70,7 @@ export const webhookSubscribe = defineOperation({
 			attempts: 0,
 			last_attempt_ts: null,
 			last_outcome: null,
+			delivered_ts: null,
 			created_ts: at,
 			updated_ts: at,
 		});

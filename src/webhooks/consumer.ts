@@ -26,8 +26,9 @@ export async function consumeConfirmations(batch: MessageBatch<ConfirmationJob>,
 async function handle(db: ReturnType<typeof database>, message: Message<ConfirmationJob>) {
 	const job = message.body;
 	const row = await findSubscription(db, job.subscription);
-	// Confirmed, unsubscribed, expired or failed already: there is nothing left to deliver.
-	if (!row || row.status !== "pending") return message.ack();
+	// Delivered before (a message can arrive twice), confirmed, unsubscribed, expired or failed
+	// already: there is nothing left to deliver.
+	if (!row || row.status !== "pending" || row.delivered_ts !== null) return message.ack();
 
 	const at = now();
 	if (row.validity_ts <= at) {
@@ -41,13 +42,9 @@ async function handle(db: ReturnType<typeof database>, message: Message<Confirma
 	const headers = await standardWebhookHeaders(job.message, Math.floor(at), body, key);
 	const outcome = await deliver(row.callback_url, body, headers);
 
-	const done = now();
-	if (outcome.kind === "retry") {
-		await recordAttempt(db, row.uuid, `attempt ${message.attempts}: ${outcome.detail}, will retry`, done, false);
-		return message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-	}
-	const failed = outcome.kind === "permanent";
-	await recordAttempt(db, row.uuid, `attempt ${message.attempts}: ${outcome.detail}${failed ? ", not retried" : ""}`, done, failed);
+	const suffix = { delivered: "", permanent: ", not retried", retry: ", will retry" }[outcome.kind];
+	await recordAttempt(db, row.uuid, { kind: outcome.kind, text: `attempt ${message.attempts}: ${outcome.detail}${suffix}` }, now());
+	if (outcome.kind === "retry") return message.retry({ delaySeconds: backoffSeconds(message.attempts) });
 	message.ack();
 }
 

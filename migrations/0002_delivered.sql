@@ -1,0 +1,1 @@
+ALTER TABLE `subscriptions` ADD `delivered_ts` real;

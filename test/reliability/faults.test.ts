@@ -1,0 +1,115 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
+import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
+
+// D1 whose batches fail after their first statement has run: D1 runs a batch as one
+// transaction, so nothing of it may remain.
+function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+// D1 that fails every statement bound to the given value.
+function failingFor(db: D1Database, poisoned: string): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "prepare") {
+				return (query: string) => {
+					const statement = target.prepare(query);
+					return new Proxy(statement, {
+						get(s, p) {
+							if (p === "bind") {
+								return (...values: unknown[]) =>
+									values.includes(poisoned) ? target.prepare("SELECT * FROM injected_fault") : s.bind(...values);
+							}
+							const value = Reflect.get(s, p, s);
+							return typeof value === "function" ? value.bind(s) : value;
+						},
+					});
+				};
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+const count = async (table: string) => (await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n;
+
+describe("D1 failing in the middle of a multi-statement write", () => {
+	it("leaves no half-made account", async () => {
+		const before = await Promise.all(["accounts", "roles", "users", "user_secrets"].map(count));
+		const res = await call("POST", "/admin/accounts", {
+			headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+			env: { DB: failingBatches(env.DB) },
+		});
+		expectError(res, 500, 500101);
+		expect(await Promise.all(["accounts", "roles", "users", "user_secrets"].map(count))).toEqual(before);
+	});
+
+	it("leaves a user whose deletion failed whole, secret included", async () => {
+		const admin = await bootstrap();
+		const user = await createUser(admin);
+		const secret = await issueSecret(admin, user);
+		expectError(await call("DELETE", `/users/${user}`, { secret: admin.secret, env: { DB: failingBatches(env.DB) } }), 500, 500101);
+		expect((await call("GET", "/whoami", { secret })).body.user).toBe(user);
+		expect((await call("DELETE", `/users/${user}`, { secret: admin.secret })).status).toBe(200);
+	});
+
+	it("keeps a PIN whose redemption failed, and the old secret with it", async () => {
+		const admin = await bootstrap();
+		const user = await createUser(admin);
+		const old = await issueSecret(admin, user);
+		const { pin } = (await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: {} })).body;
+		expectError(await call("POST", `/secrets/${admin.account}/${pin}`, { env: { DB: failingBatches(env.DB) } }), 500, 500101);
+		expect((await call("GET", "/whoami", { secret: old })).status).toBe(200);
+		const redeemed = await call("POST", `/secrets/${admin.account}/${pin}`);
+		expect(redeemed.status).toBe(201);
+		expectError(await call("GET", "/whoami", { secret: old }), 401, 401102);
+	});
+});
+
+describe("a queue consumer failing mid-batch", () => {
+	it("retries only the failed message, and a redelivery sends nothing twice", async () => {
+		const admin = await bootstrap();
+		const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+		const jobs = [];
+		for (const id of ids) jobs.push((await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` })).job);
+
+		const { createMessageBatch, createExecutionContext, getQueueResult } = await import("cloudflare:test");
+		const batch = createMessageBatch("twin-webhooks", jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
+		const ctx = createExecutionContext();
+		const worker = (await import("../../src/index")).default;
+		await (worker.queue as ExportedHandlerQueueHandler<Env>)(batch, { ...env, DB: failingFor(env.DB, jobs[1].subscription) }, ctx);
+		const result = await getQueueResult(batch, ctx);
+		expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-2"]);
+		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["msg-1"]);
+		expect((await Promise.all(ids.map(received))).map((log) => log.length)).toEqual([1, 0, 1]);
+
+		expect((await consume(jobs[1], 2)).explicitAcks).toHaveLength(1);
+		expect((await consume(jobs[0], 2)).explicitAcks).toHaveLength(1);
+		expect((await Promise.all(ids.map(received))).map((log) => log.length)).toEqual([1, 1, 1]);
+		for (const job of jobs) expect(await storedSubscription(job.subscription)).toMatchObject({ delivered_ts: expect.any(Number) });
+	});
+});
+
+describe("a Durable Object call failing", () => {
+	it("answers a 5xx envelope with a trace, and the next request works", async () => {
+		const admin = await bootstrap();
+		const broken = { getByName: () => ({ createRole: () => Promise.reject(new Error("Durable Object reset because its code was updated")) }) };
+		const res = await call("POST", "/roles", { secret: admin.secret, body: { name: "Doomed" }, env: { ACCOUNTS: broken } });
+		expectError(res, 500, 500101);
+		expect(res.body.description).toBe("Internal error");
+		expect((await call("POST", "/roles", { secret: admin.secret, body: { name: "Fine" } })).status).toBe(201);
+		expect(Object.values((await call("GET", "/roles", { secret: admin.secret })).body.roles).map((r) => (r as { name: string }).name).sort()).toEqual(["Administrator", "Fine"]);
+	});
+});
