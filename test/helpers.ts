@@ -100,8 +100,9 @@ export async function seedTwins(owner: string, descriptions: Record<string, unkn
 	return uuids;
 }
 
-export function rowsRead(res: { headers: Headers }) {
-	const match = /rows_read=(\d+)/.exec(res.headers.get("server-timing") ?? "");
-	if (!match) throw new Error("no Server-Timing rows_read");
+// A figure of the Server-Timing header: queries, rows_read or rows_written.
+export function d1Cost(res: { headers: Headers }, figure: "queries" | "rows_read" | "rows_written") {
+	const match = new RegExp(`${figure}=(\\d+)`).exec(res.headers.get("server-timing") ?? "");
+	if (!match) throw new Error(`no ${figure} in Server-Timing`);
 	return Number(match[1]);
 }

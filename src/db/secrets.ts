@@ -2,8 +2,6 @@ import { and, eq, gt, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { secretPins, userSecrets, users } from "./schema";
 
-export type SecretRow = typeof userSecrets.$inferSelect;
-
 export async function findSecret(db: Database, account: string, user: string) {
 	const [row] = await db
 		.select()

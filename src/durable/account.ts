@@ -1,12 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import { D1Meter } from "../db/meter";
-import type { Outcome } from "./outcome";
-import type { Actor } from "../operations/guards";
 import { ApiError } from "../http/errors";
-import { now } from "../time";
+import type { Actor } from "../operations/guards";
 import type { Viewer } from "../rules/visibility";
+import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
 import * as writes from "./writes";
 

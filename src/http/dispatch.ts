@@ -6,8 +6,8 @@ import { pipeline, type RequestState } from "./pipeline";
 
 type Args = [Env, ExecutionContext, RequestState];
 
-// Builds the itty-router from the route table and the document pages. After them come, for every known
-// path, a 405 that names the methods it does take, and last a 404 for everything else.
+// Builds the itty-router from the route table and the document pages. After them come, for
+// every known path, a 405 that names the methods it does take, and last a 404 for the rest.
 export function buildRouter(routes: Route[], pages: Page[]) {
 	const router = Router<IRequest, Args>();
 	const methodsByPath = new Map<string, string[]>();

@@ -13,7 +13,7 @@ export type RequestState = { requestId: string; body: Uint8Array | undefined; me
 // The order is the contract: authenticate, check the permission rule by operation name,
 // validate params, query and body, and only then run the handler.
 export function pipeline(operation: Operation) {
-	return async (request: IRequest, env: Env, exec: ExecutionContext, state: RequestState) => {
+	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
 		const db = database(state.meter.wrap(env.DB));
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
@@ -36,9 +36,7 @@ export function pipeline(operation: Operation) {
 			env,
 			db,
 			url,
-			requestId: state.requestId,
 			meter: state.meter,
-			waitUntil: (promise: Promise<unknown>) => exec.waitUntil(promise),
 			caller,
 		};
 		// The Operation type guarantees `caller` is present for "secret" routes.

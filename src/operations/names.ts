@@ -30,7 +30,3 @@ export const OPERATION_NAMES = [
 ] as const;
 
 export type OperationName = (typeof OPERATION_NAMES)[number];
-
-export function isOperationName(name: string): name is OperationName {
-	return (OPERATION_NAMES as readonly string[]).includes(name);
-}

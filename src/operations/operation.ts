@@ -12,9 +12,7 @@ export type Context = {
 	env: Env;
 	db: Database;
 	url: URL;
-	requestId: string;
 	meter: D1Meter;
-	waitUntil(promise: Promise<unknown>): void;
 };
 
 type Input<P, Q, B> = {
