@@ -7,7 +7,7 @@ import { startDevServer } from "../../scripts/dev-server.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
-if (!available) console.warn(`Skipping the browser test: ${CHROMIUM} is not installed (npm run test:browser installs it where it can).`);
+if (!available) console.warn(`Skipping the browser test: ${CHROMIUM} is not installed (npm run test:e2e installs it where it can).`);
 
 // The flags keep a headless Chromium off the network it would otherwise try to reach.
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
