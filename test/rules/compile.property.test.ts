@@ -62,6 +62,7 @@ const rule: fc.Arbitrary<Rule> = fc.letrec<{ r: Rule }>((tie) => ({
 		{ depthSize: "small", withCrossShrink: true },
 		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: operand, right: operand }) as fc.Arbitrary<Rule>,
 		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: twinVar, right: operand }) as fc.Arbitrary<Rule>,
+		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: literal, right: twinVar }) as fc.Arbitrary<Rule>,
 		operand,
 		tie("r").map((arg) => ({ kind: "not", arg }) as Rule),
 		fc.record({ kind: fc.constant("logical"), op: fc.constantFrom("and", "or"), left: tie("r"), right: tie("r") }) as fc.Arbitrary<Rule>,
