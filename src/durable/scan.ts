@@ -4,7 +4,7 @@ import { type Json, type Rule } from "../rules/ast";
 import type { Columns } from "../rules/compile";
 import { compileRule } from "../rules/compile";
 import { evaluate } from "../rules/evaluate";
-import { ruleOf, scopeOf, type Viewer, visibilitySql } from "../rules/visibility";
+import { ruleOf, scopeOf, type Viewer } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
 
@@ -27,10 +27,9 @@ const COLUMNS: Columns = { uuid: "uuid", owner: "owner", status: "status", descr
 // they are needed (to show the twin, or to let the evaluator decide a NULL).
 export async function readPage(db: Database, viewer: Viewer, after: string, request: ScanRequest, now: number) {
 	const match = ruleOf(request.match);
+	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	const visible = request.details ? ruleOf(viewer.twinRule) : null;
-	const conditions: string[] = [];
-	if (match) conditions.push(compileRule(match, scopeOf(viewer, now), COLUMNS));
-	if (request.details) conditions.push(visibilitySql(viewer, now, COLUMNS));
+	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(viewer, now), COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
 	const keep = sql.raw(request.details ? "verdict IS NOT 0" : "verdict IS NULL");
 

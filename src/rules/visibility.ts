@@ -1,6 +1,5 @@
 import type { Caller } from "../http/auth";
 import type { Json, Rule } from "./ast";
-import { type Columns, compileRule, sqlString } from "./compile";
 import { evaluate, type Scope } from "./evaluate";
 import { parseRule } from "./parse";
 
@@ -32,10 +31,4 @@ export function isVisible(viewer: Viewer, twin: TwinView, now: number): boolean 
 	const rule = ruleOf(viewer.twinRule);
 	if (!rule) return twin.owner === viewer.account;
 	return evaluate(rule, { ...scopeOf(viewer, now), twin: { ...twin, description: twin.description as Json } });
-}
-
-export function visibilitySql(viewer: Viewer, now: number, columns: Columns): string {
-	const rule = ruleOf(viewer.twinRule);
-	if (!rule) return `(${columns.owner} = ${sqlString(viewer.account)})`;
-	return compileRule(rule, scopeOf(viewer, now), columns);
 }

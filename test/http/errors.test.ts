@@ -4,7 +4,9 @@ import { BASE, bootstrap, call, expectError, fetchWithEnv } from "../helpers";
 describe("error envelope", () => {
 	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {
 		const admin = await bootstrap();
-		expectError(await call("GET", "/nowhere"), 404, 404101);
+		const nowhere = await call("GET", "/nowhere");
+		expectError(nowhere, 404, 404101);
+		expect(nowhere.headers.get("server-timing")).toBe('d1;dur=0.0;desc="queries=0 rows_read=0 rows_written=0"');
 		expectError(await call("GET", "/users/a/b/c", { secret: admin.secret }), 404, 404101);
 	});
 

@@ -1,4 +1,5 @@
 import { blake2b } from "@noble/hashes/blake2.js";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, expectError } from "../helpers";
 import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
@@ -161,14 +162,17 @@ describe("delivery outcomes", () => {
 		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
 	});
 
-	it("delivers nothing once the subscription is confirmed, unsubscribed or expired", async () => {
+	it.each(["confirmed", "unsubscribed", "expired"])("delivers nothing once the subscription is %s", async (state) => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok`, expires: 1 });
-		await call("GET", pathOf(job.confirmation_url));
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
+		const uuid = res.body.subscription.uuid;
+		if (state === "confirmed") await call("GET", pathOf(job.confirmation_url));
+		if (state === "unsubscribed") await call("DELETE", pathOf(job.confirmation_url));
+		if (state === "expired") await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
 		expect((await consume(job)).explicitAcks).toHaveLength(1);
 		expect(await received(id)).toHaveLength(0);
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ attempts: 0 });
+		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0, status: state });
 	});
 });
 
@@ -207,7 +211,6 @@ describe("confirm, refresh and unsubscribe", () => {
 		expectError(await call("GET", `/notifications/webhooks/${other.account}?token=${token}`), 404, 404102);
 		expectError(await call("GET", `/notifications/webhooks/${admin.account}`), 400, 400101);
 
-		const { env } = await import("cloudflare:workers");
 		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(res.body.subscription.uuid).run();
 		expectError(await call("GET", pathOf(job.confirmation_url)), 400, 400105);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "expired" });
