@@ -24,8 +24,14 @@ export const ERRORS = {
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
 	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
 	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	subscription_failed: {
+		status: 409,
+		subcode: 409103,
+		description: "The subscription failed; its owner can resend the confirmation",
+	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
+	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks are not configured on this server" },
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

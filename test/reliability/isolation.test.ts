@@ -15,6 +15,7 @@ type World = {
 	firstCursor: string;
 	firstPin: string;
 	firstToken: string;
+	firstSubscription: string;
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
@@ -58,6 +59,20 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "PATCH", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, body: {}, expect: [404] },
 	],
 	webhook_unsubscribe: (w) => [{ method: "DELETE", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	get_webhook_subscriptions: (w) => [
+		{ method: "GET", path: "/notifications/webhooks", secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: "/notifications/webhooks?topic=twins", secret: w.second.secret, expect: [200] },
+	],
+	get_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] }],
+	get_webhook_deliveries: (w) => [
+		{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/deliveries`, secret: w.second.secret, expect: [404] },
+	],
+	resend_webhook_confirmation: (w) => [
+		{ method: "POST", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/confirmation`, secret: w.second.secret, expect: [404] },
+	],
+	delete_webhook_subscription: (w) => [
+		{ method: "DELETE", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] },
+	],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
@@ -76,10 +91,11 @@ describe("the tenant-isolation matrix", () => {
 		await call("POST", "/twins", { secret: first.secret, body: {} });
 		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
-		const { job } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
-		const firstToken = new URL(job.confirmation_url).searchParams.get("token") as string;
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken };
-		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken];
+		const { res: subscribed, url } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
+		const firstToken = new URL(url).searchParams.get("token") as string;
+		const firstSubscription = subscribed.body.subscription.uuid as string;
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription };
+		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -95,14 +111,14 @@ describe("the tenant-isolation matrix", () => {
 				for (const value of secrets) expect([operation, text.includes(value)]).toEqual([operation, false]);
 			}
 		}
-		expect(cases).toBeGreaterThanOrEqual(28);
+		expect(cases).toBeGreaterThanOrEqual(34);
 
 		// Nothing of the first account changed.
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
 		expect((await call("GET", "/whoami", { secret: firstUserSecret })).status).toBe(200);
 		expect((await call("GET", `/twins/${firstTwin}`, { secret: first.secret })).body.status).toBe("alive");
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
-		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
+		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
 	});
 });
