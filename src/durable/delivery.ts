@@ -21,8 +21,8 @@ export class DeliveryDO extends DurableObject<Env> {
 	// or "handed-over" if it is still running after HANDOVER_MS: from then on, it is this
 	// object's to settle.
 	async run(job: ConfirmationJob, attempt: number): Promise<Settlement | "handed-over"> {
-		if (this.current?.handedOver) return "handed-over";
-		if (!this.current || this.current.attempt !== attempt) {
+		// The same attempt again (the queue may deliver a message twice) joins the running one.
+		if (this.current?.attempt !== attempt) {
 			const result = attemptConfirmation(this.env, job, attempt);
 			const current = { attempt, result, handedOver: false };
 			this.current = current;
@@ -35,6 +35,7 @@ export class DeliveryDO extends DurableObject<Env> {
 				() => undefined,
 			);
 		}
+		if (this.current.handedOver) return "handed-over";
 		const current = this.current;
 		const timer = new Promise<"handed-over">((resolve) => setTimeout(() => resolve("handed-over"), HANDOVER_MS));
 		const answer = await Promise.race([current.result, timer]);

@@ -99,7 +99,7 @@ describe("the delivery record", () => {
 describe("a hanging receiver", () => {
 	it("is left to its delivery object, which records the timeout and requeues the message", { timeout: 40_000 }, async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang` });
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang,ok` });
 		// The consumer stops waiting long before the 10-second timeout and acknowledges it.
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		const uuid = res.body.subscription.uuid;
@@ -111,6 +111,9 @@ describe("a hanging receiver", () => {
 		}
 		expect(list).toEqual([expect.objectContaining({ attempt: 1, outcome: "retry", http_status: null, detail: "no answer within 10 s, retry in 5 s" })]);
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: 1 });
+		// What the object queued for attempt 2 is attempted by the same object, and delivered.
+		expect(await consume({ ...job, after: 1 }, 1)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect((await deliveries(admin.secret, uuid)).map((d: { attempt: number; outcome: string }) => [d.attempt, d.outcome])).toEqual([[2, "delivered"], [1, "retry"]]);
 	});
 
 	it("does not delay another subscription's confirmation sent through the real queue", { timeout: 60_000 }, async () => {
