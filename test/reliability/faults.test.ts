@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
+import type { ConfirmationJob } from "../../src/webhooks/message";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
 // D1 whose batches fail after their first statement has run: D1 runs a batch as one
@@ -11,31 +12,6 @@ function failingBatches(db: D1Database): D1Database {
 			if (property === "batch") {
 				return (statements: D1PreparedStatement[]) =>
 					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
-			}
-			const value = Reflect.get(target, property, target);
-			return typeof value === "function" ? value.bind(target) : value;
-		},
-	});
-}
-
-// D1 that fails every statement bound to the given value.
-function failingFor(db: D1Database, poisoned: string): D1Database {
-	return new Proxy(db, {
-		get(target, property) {
-			if (property === "prepare") {
-				return (query: string) => {
-					const statement = target.prepare(query);
-					return new Proxy(statement, {
-						get(s, p) {
-							if (p === "bind") {
-								return (...values: unknown[]) =>
-									values.includes(poisoned) ? target.prepare("SELECT * FROM injected_fault") : s.bind(...values);
-							}
-							const value = Reflect.get(s, p, s);
-							return typeof value === "function" ? value.bind(s) : value;
-						},
-					});
-				};
 			}
 			const value = Reflect.get(target, property, target);
 			return typeof value === "function" ? value.bind(target) : value;
@@ -82,14 +58,19 @@ describe("a queue consumer failing mid-batch", () => {
 	it("retries only the failed message, and a redelivery sends nothing twice", async () => {
 		const admin = await bootstrap();
 		const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
-		const jobs = [];
+		const jobs: ConfirmationJob[] = [];
 		for (const id of ids) jobs.push((await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` })).job);
 
 		const { createMessageBatch, createExecutionContext, getQueueResult } = await import("cloudflare:test");
 		const batch = createMessageBatch("twin-webhooks", jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
 		const ctx = createExecutionContext();
 		const worker = (await import("../../src/index")).default;
-		await (worker.queue as ExportedHandlerQueueHandler<Env>)(batch, { ...env, DB: failingFor(env.DB, jobs[1].subscription) }, ctx);
+		// The attempts run in each message's delivery object: the second message's one fails.
+		const deliveries = {
+			getByName: (name: string) =>
+				name === jobs[1].message ? { run: () => Promise.reject(new Error("Durable Object reset")) } : env.DELIVERIES.getByName(name),
+		};
+		await (worker.queue as ExportedHandlerQueueHandler<Env>)(batch, { ...env, DELIVERIES: deliveries } as unknown as Env, ctx);
 		const result = await getQueueResult(batch, ctx);
 		expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-2"]);
 		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["msg-1"]);
