@@ -37,8 +37,11 @@ export class DeliveryDO extends DurableObject<Env> {
 		}
 		if (this.current.handedOver) return "handed-over";
 		const current = this.current;
-		const timer = new Promise<"handed-over">((resolve) => setTimeout(() => resolve("handed-over"), HANDOVER_MS));
-		const answer = await Promise.race([current.result, timer]);
+		let timeout: ReturnType<typeof setTimeout> | undefined;
+		const timer = new Promise<"handed-over">((resolve) => {
+			timeout = setTimeout(() => resolve("handed-over"), HANDOVER_MS);
+		});
+		const answer = await Promise.race([current.result, timer]).finally(() => clearTimeout(timeout));
 		if (answer === "handed-over") {
 			current.handedOver = true;
 			// If this object goes away before the attempt ends, the alarm makes another one.
