@@ -134,3 +134,22 @@ describe("a hanging receiver", () => {
 		expect(await storedSubscription(first.body.subscription.uuid)).toMatchObject({ attempts: 0 });
 	});
 });
+
+describe("a delivery object that went away mid-attempt", () => {
+	it("makes the attempt again from its alarm, and queues what follows", async () => {
+		const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
+		// What run() leaves behind when it hands an attempt over, without the attempt itself.
+		const stub = env.DELIVERIES.getByName(job.message);
+		await runInDurableObject(stub, async (_instance, state) => {
+			await state.storage.put("pending", { job, attempt: 3 });
+			await state.storage.setAlarm(Date.now() + 60_000);
+		});
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await received(id)).toHaveLength(1);
+		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([expect.objectContaining({ attempt: 3, outcome: "delivered" })]);
+		expect(await runInDurableObject(stub, (_instance, state) => state.storage.get("pending"))).toBeUndefined();
+	});
+});
