@@ -125,7 +125,7 @@ export const resendWebhookConfirmation = defineOperation({
 		const status = effectiveStatus(row, at);
 		if (status === "expired") throw new ApiError("subscription_expired");
 		if (status !== "pending" && status !== "failed") {
-			throw new ApiError("conflict", `A ${status} subscription takes no confirmation message`);
+			throw new ApiError("conflict", `The subscription is ${status}: it takes no confirmation message`);
 		}
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);

@@ -85,8 +85,7 @@ export const webhookSubscribe = defineOperation({
 });
 
 // The flat subscription of the confirm answer, with the URLs that manage it.
-function managed(ctx: Context, row: SubscriptionRow, token: string) {
-	const url = tokenUrl(ctx.env, row.account, token);
+function managed(row: SubscriptionRow, url: string) {
 	return { ...subscriptionView(row), unsubscribe_url: url, refresh_url: url };
 }
 
@@ -99,11 +98,12 @@ export const confirmSubscription = defineOperation({
 	query: tokenQuery,
 	async run({ params, query }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
-		if (row.status === "confirmed") return managed(ctx, row, query.token);
+		// Built first: a server without PUBLIC_URL refuses before it changes anything.
+		const url = tokenUrl(ctx.env, row.account, query.token);
+		if (row.status === "confirmed") return managed(row, url);
 		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
 		const confirmed = await patchSubscription(ctx.db, row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });
-		if (!confirmed) return managed(ctx, await liveSubscription(ctx, params.account, query.token), query.token);
-		return managed(ctx, confirmed, query.token);
+		return managed(confirmed ?? (await liveSubscription(ctx, params.account, query.token)), url);
 	},
 });
 
