@@ -1,24 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
+import { type Account, bootstrap, call, createUser, expectError, member, role, type Statement } from "../helpers";
 
 // Each attack of a hostile user of a real account, through the Worker's fetch: the refusal,
 // and the state it leaves.
-
-type Rules = { twin?: string | null; entry?: string | null; identity?: string | null };
-type Statement = { effect: "allow" | "deny"; actions: string[] | null };
-
-export async function role(admin: Account, statement: Statement, rules: Rules = {}, name = "Some role") {
-	const res = await call("POST", "/roles", { secret: admin.secret, body: { name, statement, rules } });
-	expect(res.status).toBe(201);
-	return res.body.uuid as string;
-}
-
-export async function member(admin: Account, roleUuid: string, description: Record<string, unknown> = {}) {
-	const res = await call("POST", "/users", { secret: admin.secret, body: { name: "member", role: roleUuid, description } });
-	expect(res.status).toBe(201);
-	const user = res.body.uuid as string;
-	return { ...admin, user, role: roleUuid, secret: await issueSecret(admin, user) };
-}
 
 const SECRET_OPS = ["get_user", "get_user_secret", "update_user_secret", "delete_user_secret"];
 const COMPANY = "TWIN.company == USER.company";
