@@ -113,5 +113,5 @@ describe("a confined user's random operations", () => {
 			}),
 			{ numRuns: 20 },
 		);
-	});
+	}, 60_000);
 });
