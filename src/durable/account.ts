@@ -129,9 +129,9 @@ export class AccountDO extends DurableObject<Env> {
 		return run;
 	}
 
-	private record(actor: string, action: string, target: string) {
+	private record(caller: string, action: string, target: string) {
 		const sql = this.ctx.storage.sql;
-		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), actor, action, target);
+		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), caller, action, target);
 		sql.exec("DELETE FROM role_writes WHERE seq <= (SELECT max(seq) FROM role_writes) - ?", JOURNAL_LENGTH);
 	}
 }

@@ -39,7 +39,7 @@ describe("AccountDO", () => {
 		expect(attempt).toMatchObject({ ok: false, code: "escalation" });
 	});
 
-	it("refuses a principal that is not a user of the account", async () => {
+	it("refuses a caller that is not a user of the account", async () => {
 		const admin = await bootstrap();
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		const outcome = await stub.createRole(
