@@ -29,8 +29,13 @@ function tokenUrl(ctx: Context, account: string, token: string) {
 
 // A live subscription behind a token: unknown or unsubscribed is 404, past its validity 400.
 async function liveSubscription(ctx: Context, account: string, token: string): Promise<SubscriptionRow> {
+	const before = ctx.meter.snapshot();
 	const row = token ? await findByToken(ctx.db, account, await sha256Hex(token)) : undefined;
-	if (!row || row.status === "unsubscribed") throw new ApiError("not_found", "No such subscription");
+	if (!row || row.status === "unsubscribed") {
+		// Another account's token, or a dead one, reports what an unknown token costs.
+		ctx.meter.concealReadsSince(before);
+		throw new ApiError("not_found", "No such subscription");
+	}
 	if (row.status === "expired" || row.validity_ts <= now()) {
 		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now());
 		throw new ApiError("subscription_expired");
