@@ -22,11 +22,11 @@ export type Verdict = { ok: true } | ({ ok: false } & Refusal);
 const KINDS: RuleKind[] = ["twin", "entry", "identity"];
 const OK: Verdict = { ok: true };
 
-function tree(text: string | null): Rule | null {
+// undefined for a rule that does not parse (stored rules do; the language may tighten).
+function tree(text: string | null): Rule | null | undefined {
 	if (text === null) return null;
 	const parsed = parseRule(text);
-	// A stored rule always parses; an unparsable one is never equal to anything.
-	return parsed.ok ? parsed.rule : { kind: "literal", value: { unparsable: text } };
+	return parsed.ok ? parsed.rule : undefined;
 }
 
 // The account's administrator may do everything and sees its account without any rule: it
@@ -43,7 +43,8 @@ const OWN_ACCOUNT: Rule[] = [
 
 // Containment of arbitrary rules is not decided: a granted rule passes when it is the caller's
 // own rule, or narrows it with a top-level `and` whose left operand is exactly that rule.
-function ruleWithin(granted: Rule | null, own: Rule | null): boolean {
+function ruleWithin(granted: Rule | null | undefined, own: Rule | null | undefined): boolean {
+	if (granted === undefined || own === undefined) return false;
 	if (own === null) {
 		if (granted === null) return true;
 		const base = granted.kind === "logical" && granted.op === "and" ? granted.left : granted;
