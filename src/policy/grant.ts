@@ -63,8 +63,8 @@ export function checkRoleGrant(caller: Caller, role: Omit<Role, "uuid"> & { uuid
 	for (const kind of KINDS) {
 		if (!ruleWithin(tree(role.rules[kind]), tree(caller.rules[kind]))) return { ok: false, reason: "rule", kind };
 	}
-	// `role` in a rule reads the holder's role: the same rule under another role sees otherwise.
-	if (role.uuid !== caller.role && readsOf(role.rules).has("role")) return { ok: false, reason: "inputs", inputs: ["role"] };
+	// `role` in the caller's rule reads the holder's role: under another role it sees otherwise.
+	if (role.uuid !== caller.role && readsOf(caller.rules).has("role")) return { ok: false, reason: "inputs", inputs: ["role"] };
 	return OK;
 }
 
@@ -100,13 +100,15 @@ export function readsUser(rules: RoleRules): boolean {
 }
 
 // Whether the caller may manage this user (change it, delete it, issue it a PIN, touch its
-// secret): the caller could grant the user's role, and the user's inputs to that role's
-// rules are the caller's own, so the user sees nothing the caller does not.
+// secret): the caller could grant the user's role, and the user's inputs to the caller's own
+// rules are the caller's, so the user sees nothing the caller does not. Every rule of a
+// grantable role is the caller's rule, alone or narrowed by `and`: inputs read only by the
+// narrowing part can only hide more, so they may differ.
 export function checkManageable(caller: Caller, target: Target, vocabulary: readonly string[]): Verdict {
 	const role = checkRoleGrant(caller, target.role, vocabulary);
 	if (!role.ok || isAdministrator(caller)) return role;
 	const differing: string[] = [];
-	for (const [name, path] of readsOf(target.role.rules)) {
+	for (const [name, path] of readsOf(caller.rules)) {
 		if (name === "user" ? target.uuid !== caller.user : name === "role" ? target.role.uuid !== caller.role : false) {
 			differing.push(name);
 		} else if (path !== null && !deepEqual(valueAt(target.description, path), valueAt(caller.description, path))) {

@@ -22,8 +22,11 @@ const STATEMENTS: Statement[] = [
 	{ effect: "allow", actions: [...ALLOWED, "terminate_twin"] },
 	{ effect: "deny", actions: null },
 ];
-const RULES = [R, null, "true", `(${R}) and true`, `(${R}) and (true) or true`, "owner == account", "TWIN.company == 'b'"];
-const DESCRIPTIONS = [{ company: "a" }, { company: "b" }, {}];
+const RULES = [
+	R, null, "true", `(${R}) and true`, `(${R}) and (true) or true`, "owner == account", "TWIN.company == 'b'",
+	`(${R}) and TWIN.dept == USER.dept`,
+];
+const DESCRIPTIONS = [{ company: "a" }, { company: "b" }, {}, { company: "a", dept: "x" }];
 
 // Small picks, counted from the newest: what the user just made is what it goes on to use.
 const pick = fc.nat({ max: 6 });

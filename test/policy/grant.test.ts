@@ -47,6 +47,7 @@ describe("granting rules", () => {
 	it("refuses a rule reading `role` under another role, which would evaluate otherwise", () => {
 		const c = caller("role == 'my-role'");
 		expect(grantTwin(c, "role == 'my-role'")).toBe(false);
+		expect(grantTwin(caller(R), `(${R}) and role == 'x'`)).toBe(true);
 		expect(checkRoleGrant(c, { uuid: "my-role", statement: everything, rules: c.rules }, STATEMENT_VOCABULARY).ok).toBe(true);
 	});
 });
@@ -62,6 +63,13 @@ describe("managing a user", () => {
 			reason: "inputs",
 		});
 		expect(checkManageable(c, { uuid: "peer", role, description: {} }, STATEMENT_VOCABULARY).ok).toBe(false);
+	});
+
+	it("lets inputs read only by a narrowing differ: they can only hide more", () => {
+		const c = caller(R, { company: "a", dept: "x" });
+		const narrowed = { ...role, rules: { ...noRules, twin: `(${R}) and TWIN.dept == USER.dept` } };
+		expect(checkManageable(c, { uuid: "peer", role: narrowed, description: { company: "a", dept: "y" } }, STATEMENT_VOCABULARY).ok).toBe(true);
+		expect(checkManageable(c, { uuid: "peer", role: narrowed, description: { company: "b", dept: "x" } }, STATEMENT_VOCABULARY).ok).toBe(false);
 	});
 
 	it("refuses another user when the rules read `user`", () => {
