@@ -76,6 +76,24 @@ export async function userWith(admin: Account, statement: { effect: "allow" | "d
 	return { ...admin, user, role, secret: await issueSecret(admin, user) };
 }
 
+export type Statement = { effect: "allow" | "deny"; actions: string[] | null };
+type Rules = { twin?: string | null; entry?: string | null; identity?: string | null };
+
+// A role made through the API by `admin`, so every grant check applies to it.
+export async function role(admin: Account, statement: Statement, rules: Rules = {}, name = "Some role") {
+	const res = await call("POST", "/roles", { secret: admin.secret, body: { name, statement, rules } });
+	expect(res.status).toBe(201);
+	return res.body.uuid as string;
+}
+
+// A user of `admin`'s account with the given role and description, and a working secret.
+export async function member(admin: Account, roleUuid: string, description: Record<string, unknown> = {}) {
+	const res = await call("POST", "/users", { secret: admin.secret, body: { name: "member", role: roleUuid, description } });
+	expect(res.status).toBe(201);
+	const user = res.body.uuid as string;
+	return { ...admin, user, role: roleUuid, secret: await issueSecret(admin, user) };
+}
+
 // Calls the Worker's fetch handler with a modified environment (a missing binding, another
 // ADMIN_TOKEN), which the `exports` entry point cannot take.
 export function fetchWithEnv(request: Request, changes: Partial<Record<keyof Env, unknown>>) {

@@ -25,6 +25,12 @@ export class D1Meter implements D1Cost {
 		this.add({ queries: 1, rowsRead: meta?.rows_read ?? 0, rowsWritten: meta?.rows_written ?? 0, ms: meta?.duration ?? 0 });
 	}
 
+	// A lookup that found a row the caller may not see reports the rows an absent one reads
+	// (none, by primary key): otherwise Server-Timing would tell the two apart.
+	concealReadsSince(before: D1Cost) {
+		this.rowsRead = before.rowsRead;
+	}
+
 	snapshot(): D1Cost {
 		return { queries: this.queries, rowsRead: this.rowsRead, rowsWritten: this.rowsWritten, ms: this.ms };
 	}

@@ -1,13 +1,14 @@
-import { and, eq, notExists } from "drizzle-orm";
+import { and, eq, inArray, notExists } from "drizzle-orm";
 import type { Database } from "./client";
-import { type RoleRules, roles, type Statement, users } from "./schema";
+import { type RoleRules, roles, secretPins, type Statement, users } from "./schema";
+import { byAccountIndex, columnsOf } from "./scoped";
 
 export type RoleRow = typeof roles.$inferSelect;
 
 export async function findRole(db: Database, account: string, uuid: string) {
 	const [row] = await db
-		.select()
-		.from(roles)
+		.select(columnsOf(roles))
+		.from(byAccountIndex(roles, "roles_account"))
 		.where(and(eq(roles.account, account), eq(roles.uuid, uuid)))
 		.limit(1);
 	return row;
@@ -29,12 +30,19 @@ export async function patchRole(
 	changes: Partial<{ name: string; rules: RoleRules; statement: Statement }>,
 	updated_ts: number,
 ) {
-	const [row] = await db
+	const update = db
 		.update(roles)
 		.set({ ...changes, updated_ts })
 		.where(and(eq(roles.account, account), eq(roles.uuid, uuid)))
 		.returning();
-	return row;
+	if (changes.rules === undefined && changes.statement === undefined) return (await update)[0];
+	// A changed role changes what its holders' pending PINs would redeem into: they go too.
+	const holders = db.select({ uuid: users.uuid }).from(users).where(and(eq(users.role, uuid), eq(users.account, account)));
+	const [, rows] = await db.batch([
+		db.delete(secretPins).where(and(eq(secretPins.account, account), inArray(secretPins.user, holders))),
+		update,
+	]);
+	return rows[0];
 }
 
 // One statement, so no user can be given the role between the check and the delete.

@@ -1,14 +1,15 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { type Description, roles, secretPins, userSecrets, users } from "./schema";
+import { byAccountIndex, columnsOf } from "./scoped";
 
 export type UserRow = typeof users.$inferSelect;
 
 // Every lookup is scoped by account: a user of another account is simply not found.
 export async function findUser(db: Database, account: string, uuid: string) {
 	const [row] = await db
-		.select()
-		.from(users)
+		.select(columnsOf(users))
+		.from(byAccountIndex(users, "users_account"))
 		.where(and(eq(users.account, account), eq(users.uuid, uuid)))
 		.limit(1);
 	return row;
@@ -23,6 +24,8 @@ export async function insertUser(db: Database, row: UserRow) {
 	return row;
 }
 
+// A PIN issued before a change of role or description would redeem into the new powers, so
+// the user's unredeemed PINs go in the same batch as such a change.
 export async function patchUser(
 	db: Database,
 	account: string,
@@ -30,12 +33,17 @@ export async function patchUser(
 	changes: Partial<{ name: string; role: string; description: Description }>,
 	updated_ts: number,
 ) {
-	const [row] = await db
+	const update = db
 		.update(users)
 		.set({ ...changes, updated_ts })
 		.where(and(eq(users.account, account), eq(users.uuid, uuid)))
 		.returning();
-	return row;
+	if (changes.role === undefined && changes.description === undefined) return (await update)[0];
+	const [, rows] = await db.batch([
+		db.delete(secretPins).where(and(eq(secretPins.account, account), eq(secretPins.user, uuid))),
+		update,
+	]);
+	return rows[0];
 }
 
 // The user, its secret and its PINs go together in one transaction.
@@ -51,13 +59,23 @@ export async function removeUser(db: Database, account: string, uuid: string) {
 	return deleted[0];
 }
 
-// The user together with its role's statement, for the checks that guard managing it.
-export async function findUserWithStatement(db: Database, account: string, uuid: string) {
+// The user together with its role, for the checks that guard managing it.
+export async function findUserWithRole(db: Database, account: string, uuid: string) {
 	const [row] = await db
-		.select({ user: users, statement: roles.statement })
-		.from(users)
+		.select({ ...columnsOf(users), statement: sql`${roles.statement}`.mapWith(roles.statement), rules: sql`${roles.rules}`.mapWith(roles.rules) })
+		.from(byAccountIndex(users, "users_account"))
 		.innerJoin(roles, eq(roles.uuid, users.role))
 		.where(and(eq(users.account, account), eq(users.uuid, uuid)))
 		.limit(1);
-	return row;
+	if (!row) return undefined;
+	const { statement, rules, ...user } = row;
+	return { user, role: { uuid: user.role, statement, rules } };
+}
+
+// Who holds a role, with the descriptions its rules may read.
+export function listHolders(db: Database, account: string, role: string) {
+	return db
+		.select({ uuid: users.uuid, description: users.description })
+		.from(users)
+		.where(and(eq(users.role, role), eq(users.account, account)));
 }

@@ -2,18 +2,22 @@ import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../http/errors";
-import type { Actor } from "../operations/guards";
-import type { Viewer } from "../rules/visibility";
+import type { Caller } from "../policy/caller";
 import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
+import * as secrets from "./secret-writes";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
 
-// One object per account, addressed by the account uuid. Role writes and role assignments
-// run here one at a time; each leaves a line in the object's journal. Scan cursors are
+// Writes take only who the caller is: what it may do is read again inside the serialized step.
+type CallerId = Pick<Caller, "account" | "user">;
+
+// One object per account, addressed by the account uuid. Writes to roles, users and their
+// credentials run here one at a time, each with the checks that guard it; each leaves a line
+// in the object's journal. Scan cursors are
 // issued and kept here too, with an alarm that sweeps the expired ones.
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
@@ -27,37 +31,54 @@ export class AccountDO extends DurableObject<Env> {
 			action TEXT NOT NULL, target TEXT NOT NULL)`);
 	}
 
-	createRole(caller: writes.Principal, input: writes.RoleInput) {
-		return this.write(caller, "create_user_role", (db, actor) => writes.createRole(db, actor, input));
+	createRole(caller: CallerId, input: writes.RoleInput) {
+		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input));
 	}
 
-	updateRole(caller: writes.Principal, role: string, changes: Partial<writes.RoleInput>) {
-		return this.write(caller, "update_user_role", (db, actor) => writes.updateRole(db, actor, role, changes));
+	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
+		return this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
 	}
 
-	deleteRole(caller: writes.Principal, role: string) {
-		return this.write(caller, "delete_user_role", (db, actor) => writes.deleteRole(db, actor, role));
+	deleteRole(caller: CallerId, role: string) {
+		return this.write(caller, "delete_user_role", (db, current) => writes.deleteRole(db, current, role));
 	}
 
-	createUser(caller: writes.Principal, input: writes.UserInput) {
-		return this.write(caller, "create_user", (db, actor) => writes.createUser(db, actor, input));
+	createUser(caller: CallerId, input: writes.UserInput) {
+		return this.write(caller, "create_user", (db, current) => writes.createUser(db, current, input));
 	}
 
-	updateUser(caller: writes.Principal, user: string, changes: Partial<writes.UserInput>) {
-		return this.write(caller, "update_user", (db, actor) => writes.updateUser(db, actor, user, changes));
+	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
+		return this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
+	}
+
+	deleteUser(caller: CallerId, user: string) {
+		return this.write(caller, "delete_user", (db, current) => writes.deleteUser(db, current, user));
+	}
+
+	issuePin(caller: CallerId, user: string, pin: secrets.PinInput) {
+		return this.write(caller, "create_user_secret_pin", (db, current) => secrets.issuePin(db, current, user, pin));
+	}
+
+	changeSecretValidity(caller: CallerId, user: string, validity_ts: number | null) {
+		const work = (db: Database, current: Caller) => secrets.changeSecretValidity(db, current, user, validity_ts);
+		return this.write(caller, "update_user_secret", work);
+	}
+
+	removeSecret(caller: CallerId, user: string) {
+		return this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
-	async scan(viewer: Viewer, cursor: string | undefined, request: ScanRequest) {
+	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest) {
 		const meter = new D1Meter();
 		const at = now();
-		const owner = { user: viewer.user, binding: bindingOf(request.match, request.details) };
+		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
 		const after = cursor === undefined ? "" : this.cursors.resolve(cursor, owner, at);
 		if (after === undefined) {
 			const description = "The cursor is unknown, expired, or belongs to another user or scan";
 			return { ok: false, code: "invalid_cursor", description, cost: meter.snapshot() } satisfies Outcome<never>;
 		}
-		const page = await readPage(database(meter.wrap(this.env.DB)), viewer, after, request, at);
+		const page = await readPage(database(meter.wrap(this.env.DB)), caller, after, request, at);
 		const next = page.examined < request.count || !page.last ? null : this.cursors.issue(owner, page.last, at);
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
 		const value = { cursor: next, twins: page.twins };
@@ -84,17 +105,17 @@ export class AccountDO extends DurableObject<Env> {
 
 	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
 	// each write starts when the previous one has finished, whatever its outcome.
-	private write<T extends { uuid: string }>(
-		caller: writes.Principal,
+	private write<T extends { uuid: string } | { user: string }>(
+		caller: CallerId,
 		action: string,
-		work: (db: Database, actor: Actor) => Promise<T>,
+		work: (db: Database, current: Caller) => Promise<T>,
 	): Promise<Outcome<T>> {
 		const run = this.tail.then(async (): Promise<Outcome<T>> => {
 			const meter = new D1Meter();
 			try {
 				const db = database(meter.wrap(this.env.DB));
-				const value = await work(db, await writes.actorFor(db, caller));
-				this.record(caller.user, action, value.uuid);
+				const value = await work(db, await writes.currentCaller(db, caller));
+				this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
 				return { ok: true, value, cost: meter.snapshot() };
 			} catch (error) {
 				if (error instanceof ApiError) {
@@ -108,9 +129,9 @@ export class AccountDO extends DurableObject<Env> {
 		return run;
 	}
 
-	private record(actor: string, action: string, target: string) {
+	private record(caller: string, action: string, target: string) {
 		const sql = this.ctx.storage.sql;
-		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), actor, action, target);
+		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), caller, action, target);
 		sql.exec("DELETE FROM role_writes WHERE seq <= (SELECT max(seq) FROM role_writes) - ?", JOURNAL_LENGTH);
 	}
 }

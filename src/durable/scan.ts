@@ -4,7 +4,8 @@ import { type Json, type Rule } from "../rules/ast";
 import type { Columns } from "../rules/compile";
 import { compileRule } from "../rules/compile";
 import { evaluate } from "../rules/evaluate";
-import { ruleOf, scopeOf, type Viewer } from "../rules/visibility";
+import type { Caller } from "../policy/caller";
+import { ruleOf, scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
 
@@ -25,11 +26,12 @@ const COLUMNS: Columns = { uuid: "uuid", owner: "owner", status: "status", descr
 // (owner, uuid) index: no OFFSET, so a page costs the same wherever it is in the account.
 // The rule's SQL answers 1, 0 or NULL per twin; the detailed columns come back only where
 // they are needed (to show the twin, or to let the evaluator decide a NULL).
-export async function readPage(db: Database, viewer: Viewer, after: string, request: ScanRequest, now: number) {
+export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
-	const visible = request.details ? ruleOf(viewer.twinRule) : null;
-	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(viewer, now), COLUMNS));
+	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
+	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
+	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
 	const keep = sql.raw(request.details ? "verdict IS NOT 0" : "verdict IS NULL");
 
@@ -43,12 +45,12 @@ export async function readPage(db: Database, viewer: Viewer, after: string, requ
 			CASE WHEN ${keep} THEN updated_ts END AS updated_ts
 		FROM (
 			SELECT *, (${sql.raw(verdict)}) AS verdict FROM twins
-			WHERE owner = ${viewer.account} AND uuid > ${after}
+			WHERE owner = ${caller.account} AND uuid > ${after}
 			ORDER BY uuid LIMIT ${request.count}
 		)
 		ORDER BY uuid`)) as PageRow[];
 
-	const accepted = rows.filter((row) => row.verdict === 1 || (row.verdict === null && decide(row, viewer, match, visible, now)));
+	const accepted = rows.filter((row) => row.verdict === 1 || (row.verdict === null && decide(row, caller, match, visible, now)));
 	return {
 		examined: rows.length,
 		last: rows.at(-1)?.uuid,
@@ -56,9 +58,9 @@ export async function readPage(db: Database, viewer: Viewer, after: string, requ
 	};
 }
 
-function decide(row: PageRow, viewer: Viewer, match: Rule | null, visible: Rule | null, now: number) {
+function decide(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number) {
 	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
-	const scope = { ...scopeOf(viewer, now), twin };
+	const scope = { ...scopeOf(caller, now), twin };
 	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
 }
 

@@ -1,6 +1,6 @@
-import type { Caller } from "../http/auth";
+import type { Caller } from "../policy/caller";
 
-// The Durable Object of the caller's account, and who is calling, as the object wants it.
+// The Durable Object of the caller's account.
 export function accountObject(env: Env, caller: Caller) {
-	return { stub: env.ACCOUNTS.getByName(caller.account), principal: { account: caller.account, user: caller.user } };
+	return env.ACCOUNTS.getByName(caller.account);
 }

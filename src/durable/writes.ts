@@ -1,64 +1,91 @@
 import type { Database } from "../db/client";
 import { deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
-import { findUserWithStatement, insertUser, patchUser } from "../db/users";
+import { findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
 import { ApiError } from "../http/errors";
-import { type Actor, requireGrant, requireGrantableRole, requireManageableUser } from "../operations/guards";
+import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "../operations/guards";
+import type { Caller } from "../policy/caller";
+import { isAdministrator, mayChangeOwnDescription } from "../policy/grant";
 import { now } from "../time";
 
-// The account's role writes and role assignments. AccountDO runs them one at a time, so an
-// escalation check and the write it guards cannot interleave with another role write.
+// The account's role and user writes. AccountDO runs them one at a time, so a check and the
+// write it guards cannot interleave with another write.
 
 export type RoleInput = { name: string; rules: RoleRules; statement: Statement };
 export type UserInput = { name: string; role: string; description: Description };
-export type Principal = { account: string; user: string };
 
-// The caller's statement is read again here, inside the serialized section: a role changed a
-// moment ago by another request counts.
-export async function actorFor(db: Database, caller: Principal): Promise<Actor> {
-	const found = await findUserWithStatement(db, caller.account, caller.user);
+// The caller's role and description are read again here, inside the serialized section: a
+// change made a moment ago by another request counts.
+export async function currentCaller(db: Database, caller: Pick<Caller, "account" | "user">): Promise<Caller> {
+	const found = await findUserWithRole(db, caller.account, caller.user);
 	if (!found) throw new ApiError("unknown_credential");
-	return { ...caller, statement: found.statement };
+	const { role, user } = found;
+	return { account: caller.account, user: caller.user, role: role.uuid, statement: role.statement, rules: role.rules, description: user.description };
 }
 
-export async function createRole(db: Database, actor: Actor, input: RoleInput) {
-	requireGrant(actor, input.statement, "The statement");
+export async function createRole(db: Database, caller: Caller, input: RoleInput) {
+	requireRoleGrant(caller, input, "The new role");
 	const at = now();
-	return insertRole(db, { uuid: crypto.randomUUID(), account: actor.account, ...input, created_ts: at, updated_ts: at });
+	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-async function manageableRole(db: Database, actor: Actor, uuid: string) {
-	const role = await findRole(db, actor.account, uuid);
+async function manageableRole(db: Database, caller: Caller, uuid: string) {
+	const role = await findRole(db, caller.account, uuid);
 	if (!role) throw new ApiError("not_found", "No such role");
-	requireGrant(actor, role.statement, "The role");
+	requireRoleGrant(caller, role);
 	return role;
 }
 
-export async function updateRole(db: Database, actor: Actor, uuid: string, changes: Partial<RoleInput>) {
-	await manageableRole(db, actor, uuid);
-	if (changes.statement) requireGrant(actor, changes.statement, "The statement");
-	const updated = await patchRole(db, actor.account, uuid, changes, now());
+export async function updateRole(db: Database, caller: Caller, uuid: string, changes: Partial<RoleInput>) {
+	const role = await manageableRole(db, caller, uuid);
+	if (changes.statement || changes.rules) {
+		const changed = { uuid, statement: changes.statement ?? role.statement, rules: changes.rules ?? role.rules };
+		requireRoleGrant(caller, changed, "The changed role");
+		// Its holders get the change: none of them may end up seeing what the caller does not.
+		if (!isAdministrator(caller)) {
+			for (const holder of await listHolders(db, caller.account, uuid)) {
+				requireManageable(caller, { uuid: holder.uuid, role: changed, description: holder.description }, "A holder of the role");
+			}
+		}
+	}
+	const updated = await patchRole(db, caller.account, uuid, changes, now());
 	if (!updated) throw new ApiError("not_found", "No such role");
 	return updated;
 }
 
-export async function deleteRole(db: Database, actor: Actor, uuid: string) {
-	const role = await manageableRole(db, actor, uuid);
-	const deleted = await deleteUnheldRole(db, actor.account, uuid);
+export async function deleteRole(db: Database, caller: Caller, uuid: string) {
+	const role = await manageableRole(db, caller, uuid);
+	const deleted = await deleteUnheldRole(db, caller.account, uuid);
 	if (!deleted) throw new ApiError("conflict", "The role is held by at least one user");
 	return { ...role, ...deleted };
 }
 
-export async function createUser(db: Database, actor: Actor, input: UserInput) {
-	await requireGrantableRole(db, actor, input.role);
+export async function createUser(db: Database, caller: Caller, input: UserInput) {
+	const role = await grantableRole(db, caller, input.role);
+	const uuid = crypto.randomUUID();
+	requireManageable(caller, { uuid, role, description: input.description }, "The new user");
 	const at = now();
-	return insertUser(db, { uuid: crypto.randomUUID(), account: actor.account, ...input, created_ts: at, updated_ts: at });
+	return insertUser(db, { uuid, account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-export async function updateUser(db: Database, actor: Actor, uuid: string, changes: Partial<UserInput>) {
-	await requireManageableUser(db, actor, uuid);
-	if (changes.role) await requireGrantableRole(db, actor, changes.role);
-	const updated = await patchUser(db, actor.account, uuid, changes, now());
+export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>) {
+	const current = await manageableUser(db, caller, uuid);
+	if (uuid === caller.user && changes.description !== undefined && !mayChangeOwnDescription(caller)) {
+		throw new ApiError("escalation", "The caller's role reads USER variables: only the administrator may change its description");
+	}
+	const role = changes.role ? await grantableRole(db, caller, changes.role) : current.role;
+	const description = changes.description ?? current.user.description;
+	requireManageable(caller, { uuid, role, description }, "The changed user");
+	const updated = await patchUser(db, caller.account, uuid, changes, now());
 	if (!updated) throw new ApiError("not_found", "No such user");
 	return updated;
+}
+
+export async function deleteUser(db: Database, caller: Caller, uuid: string) {
+	// Deleting oneself would leave the caller locked out mid-session; another user must do it.
+	if (uuid === caller.user) throw new ApiError("conflict", "A user cannot delete itself");
+	await manageableUser(db, caller, uuid);
+	const deleted = await removeUser(db, caller.account, uuid);
+	if (!deleted) throw new ApiError("not_found", "No such user");
+	return deleted;
 }

@@ -1,18 +1,9 @@
 import { sha256Hex, timingSafeEqualText } from "../crypto";
 import type { Database } from "../db/client";
 import { findCredential } from "../db/auth";
-import type { Description, RoleRules, Statement } from "../db/schema";
+import type { Caller } from "../policy/caller";
 import { now } from "../time";
 import { ApiError } from "./errors";
-
-export type Caller = {
-	account: string;
-	user: string;
-	role: string;
-	statement: Statement;
-	rules: RoleRules;
-	description: Description;
-};
 
 const challenge = { "www-authenticate": 'Bearer realm="twin-registry"' };
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{64}$/;

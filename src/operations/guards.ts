@@ -1,35 +1,39 @@
 import type { Database } from "../db/client";
 import { findRole } from "../db/roles";
-import type { Statement } from "../db/schema";
-import { findUserWithStatement } from "../db/users";
+import { findUserWithRole } from "../db/users";
 import { ApiError } from "../http/errors";
-import { checkGrant } from "../policy/statement";
-import { OPERATION_NAMES } from "./names";
+import type { Caller } from "../policy/caller";
+import { checkManageable, checkRoleGrant, describeRefusal, type Target, type Verdict } from "../policy/grant";
+import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 
-// Who is acting, with the statement of the role it holds right now.
-export type Actor = { account: string; user: string; statement: Statement };
+// The I/O around the pure policy: read what it decides on, turn its refusals into 403102.
 
-export function requireGrant(actor: Actor, statement: Statement, what: string) {
-	const grant = checkGrant(actor.statement, statement, OPERATION_NAMES);
-	if (!grant.ok) {
-		throw new ApiError("escalation", `${what} allows actions the caller may not perform: ${grant.actions.join(", ")}`);
-	}
+export function require(verdict: Verdict, what: string) {
+	if (!verdict.ok) throw new ApiError("escalation", describeRefusal(verdict, what));
 }
 
-// Giving a user a role is a grant: the role must belong to the actor's account and allow
-// nothing the actor is not allowed itself.
-export async function requireGrantableRole(db: Database, actor: Actor, role: string) {
-	// Another account's role answers as one that does not exist.
-	const found = await findRole(db, actor.account, role);
+export function requireRoleGrant(caller: Caller, role: Parameters<typeof checkRoleGrant>[1], what = "The role") {
+	require(checkRoleGrant(caller, role, STATEMENT_VOCABULARY), what);
+}
+
+export function requireManageable(caller: Caller, target: Target, what = "The user") {
+	require(checkManageable(caller, target, STATEMENT_VOCABULARY), what);
+}
+
+// A role of the caller's account that the caller could have written itself. Another
+// account's role answers as one that does not exist.
+export async function grantableRole(db: Database, caller: Caller, uuid: string) {
+	const found = await findRole(db, caller.account, uuid);
 	if (!found) throw new ApiError("not_found", "No such role");
-	requireGrant(actor, found.statement, "The role");
+	requireRoleGrant(caller, found);
+	return found;
 }
 
-// Changing, deleting or issuing a PIN for a user whose role allows more than the actor's
-// would hand the actor those extra powers (a PIN is a way into that user's account).
-export async function requireManageableUser(db: Database, actor: Actor, user: string) {
-	const found = await findUserWithStatement(db, actor.account, user);
+// A user of the caller's account whom the caller may manage: anything done to it (a change,
+// a PIN, its secret) could otherwise hand the caller, or the user, more than the caller has.
+export async function manageableUser(db: Database, caller: Caller, uuid: string) {
+	const found = await findUserWithRole(db, caller.account, uuid);
 	if (!found) throw new ApiError("not_found", "No such user");
-	requireGrant(actor, found.statement, "The user's role");
-	return found.user;
+	requireManageable(caller, { uuid, role: found.role, description: found.user.description });
+	return found;
 }

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import type { Caller } from "../http/auth";
+import type { Caller } from "../policy/caller";
 import type { OperationName } from "./names";
 
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing

@@ -4,7 +4,7 @@ import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
 import { parseRule } from "../rules/parse";
-import { OPERATION_NAMES } from "./names";
+import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
 import { byUuid, roleRecord, timestampOut, uuid } from "./schemas";
@@ -30,7 +30,7 @@ const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry:
 
 const statement = z.strictObject({
 	effect: z.enum(["allow", "deny"], "Must be 'allow' or 'deny'"),
-	actions: z.array(z.enum(OPERATION_NAMES, "Unknown operation name")).nullable(),
+	actions: z.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name")).nullable(),
 });
 
 const roleParams = z.strictObject({ role: uuid });
@@ -43,9 +43,9 @@ export const createUserRole = defineOperation({
 	status: 201,
 	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
 	async run({ body }, ctx) {
-		const { stub, principal } = accountObject(ctx.env, ctx.caller);
+		const stub = accountObject(ctx.env, ctx.caller);
 		const input = { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT };
-		return unwrap(await stub.createRole(principal, input), ctx.meter);
+		return unwrap(await stub.createRole(ctx.caller, input), ctx.meter);
 	},
 });
 
@@ -89,8 +89,8 @@ export const updateUserRole = defineOperation({
 		statement: statement.optional(),
 	}),
 	async run({ params, body }, ctx) {
-		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateRole(principal, params.role, body), ctx.meter);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.updateRole(ctx.caller, params.role, body), ctx.meter);
 	},
 });
 
@@ -101,7 +101,7 @@ export const deleteUserRole = defineOperation({
 	response: roleRecord,
 	params: roleParams,
 	async run({ params }, ctx) {
-		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.deleteRole(principal, params.role), ctx.meter);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.deleteRole(ctx.caller, params.role), ctx.meter);
 	},
 });

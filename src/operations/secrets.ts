@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { newUserSecret, randomPin, sha256Hex } from "../crypto";
-import { deleteSecret, findSecret, redeemPin, replacePin, setSecretValidity } from "../db/secrets";
+import { findSecret, redeemPin } from "../db/secrets";
+import { unwrap } from "../durable/outcome";
+import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
 import { now } from "../time";
-import { requireManageableUser } from "./guards";
+import { manageableUser } from "./guards";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 
@@ -30,18 +32,15 @@ export const createUserSecretPin = defineOperation({
 			.refine((ts) => ts == null || ts > now(), "Must be in the future"),
 	}),
 	async run({ params, body }, ctx) {
-		const { account } = ctx.caller;
-		await requireManageableUser(ctx.db, ctx.caller, params.user);
 		const pin = randomPin(PIN_LENGTH);
 		const at = now();
-		await replacePin(ctx.db, {
-			hash: await pinHash(account, pin),
-			account,
-			user: params.user,
+		const record = {
+			hash: await pinHash(ctx.caller.account, pin),
 			secret_validity_ts: body.validity_ts ?? null,
 			expires_ts: at + PIN_LIFETIME_SECONDS,
 			created_ts: at,
-		});
+		};
+		unwrap(await accountObject(ctx.env, ctx.caller).issuePin(ctx.caller, params.user, record), ctx.meter);
 		return { pin };
 	},
 });
@@ -79,6 +78,8 @@ export const getUserSecret = defineOperation({
 	response: secretRecord,
 	params: userParams,
 	async run({ params }, ctx) {
+		// Reading another user's secret record is managing that user: a PIN is not needed to lock it out.
+		if (params.user !== ctx.caller.user) await manageableUser(ctx.db, ctx.caller, params.user);
 		const row = await findSecret(ctx.db, ctx.caller.account, params.user);
 		if (!row) throw new ApiError("not_found", "No such user secret");
 		return row;
@@ -93,9 +94,8 @@ export const updateUserSecret = defineOperation({
 	params: userParams,
 	body: z.strictObject({ validity_ts: timestamp.nullable() }),
 	async run({ params, body }, ctx) {
-		const row = await setSecretValidity(ctx.db, ctx.caller.account, params.user, body.validity_ts, now());
-		if (!row) throw new ApiError("not_found", "No such user secret");
-		return row;
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.changeSecretValidity(ctx.caller, params.user, body.validity_ts), ctx.meter);
 	},
 });
 
@@ -106,8 +106,7 @@ export const deleteUserSecret = defineOperation({
 	response: secretRecord,
 	params: userParams,
 	async run({ params }, ctx) {
-		const row = await deleteSecret(ctx.db, ctx.caller.account, params.user);
-		if (!row) throw new ApiError("not_found", "No such user secret");
-		return row;
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.removeSecret(ctx.caller, params.user), ctx.meter);
 	},
 });

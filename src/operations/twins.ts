@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
 import { unwrap } from "../durable/outcome";
-import type { Caller } from "../http/auth";
+import type { Caller } from "../policy/caller";
 import { ApiError } from "../http/errors";
 import { parseRule } from "../rules/parse";
-import { isVisible, viewerOf } from "../rules/visibility";
+import { isVisible } from "../rules/visibility";
 import { now } from "../time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
@@ -14,9 +14,11 @@ const twinParams = z.strictObject({ twin: uuid });
 
 // A twin the caller may not see answers exactly as a twin that does not exist.
 async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
+	const before = ctx.meter.snapshot();
 	const twin = await findTwin(ctx.db, uuid);
-	if (!twin || !isVisible(viewerOf(caller), twin, now())) throw new ApiError("not_found", "No such twin");
-	return twin;
+	if (twin && isVisible(caller, twin, now())) return twin;
+	ctx.meter.concealReadsSince(before);
+	throw new ApiError("not_found", "No such twin");
 }
 
 // Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
@@ -117,6 +119,6 @@ export const scanTwins = defineOperation({
 	async run({ query }, ctx) {
 		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);
 		const { cursor, ...request } = query;
-		return unwrap(await stub.scan(viewerOf(ctx.caller), cursor, request), ctx.meter);
+		return unwrap(await stub.scan(ctx.caller, cursor, request), ctx.meter);
 	},
 });

@@ -1,9 +1,8 @@
 import { z } from "zod";
-import { findUser, listUsers, removeUser } from "../db/users";
+import { findUser, listUsers } from "../db/users";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
-import { requireManageableUser } from "./guards";
 import { defineOperation } from "./operation";
 import { byUuid, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
 
@@ -19,8 +18,8 @@ export const createUser = defineOperation({
 	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
-		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.createUser(principal, { ...body, description: body.description ?? {} }), ctx.meter);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.createUser(ctx.caller, { ...body, description: body.description ?? {} }), ctx.meter);
 	},
 });
 
@@ -61,8 +60,8 @@ export const updateUser = defineOperation({
 	params: userParams,
 	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
 	async run({ params, body }, ctx) {
-		const { stub, principal } = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateUser(principal, params.user, body), ctx.meter);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.updateUser(ctx.caller, params.user, body), ctx.meter);
 	},
 });
 
@@ -73,11 +72,7 @@ export const deleteUser = defineOperation({
 	response: userRecord,
 	params: userParams,
 	async run({ params }, ctx) {
-		// Deleting oneself would leave the caller locked out mid-session; another user must do it.
-		if (params.user === ctx.caller.user) throw new ApiError("conflict", "A user cannot delete itself");
-		await requireManageableUser(ctx.db, ctx.caller, params.user);
-		const deleted = await removeUser(ctx.db, ctx.caller.account, params.user);
-		if (!deleted) throw new ApiError("not_found", "No such user");
-		return deleted;
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.deleteUser(ctx.caller, params.user), ctx.meter);
 	},
 });

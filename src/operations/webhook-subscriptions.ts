@@ -41,8 +41,13 @@ function detail(row: SubscriptionRow, at = now()) {
 }
 
 async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
+	const before = ctx.meter.snapshot();
 	const row = await findOwnSubscription(ctx.db, ctx.caller.account, subscription);
-	if (!row) throw new ApiError("not_found", "No such subscription");
+	if (!row) {
+		// Another account's subscription reports what an absent one costs.
+		ctx.meter.concealReadsSince(before);
+		throw new ApiError("not_found", "No such subscription");
+	}
 	return row;
 }
 

@@ -100,7 +100,7 @@ function equality(left: Json, right: Json): "equal" | "different" | "incomparabl
 	return deepEqual(left, right) ? "equal" : "different";
 }
 
-function deepEqual(a: Json, b: Json): boolean {
+export function deepEqual(a: Json, b: Json): boolean {
 	if (a === b) return true;
 	if (classOf(a) !== classOf(b) || a === null || b === null || typeof a !== "object" || typeof b !== "object") {
 		return false;

@@ -1,18 +1,10 @@
-import type { Caller } from "../http/auth";
+import type { Caller } from "../policy/caller";
 import type { Json, Rule } from "./ast";
 import { evaluate, type Scope } from "./evaluate";
 import { parseRule } from "./parse";
 
-// What a rule sees of the caller.
-export type Viewer = Pick<Caller, "account" | "user" | "role" | "description"> & { twinRule: string | null };
-
-export function viewerOf(caller: Caller): Viewer {
+export function scopeOf(caller: Caller, now: number): Omit<Scope, "twin"> {
 	const { account, user, role, description } = caller;
-	return { account, user, role, description, twinRule: caller.rules.twin };
-}
-
-export function scopeOf(viewer: Viewer, now: number): Omit<Scope, "twin"> {
-	const { account, user, role, description } = viewer;
 	return { user: { account, user, role, description: description as Json }, now };
 }
 
@@ -27,8 +19,8 @@ type TwinView = { uuid: string; owner: string; status: string; description: unkn
 
 // A role without a twin rule sees its own account's twins; with one, exactly those the rule
 // accepts.
-export function isVisible(viewer: Viewer, twin: TwinView, now: number): boolean {
-	const rule = ruleOf(viewer.twinRule);
-	if (!rule) return twin.owner === viewer.account;
-	return evaluate(rule, { ...scopeOf(viewer, now), twin: { ...twin, description: twin.description as Json } });
+export function isVisible(caller: Caller, twin: TwinView, now: number): boolean {
+	const rule = ruleOf(caller.rules.twin);
+	if (!rule) return twin.owner === caller.account;
+	return evaluate(rule, { ...scopeOf(caller, now), twin: { ...twin, description: twin.description as Json } });
 }

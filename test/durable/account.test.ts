@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/durable/account";
-import { bootstrap, call, createUser } from "../helpers";
+import { bootstrap, call, createUser, insertRole } from "../helpers";
 
 describe("AccountDO", () => {
 	it("is where role writes happen: each leaves a line in the account's journal", async () => {
@@ -39,7 +39,20 @@ describe("AccountDO", () => {
 		expect(attempt).toMatchObject({ ok: false, code: "escalation" });
 	});
 
-	it("refuses a principal that is not a user of the account", async () => {
+	it("checks user deletion, PIN issuance and another user's secret itself, in the write's own step", async () => {
+		const admin = await bootstrap();
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		const weak = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions: ["delete_user"] }));
+		const caller = { account: admin.account, user: weak };
+		const pin = { hash: "x".repeat(64), secret_validity_ts: null, expires_ts: 1e10, created_ts: 1 };
+		expect(await stub.deleteUser(caller, admin.user)).toMatchObject({ ok: false, code: "escalation" });
+		expect(await stub.issuePin(caller, admin.user, pin)).toMatchObject({ ok: false, code: "escalation" });
+		expect(await stub.changeSecretValidity(caller, admin.user, 1)).toMatchObject({ ok: false, code: "escalation" });
+		expect(await stub.removeSecret(caller, admin.user)).toMatchObject({ ok: false, code: "escalation" });
+		expect((await call("GET", "/whoami", { secret: admin.secret })).status).toBe(200);
+	});
+
+	it("refuses a caller that is not a user of the account", async () => {
 		const admin = await bootstrap();
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		const outcome = await stub.createRole(

@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
@@ -19,6 +20,50 @@ function failingBatches(db: D1Database): D1Database {
 	});
 }
 
+// D1 that fails every statement bound to the given value.
+function failingFor(db: D1Database, poisoned: string): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "prepare") {
+				return (query: string) => {
+					const statement = target.prepare(query);
+					return new Proxy(statement, {
+						get(s, p) {
+							if (p === "bind") {
+								return (...values: unknown[]) =>
+									values.includes(poisoned) ? target.prepare("SELECT * FROM injected_fault") : s.bind(...values);
+							}
+							const value = Reflect.get(s, p, s);
+							return typeof value === "function" ? value.bind(s) : value;
+						},
+					});
+				};
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+// Runs `work` while a Durable Object (the account's, where user deletion happens, or a webhook
+// message's delivery object) writes through `db`.
+async function withObjectDb<T>(stub: DurableObjectStub, db: D1Database, work: () => Promise<T>): Promise<T> {
+	type Swappable = { env: Env };
+	const original = await runInDurableObject(stub, (instance) => {
+		const o = (instance as unknown as Swappable).env;
+		(instance as unknown as Swappable).env = { ...o, DB: db };
+		return o.DB;
+	});
+	try {
+		return await work();
+	} finally {
+		await runInDurableObject(stub, (instance) => {
+			const swappable = instance as unknown as Swappable;
+			swappable.env = { ...swappable.env, DB: original };
+		});
+	}
+}
+
 const count = async (table: string) => (await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n;
 
 describe("D1 failing in the middle of a multi-statement write", () => {
@@ -36,7 +81,8 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		expectError(await call("DELETE", `/users/${user}`, { secret: admin.secret, env: { DB: failingBatches(env.DB) } }), 500, 500101);
+		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () => call("DELETE", `/users/${user}`, { secret: admin.secret }));
+		expectError(res, 500, 500101);
 		expect((await call("GET", "/whoami", { secret })).body.user).toBe(user);
 		expect((await call("DELETE", `/users/${user}`, { secret: admin.secret })).status).toBe(200);
 	});
@@ -65,12 +111,11 @@ describe("a queue consumer failing mid-batch", () => {
 		const batch = createMessageBatch("twin-webhooks", jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
 		const ctx = createExecutionContext();
 		const worker = (await import("../../src/index")).default;
-		// The attempts run in each message's delivery object: the second message's one fails.
-		const deliveries = {
-			getByName: (name: string) =>
-				name === jobs[1].message ? { run: () => Promise.reject(new Error("Durable Object reset")) } : env.DELIVERIES.getByName(name),
-		};
-		await (worker.queue as ExportedHandlerQueueHandler<Env>)(batch, { ...env, DELIVERIES: deliveries } as unknown as Env, ctx);
+		// Each attempt runs in its message's delivery object: D1 fails there for the second one.
+		const poisoned = failingFor(env.DB, jobs[1].subscription);
+		await withObjectDb(env.DELIVERIES.getByName(jobs[1].message), poisoned, async () =>
+			(worker.queue as ExportedHandlerQueueHandler<Env>)(batch, env, ctx),
+		);
 		const result = await getQueueResult(batch, ctx);
 		expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-2"]);
 		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["msg-1"]);

@@ -113,6 +113,33 @@ describe("the tenant-isolation matrix", () => {
 		}
 		expect(cases).toBeGreaterThanOrEqual(34);
 
+		// A refusal of the first account's id must look exactly like one for an id that exists
+		// nowhere: same status, body and headers, Server-Timing's figures included.
+		const strangers: [string, string][] = [
+			[firstUser, crypto.randomUUID()],
+			[firstTwin, crypto.randomUUID()],
+			[first.role, crypto.randomUUID()],
+			[firstToken, firstToken.replace(/./g, "A")],
+			[firstPin, firstPin.replace(/./g, "A")],
+			[firstSubscription, crypto.randomUUID()],
+		];
+		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
+		const comparable = (res: Awaited<ReturnType<typeof call>>) => {
+			const { trace: _, ...body } = res.body ?? {};
+			const headers = [...res.headers].filter(([name]) => name !== "x-request-id");
+			return { status: res.status, body, headers: headers.map(([n, v]) => [n, v.replace(/dur=[\d.]+/, "dur")]) };
+		};
+		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
+			for (const attempt of attempts(world).filter((a) => a.expect.includes(404))) {
+				const send = (path: string, body: unknown) =>
+					call(attempt.method, path, { secret: attempt.secret, body, env: { WEBHOOKS: { send: async () => undefined } } });
+				const absentBody = attempt.body === undefined ? undefined : JSON.parse(swap(JSON.stringify(attempt.body)));
+				const absent = comparable(await send(swap(attempt.path), absentBody));
+				const foreign = comparable(await send(attempt.path, attempt.body));
+				expect([operation, foreign]).toEqual([operation, absent]);
+			}
+		}
+
 		// Nothing of the first account changed.
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
 		expect((await call("GET", "/whoami", { secret: firstUserSecret })).status).toBe(200);

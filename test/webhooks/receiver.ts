@@ -4,7 +4,7 @@
 // POST /r/<id>/<script> answers by script: "ok", a status code ("404", "500"), "302" (to
 // /r/<id>-redirected/ok), "hang" (never answers), or a comma list played in turn
 // ("500,500,ok"). A status may carry a Retry-After: "503~120" (seconds) or "429~d90" (an HTTP
-// date 90 s ahead). "slow" answers 200 after 3 s. GET /log/<id> answers every request
+// date 90 s ahead). GET /log/<id> answers every request
 // recorded for <id>, each with the time it arrived.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -41,7 +41,6 @@ export default async function setup(project: TestProject) {
 			res.writeHead(302, { location: `/r/${id}-redirected/ok` });
 			return res.end();
 		}
-		if (step === "slow") return setTimeout(() => res.writeHead(200).end(), 3000);
 		const [status, retryAfter] = step.split("~");
 		const headers: Record<string, string> = {};
 		if (retryAfter?.startsWith("d")) headers["retry-after"] = new Date(Date.now() + Number(retryAfter.slice(1)) * 1000).toUTCString();

@@ -1,0 +1,38 @@
+import type { Database } from "../db/client";
+import type { secretPins } from "../db/schema";
+import { deleteSecret, replacePin, setSecretValidity } from "../db/secrets";
+import { ApiError } from "../http/errors";
+import { manageableUser } from "../operations/guards";
+import type { Caller } from "../policy/caller";
+import { now } from "../time";
+
+// Writes to users' credentials, run by AccountDO one at a time with the role and user writes:
+// a PIN or a secret is a way into a user, so managing another user's needs the right to
+// manage that user, checked in the same serialized step as the write.
+
+export type PinInput = Omit<typeof secretPins.$inferInsert, "account" | "user">;
+
+export async function issuePin(db: Database, caller: Caller, user: string, pin: PinInput) {
+	await manageableUser(db, caller, user);
+	await replacePin(db, { ...pin, account: caller.account, user });
+	return { user };
+}
+
+// One's own secret needs no check beyond authentication: it grants nothing new.
+async function ownOrManageable(db: Database, caller: Caller, user: string) {
+	if (user !== caller.user) await manageableUser(db, caller, user);
+}
+
+export async function changeSecretValidity(db: Database, caller: Caller, user: string, validity_ts: number | null) {
+	await ownOrManageable(db, caller, user);
+	const row = await setSecretValidity(db, caller.account, user, validity_ts, now());
+	if (!row) throw new ApiError("not_found", "No such user secret");
+	return row;
+}
+
+export async function removeSecret(db: Database, caller: Caller, user: string) {
+	await ownOrManageable(db, caller, user);
+	const row = await deleteSecret(db, caller.account, user);
+	if (!row) throw new ApiError("not_found", "No such user secret");
+	return row;
+}

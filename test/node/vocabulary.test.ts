@@ -1,0 +1,28 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { OPERATION_NAMES } from "../../src/operations/names";
+import { ORIGINAL_OPERATION_NAMES, STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
+
+// The shared specification sits beside the project (`../shared`), in CI as in development.
+// A missing file fails the test: the vocabulary is checked against it, not assumed.
+const listing = fileURLToPath(new URL("../../../shared/spec/operation-names.txt", import.meta.url));
+
+function specifiedNames() {
+	return readFileSync(listing, "utf8")
+		.split("\n")
+		.map((line) => line.trim())
+		.filter((line) => line && !line.startsWith("#"));
+}
+
+describe("the statement vocabulary", () => {
+	it("holds exactly the original API's operation names of the shared specification", () => {
+		const names = specifiedNames();
+		expect(names.length).toBeGreaterThan(50);
+		expect([...ORIGINAL_OPERATION_NAMES].sort()).toEqual([...new Set(names)].sort());
+	});
+
+	it("accepts every original name and every name this service routes", () => {
+		for (const name of [...specifiedNames(), ...OPERATION_NAMES]) expect(STATEMENT_VOCABULARY).toContain(name);
+	});
+});
