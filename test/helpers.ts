@@ -106,3 +106,20 @@ export function d1Cost(res: { headers: Headers }, figure: "queries" | "rows_read
 	if (!match) throw new Error(`no ${figure} in Server-Timing`);
 	return Number(match[1]);
 }
+
+export const scan = (secret: string, query: string) => call("GET", `/twins?${query}`, { secret });
+
+// Every page of a scan, to the end.
+export async function walk(secret: string, query: string) {
+	const seen: unknown[] = [];
+	let cursor: string | null = null;
+	let pages = 0;
+	do {
+		const res = await scan(secret, `${query}${cursor ? `&cursor=${cursor}` : ""}`);
+		expect(res.status).toBe(200);
+		seen.push(...res.body.twins);
+		cursor = res.body.cursor;
+		pages++;
+	} while (cursor !== null);
+	return { seen, pages };
+}

@@ -57,8 +57,14 @@ export class AccountDO extends DurableObject<Env> {
 			const description = "The cursor is unknown, expired, or belongs to another user or scan";
 			return { ok: false, code: "invalid_cursor", description, cost: meter.snapshot() } satisfies Outcome<never>;
 		}
-		const page = await readPage(database(meter.wrap(this.env.DB)), viewer, after, request, at);
-		const next = page.examined < request.count || !page.last ? null : this.cursors.issue(owner, page.last, at);
+		let page: Awaited<ReturnType<typeof readPage>>;
+		try {
+			page = await readPage(database(meter.wrap(this.env.DB)), viewer, after, request, at);
+		} catch (error) {
+			if (!(error instanceof ApiError)) throw error;
+			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() } satisfies Outcome<never>;
+		}
+		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
 		const value = { cursor: next, twins: page.twins };
 		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
