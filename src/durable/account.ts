@@ -28,7 +28,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	createRole(caller: writes.Principal, input: writes.RoleInput) {
-		return this.write(caller, "create_user_role", (db, actor) => writes.createRole(db, actor, input));
+		return this.write(caller, "create_user_role", (db, actor) => writes.createRole(db, actor, input, this.limits()));
 	}
 
 	updateRole(caller: writes.Principal, role: string, changes: Partial<writes.RoleInput>) {
@@ -40,7 +40,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	createUser(caller: writes.Principal, input: writes.UserInput) {
-		return this.write(caller, "create_user", (db, actor) => writes.createUser(db, actor, input));
+		return this.write(caller, "create_user", (db, actor) => writes.createUser(db, actor, input, this.limits()));
 	}
 
 	updateUser(caller: writes.Principal, user: string, changes: Partial<writes.UserInput>) {
@@ -68,6 +68,10 @@ export class AccountDO extends DurableObject<Env> {
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
 		const value = { cursor: next, twins: page.twins };
 		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
+	}
+
+	private limits(): writes.Limits {
+		return { roles: Number(this.env.MAX_ROLES), users: Number(this.env.MAX_USERS) };
 	}
 
 	async alarm() {

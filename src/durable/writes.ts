@@ -1,7 +1,7 @@
 import type { Database } from "../db/client";
-import { deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
+import { countRoles, deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
-import { findUserWithStatement, insertUser, patchUser } from "../db/users";
+import { countUsers, findUserWithStatement, insertUser, patchUser } from "../db/users";
 import { ApiError } from "../http/errors";
 import { type Actor, requireGrant, requireGrantableRole, requireManageableUser } from "../operations/guards";
 import { now } from "../time";
@@ -12,6 +12,9 @@ import { now } from "../time";
 export type RoleInput = { name: string; rules: RoleRules; statement: Statement };
 export type UserInput = { name: string; role: string; description: Description };
 export type Principal = { account: string; user: string };
+// Per-account limits (wrangler.toml vars). Writes run one at a time here, so a count and
+// the insert after it cannot interleave with another create.
+export type Limits = { roles: number; users: number };
 
 // The caller's statement is read again here, inside the serialized section: a role changed a
 // moment ago by another request counts.
@@ -21,8 +24,11 @@ export async function actorFor(db: Database, caller: Principal): Promise<Actor> 
 	return { ...caller, statement: found.statement };
 }
 
-export async function createRole(db: Database, actor: Actor, input: RoleInput) {
+export async function createRole(db: Database, actor: Actor, input: RoleInput, limits: Limits) {
 	requireGrant(actor, input.statement, "The statement");
+	if ((await countRoles(db, actor.account)) >= limits.roles) {
+		throw new ApiError("role_limit", `The account already has ${limits.roles} roles, its limit (MAX_ROLES)`);
+	}
 	const at = now();
 	return insertRole(db, { uuid: crypto.randomUUID(), account: actor.account, ...input, created_ts: at, updated_ts: at });
 }
@@ -49,8 +55,11 @@ export async function deleteRole(db: Database, actor: Actor, uuid: string) {
 	return { ...role, ...deleted };
 }
 
-export async function createUser(db: Database, actor: Actor, input: UserInput) {
+export async function createUser(db: Database, actor: Actor, input: UserInput, limits: Limits) {
 	await requireGrantableRole(db, actor, input.role);
+	if ((await countUsers(db, actor.account)) >= limits.users) {
+		throw new ApiError("user_limit", `The account already has ${limits.users} users, its limit (MAX_USERS)`);
+	}
 	const at = now();
 	return insertUser(db, { uuid: crypto.randomUUID(), account: actor.account, ...input, created_ts: at, updated_ts: at });
 }
