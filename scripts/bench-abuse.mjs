@@ -64,7 +64,10 @@ const seedFile = fileURLToPath(new URL("../.wrangler/bench-abuse-seed.sql", impo
 writeFileSync(seedFile, seed);
 
 const q = encodeURIComponent;
-const longRule = Array.from({ length: 40 }, () => "TWIN.y in TWIN.x").join(" or ");
+// 40 substring tests in one rule, grouped by 8 to stay within the nesting depth of 32.
+const group = Array.from({ length: 8 }, () => "TWIN.y in TWIN.x").join(" or ");
+const longRule = Array.from({ length: 5 }, () => `(${group})`).join(" or ");
+const literal = "ab".repeat(450);
 
 const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000 });
 try {
@@ -135,6 +138,8 @@ try {
 	cases.push(await measure("regex ^(\\w+\\s?)*$ over 1.8 KB text", scan(plain, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`)));
 	cases.push(await measure("TWIN.y in TWIN.x, 8 KB in 16 KB", scan(long, `count=1000&match=${q("TWIN.y in TWIN.x")}`)));
 	cases.push(await measure(`the same 40 times (${longRule.length}-char rule)`, scan(long, `count=1000&match=${q(longRule)}`)));
+	cases.push(await measure("900-char literal in TWIN.x (16 KB)", scan(long, `count=1000&match=${q(`'${literal}!' in TWIN.x`)}`)));
+	cases.push(await measure("TWIN.x (16 KB) in 900-char literal", scan(long, `count=1000&match=${q(`TWIN.x in '${literal}'`)}`)));
 	cases.push(await measure("count=1000&details=true over 32 KiB twins", scan(large, "count=1000&details=true")));
 	cases.push(await measure("-1e999 literal", scan(plain, `match=${q("TWIN.i > -1e999")}`)));
 	cases.push(await measure("backreference pattern", scan(plain, `match=${q("TWIN.s =~ '(a)\\\\1'")}`)));
