@@ -3,13 +3,13 @@ import { randomBase64Url, sha256Hex } from "../crypto";
 import {
 	deleteSubscription,
 	findByToken,
-	insertSubscription,
+	insertSubscriptionWithin,
 	patchSubscription,
 	type SubscriptionRow,
 } from "../db/subscriptions";
 import { ApiError } from "../http/errors";
 import { now } from "../time";
-import { MAX_CALLBACK_URL_LENGTH, refuseCallbackUrl } from "../webhooks/callback-policy";
+import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { type ConfirmationJob, subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
 import { subscriptionOut } from "./schemas";
@@ -57,17 +57,20 @@ export const webhookSubscribe = defineOperation({
 	}),
 	async run({ body }, ctx) {
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
-		const refused = refuseCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
-		if (refused) throw new ApiError("validation", `callback_url: ${refused}`, [{ path: "callback_url", message: refused }]);
+		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
+		if ("refused" in checked) {
+			throw new ApiError("validation", `callback_url: ${checked.refused}`, [{ path: "callback_url", message: checked.refused }]);
+		}
 		const at = now();
 		const token = randomBase64Url(32);
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
-		const row = await insertSubscription(ctx.db, {
+		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
+		const row = await insertSubscriptionWithin(ctx.db, {
 			uuid: crypto.randomUUID(),
 			account: ctx.caller.account,
 			user: ctx.caller.user,
 			topic: body.topic,
-			callback_url: body.callback_url,
+			callback_url: checked.url,
 			token_hash: await sha256Hex(token),
 			status: "pending",
 			validity_ts: at + body.expires,
@@ -78,7 +81,10 @@ export const webhookSubscribe = defineOperation({
 			delivered_ts: null,
 			created_ts: at,
 			updated_ts: at,
-		});
+		}, limit, at);
+		if (!row) {
+			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+		}
 		const job: ConfirmationJob = {
 			kind: "confirmation",
 			subscription: row.uuid,
