@@ -54,7 +54,7 @@ try {
 	console.log(`\nmixed load against wrangler dev: ${concurrency} connections for ${seconds} s from a second process`);
 	console.log(`requests      ${report.requests} (${report.requests_per_second}/s)`);
 	console.log(`by status     ${JSON.stringify(report.statuses)}`);
-	console.log(`non-2xx       ${errors.map(([s, n]) => `${s}: ${n}`).join(", ") || "none"} (400 and 401 are the invalid requests in the mix)`);
+	console.log(`non-2xx       ${errors.map(([s, n]) => `${s}: ${n}`).join(", ") || "none"} (400 and 401 are the invalid requests in the mix; 429 the wrong secrets past the per-address limit of failed authentications)`);
 	console.log(`latency       p50 ${report.p50_ms} ms, p99 ${report.p99_ms} ms`);
 	if (Object.keys(report.statuses).some((status) => status === "network" || Number(status) >= 500)) process.exitCode = 1;
 } finally {

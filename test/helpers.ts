@@ -16,6 +16,9 @@ type CallOptions = {
 // Every call goes through the Worker's own fetch handler, as a client's request would.
 export async function call(method: string, path: string, options: CallOptions = {}) {
 	const headers = new Headers(options.headers);
+	// Each call comes from its own client address unless the test names one, so that the
+	// per-address rate limits (src/http/rate-limit.ts) only meet the tests that aim at them.
+	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
 	if (options.secret) headers.set("authorization", options.secret);
 	let body: string | undefined;
 	if (options.body !== undefined) {
@@ -26,6 +29,11 @@ export async function call(method: string, path: string, options: CallOptions = 
 	const response = await (options.env ? fetchWithEnv(request, options.env) : exports.default.fetch(request));
 	const text = await response.text();
 	return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+export function randomAddress() {
+	const bytes = crypto.getRandomValues(new Uint8Array(3));
+	return `10.${bytes.join(".")}`;
 }
 
 export type Account = { account: string; user: string; role: string; secret: string };
@@ -123,4 +131,21 @@ export function d1Cost(res: { headers: Headers }, figure: "queries" | "rows_read
 	const match = new RegExp(`${figure}=(\\d+)`).exec(res.headers.get("server-timing") ?? "");
 	if (!match) throw new Error(`no ${figure} in Server-Timing`);
 	return Number(match[1]);
+}
+
+export const scan = (secret: string, query: string) => call("GET", `/twins?${query}`, { secret });
+
+// Every page of a scan, to the end.
+export async function walk(secret: string, query: string) {
+	const seen: unknown[] = [];
+	let cursor: string | null = null;
+	let pages = 0;
+	do {
+		const res = await scan(secret, `${query}${cursor ? `&cursor=${cursor}` : ""}`);
+		expect(res.status).toBe(200);
+		seen.push(...res.body.twins);
+		cursor = res.body.cursor;
+		pages++;
+	} while (cursor !== null);
+	return { seen, pages };
 }

@@ -14,6 +14,10 @@ export async function findRole(db: Database, account: string, uuid: string) {
 	return row;
 }
 
+export function countRoles(db: Database, account: string) {
+	return db.$count(roles, eq(roles.account, account));
+}
+
 export function listRoles(db: Database, account: string) {
 	return db.select().from(roles).where(eq(roles.account, account)).orderBy(roles.uuid);
 }

@@ -1,13 +1,29 @@
-import { and, asc, eq, gt, inArray, lte, or, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gt, inArray, lte, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { subscriptions } from "./schema";
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 type Status = SubscriptionRow["status"];
 
-export async function insertSubscription(db: Database, row: SubscriptionRow) {
-	await db.insert(subscriptions).values(row);
-	return row;
+// Inserts the row only while the account holds fewer than `limit` live subscriptions (pending
+// or confirmed, unexpired), in one statement: two concurrent subscribes cannot both slip
+// under the limit. Answers undefined when the limit is reached.
+export async function insertSubscriptionWithin(db: Database, row: SubscriptionRow, limit: number, at: number) {
+	// INSERT ... SELECT names every column of the table, in the table's order.
+	const values: SQL[] = Object.entries(getTableColumns(subscriptions)).map(([key, column]) => {
+		const value = (row as Record<string, unknown>)[key] ?? column.default ?? null;
+		return value === null ? sql`NULL` : sql`${column.mapToDriverValue(value)}`;
+	});
+	const [inserted] = await db
+		.insert(subscriptions)
+		.select(
+			sql`SELECT ${sql.join(values, sql`, `)} WHERE (
+				SELECT count(*) FROM ${subscriptions}
+				WHERE ${subscriptions.account} = ${row.account} AND ${subscriptions.status} IN ('pending', 'confirmed')
+					AND ${subscriptions.validity_ts} > ${at}) < ${limit}`,
+		)
+		.returning();
+	return inserted;
 }
 
 export async function findSubscription(db: Database, uuid: string) {

@@ -19,6 +19,10 @@ export function listUsers(db: Database, account: string) {
 	return db.select().from(users).where(eq(users.account, account)).orderBy(users.uuid);
 }
 
+export function countUsers(db: Database, account: string) {
+	return db.$count(users, eq(users.account, account));
+}
+
 export async function insertUser(db: Database, row: UserRow) {
 	await db.insert(users).values(row);
 	return row;

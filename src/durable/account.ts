@@ -32,7 +32,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {
-		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input));
+		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input, this.limits()));
 	}
 
 	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
@@ -44,7 +44,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	createUser(caller: CallerId, input: writes.UserInput) {
-		return this.write(caller, "create_user", (db, current) => writes.createUser(db, current, input));
+		return this.write(caller, "create_user", (db, current) => writes.createUser(db, current, input, this.limits()));
 	}
 
 	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
@@ -78,11 +78,21 @@ export class AccountDO extends DurableObject<Env> {
 			const description = "The cursor is unknown, expired, or belongs to another user or scan";
 			return { ok: false, code: "invalid_cursor", description, cost: meter.snapshot() } satisfies Outcome<never>;
 		}
-		const page = await readPage(database(meter.wrap(this.env.DB)), caller, after, request, at);
-		const next = page.examined < request.count || !page.last ? null : this.cursors.issue(owner, page.last, at);
+		let page: Awaited<ReturnType<typeof readPage>>;
+		try {
+			page = await readPage(database(meter.wrap(this.env.DB)), caller, after, request, at);
+		} catch (error) {
+			if (!(error instanceof ApiError)) throw error;
+			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() } satisfies Outcome<never>;
+		}
+		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
 		const value = { cursor: next, twins: page.twins };
 		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
+	}
+
+	private limits(): writes.Limits {
+		return { roles: Number(this.env.MAX_ROLES), users: Number(this.env.MAX_USERS) };
 	}
 
 	async alarm() {

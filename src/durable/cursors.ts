@@ -6,6 +6,9 @@ import { randomBase64Url } from "../crypto";
 // page hands out the same next cursor.
 
 export const CURSOR_IDLE_SECONDS = 24 * 60 * 60;
+// Live cursors per user; one more evicts the least recently used (issued or resolved). A use
+// pushes expires_at forward by the same idle period, so it orders cursors by last use.
+export const MAX_CURSORS_PER_USER = 1000;
 
 export type CursorBinding = { user: string; binding: string };
 
@@ -14,11 +17,15 @@ export function bindingOf(match: string | undefined, details: boolean) {
 }
 
 export class CursorStore {
-	constructor(private readonly sql: SqlStorage) {
+	constructor(
+		private readonly sql: SqlStorage,
+		private readonly perUser = MAX_CURSORS_PER_USER,
+	) {
 		sql.exec(`CREATE TABLE IF NOT EXISTS cursors (
 			id TEXT PRIMARY KEY, user TEXT NOT NULL, binding TEXT NOT NULL, after TEXT NOT NULL,
 			expires_at REAL NOT NULL, UNIQUE (user, binding, after))`);
 		sql.exec("CREATE INDEX IF NOT EXISTS cursors_expiry ON cursors (expires_at)");
+		sql.exec("CREATE INDEX IF NOT EXISTS cursors_use ON cursors (user, expires_at)");
 	}
 
 	// The position a cursor stands for, or undefined when it is unknown, expired or bound to
@@ -47,6 +54,13 @@ export class CursorStore {
 				now + CURSOR_IDLE_SECONDS,
 			)
 			.toArray();
+		this.sql.exec(
+			`DELETE FROM cursors WHERE user = ? AND id IN (
+				SELECT id FROM cursors WHERE user = ? ORDER BY expires_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+			owner.user,
+			owner.user,
+			this.perUser,
+		);
 		return row.id;
 	}
 

@@ -3,8 +3,10 @@ import type { Database } from "../db/client";
 import { type Json, type Rule } from "../rules/ast";
 import type { Columns } from "../rules/compile";
 import { compileRule } from "../rules/compile";
+import { ApiError } from "../http/errors";
 import { evaluate } from "../rules/evaluate";
 import type { Caller } from "../policy/caller";
+import { Budget, BudgetExceeded } from "../rules/strings";
 import { ruleOf, scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
@@ -22,10 +24,21 @@ type PageRow = {
 
 const COLUMNS: Columns = { uuid: "uuid", owner: "owner", status: "status", description: "description" };
 
+// What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
+// string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
+// expressions weighted), after which the page stops early with a cursor, as with the size.
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+// Room for the envelope and the cursor.
+const ENVELOPE_BYTES = 1024;
+export const WORK_UNITS = 1_000_000;
+const ENCODER = new TextEncoder();
+
 // One page: the next `count` twins of the account after `after`, in uuid order, through the
 // (owner, uuid) index: no OFFSET, so a page costs the same wherever it is in the account.
 // The rule's SQL answers 1, 0 or NULL per twin; the detailed columns come back only where
-// they are needed (to show the twin, or to let the evaluator decide a NULL).
+// they are needed (to show the twin, or to let the evaluator decide a NULL). The page is cut
+// here, not in SQL: a running sum in SQL (a window function) made D1 read each row four
+// times. The first twin always stays, so every page moves on.
 export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
@@ -50,17 +63,40 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 		)
 		ORDER BY uuid`)) as PageRow[];
 
-	const accepted = rows.filter((row) => row.verdict === 1 || (row.verdict === null && decide(row, caller, match, visible, now)));
+	const budget = new Budget(WORK_UNITS);
+	const twins: unknown[] = [];
+	let bytes = ENVELOPE_BYTES;
+	let taken = 0;
+	for (const row of rows) {
+		if (row.verdict === null && taken > 0 && budget.exhausted) break;
+		let accepted: boolean;
+		try {
+			accepted = row.verdict === 1 || (row.verdict === null && decide(row, caller, match, visible, now, budget));
+		} catch (error) {
+			if (!(error instanceof BudgetExceeded)) throw error;
+			if (taken === 0) throw new ApiError("validation", `match: ${error.message} on one twin`, [{ path: "match", message: error.message }]);
+			break;
+		}
+		if (accepted) {
+			const twin = request.details ? detailed(row) : row.uuid;
+			bytes += ENCODER.encode(JSON.stringify(twin)).length + 1;
+			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
+			twins.push(twin);
+		}
+		taken++;
+	}
 	return {
-		examined: rows.length,
-		last: rows.at(-1)?.uuid,
-		twins: accepted.map((row) => (request.details ? detailed(row) : row.uuid)),
+		// The page reached the end of the account only when it read fewer twins than asked for
+		// and none were left out for size or work.
+		done: rows.length < request.count && taken === rows.length,
+		last: rows[taken - 1]?.uuid,
+		twins,
 	};
 }
 
-function decide(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number) {
+function decide(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number, budget: Budget) {
 	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
-	const scope = { ...scopeOf(caller, now), twin };
+	const scope = { ...scopeOf(caller, now), twin, budget };
 	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
 }
 

@@ -1,7 +1,7 @@
 import type { Database } from "../db/client";
-import { deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
+import { countRoles, deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
-import { findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
+import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
 import { ApiError } from "../http/errors";
 import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "../operations/guards";
 import type { Caller } from "../policy/caller";
@@ -13,6 +13,9 @@ import { now } from "../time";
 
 export type RoleInput = { name: string; rules: RoleRules; statement: Statement };
 export type UserInput = { name: string; role: string; description: Description };
+// Per-account limits (wrangler.toml vars). Writes run one at a time here, so a count and
+// the insert after it cannot interleave with another create.
+export type Limits = { roles: number; users: number };
 
 // The caller's role and description are read again here, inside the serialized section: a
 // change made a moment ago by another request counts.
@@ -23,8 +26,11 @@ export async function currentCaller(db: Database, caller: Pick<Caller, "account"
 	return { account: caller.account, user: caller.user, role: role.uuid, statement: role.statement, rules: role.rules, description: user.description };
 }
 
-export async function createRole(db: Database, caller: Caller, input: RoleInput) {
+export async function createRole(db: Database, caller: Caller, input: RoleInput, limits: Limits) {
 	requireRoleGrant(caller, input, "The new role");
+	if ((await countRoles(db, caller.account)) >= limits.roles) {
+		throw new ApiError("role_limit", `The account already has ${limits.roles} roles, its limit (MAX_ROLES)`);
+	}
 	const at = now();
 	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
@@ -60,10 +66,13 @@ export async function deleteRole(db: Database, caller: Caller, uuid: string) {
 	return { ...role, ...deleted };
 }
 
-export async function createUser(db: Database, caller: Caller, input: UserInput) {
+export async function createUser(db: Database, caller: Caller, input: UserInput, limits: Limits) {
 	const role = await grantableRole(db, caller, input.role);
 	const uuid = crypto.randomUUID();
 	requireManageable(caller, { uuid, role, description: input.description }, "The new user");
+	if ((await countUsers(db, caller.account)) >= limits.users) {
+		throw new ApiError("user_limit", `The account already has ${limits.users} users, its limit (MAX_USERS)`);
+	}
 	const at = now();
 	return insertUser(db, { uuid, account: caller.account, ...input, created_ts: at, updated_ts: at });
 }

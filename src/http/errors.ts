@@ -24,12 +24,21 @@ export const ERRORS = {
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
 	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
 	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	// 409102 is a false ledger condition (CONTRACT section 15).
+	role_limit: { status: 409, subcode: 409103, description: "The account has reached its limit of roles (MAX_ROLES)" },
+	user_limit: { status: 409, subcode: 409104, description: "The account has reached its limit of users (MAX_USERS)" },
+	subscription_limit: {
+		status: 409,
+		subcode: 409105,
+		description: "The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)",
+	},
 	subscription_failed: {
 		status: 409,
-		subcode: 409103,
+		subcode: 409106,
 		description: "The subscription failed; its owner can resend the confirmation",
 	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
+	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks are not configured on this server" },
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;

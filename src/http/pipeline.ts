@@ -7,6 +7,7 @@ import type { Caller } from "../policy/caller";
 import { authenticate, authenticateAdmin } from "./auth";
 import { parseJson } from "./body";
 import { ApiError } from "./errors";
+import { spendAttempt } from "./rate-limit";
 import { validate } from "./validation";
 
 export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter };
@@ -18,13 +19,16 @@ export function pipeline(operation: Operation) {
 		const db = database(state.meter.wrap(env.DB));
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
-			caller = await authenticate(request, db);
+			caller = await countingFailures(env, request, () => authenticate(request, db));
 			const decision = decide(caller.statement, operation.name);
 			if (!decision.allowed) {
 				throw new ApiError("operation_forbidden", `The caller's role does not allow ${operation.name}`);
 			}
 		} else if (operation.auth === "admin") {
-			authenticateAdmin(request, env.ADMIN_TOKEN);
+			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
+		} else {
+			// Every route without a credential takes a secret value in its URL (a PIN, a token).
+			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
 
 		const url = new URL(request.url);
@@ -44,4 +48,14 @@ export function pipeline(operation: Operation) {
 		const result = await operation.run(input as never, ctx as never);
 		return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
 	};
+}
+
+// A failed authentication counts against the client's address; past the limit it is a 429.
+async function countingFailures<T>(env: Env, request: Request, check: () => Promise<T>): Promise<T> {
+	try {
+		return await check();
+	} catch (error) {
+		if (error instanceof ApiError && error.status === 401) await spendAttempt(env.AUTH_FAILURES, request);
+		throw error;
+	}
 }

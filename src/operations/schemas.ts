@@ -7,10 +7,17 @@ export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 // Any JSON value. One instance, so the API document can name it once (see openapi.ts).
 export const jsonValue = z.json();
 
-export const description = z.record(
-	z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"),
-	jsonValue,
-);
+// Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
+// and a scan page have to read per twin.
+export const MAX_DESCRIPTION_BYTES = 32 * 1024;
+const encoder = new TextEncoder();
+
+export const description = z
+	.record(z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"), jsonValue)
+	.refine(
+		(value) => encoder.encode(JSON.stringify(value)).length <= MAX_DESCRIPTION_BYTES,
+		`Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`,
+	);
 
 // A timestamp in the API's format; null where the interface allows "never".
 export const timestamp = z.number().finite().nonnegative();

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { randomBase64Url, sha256Hex } from "../crypto";
-import { deleteSubscription, findByToken, insertSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../http/errors";
 import { now } from "../time";
-import { MAX_CALLBACK_URL_LENGTH, refuseCallbackUrl } from "../webhooks/callback-policy";
+import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
 import { subscriptionView } from "../webhooks/message";
 import { tokenUrl } from "../webhooks/seal";
@@ -54,18 +54,21 @@ export const webhookSubscribe = defineOperation({
 	}),
 	async run({ body }, ctx) {
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
-		const refused = refuseCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
-		if (refused) throw new ApiError("validation", `callback_url: ${refused}`, [{ path: "callback_url", message: refused }]);
+		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
+		if ("refused" in checked) {
+			throw new ApiError("validation", `callback_url: ${checked.refused}`, [{ path: "callback_url", message: checked.refused }]);
+		}
 		const at = now();
 		const uuid = crypto.randomUUID();
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
-		const row = await insertSubscription(ctx.db, {
+		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
+		const row = await insertSubscriptionWithin(ctx.db, {
 			uuid,
 			account: ctx.caller.account,
 			user: ctx.caller.user,
 			topic: body.topic,
-			callback_url: body.callback_url,
+			callback_url: checked.url,
 			status: "pending",
 			validity_ts: at + body.expires,
 			attempts: 0,
@@ -79,7 +82,10 @@ export const webhookSubscribe = defineOperation({
 			previous_key_until: null,
 			created_ts: at,
 			updated_ts: at,
-		});
+		}, limit, at);
+		if (!row) {
+			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+		}
 		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
 		return {
 			callback_url: row.callback_url,

@@ -2,7 +2,9 @@ import { classOf, type CompareOp, type Json, type Rule } from "./ast";
 import { compare, type Scope, step } from "./evaluate";
 
 // Compiles a rule to a SQL expression over one twin row that yields 1 (true), 0 (false) or
-// NULL (SQL cannot decide: regular expressions, deep comparisons of lists and objects). The
+// NULL (SQL cannot decide: regular expressions, deep comparisons of lists and objects, and
+// substrings: SQLite's instr() is a naive O(n*m) search that would hold the shared database,
+// so the Worker decides those in linear time, within the page's budget). The
 // caller keeps rows where it is not 0 and asks the evaluator about the NULL ones. SQL's
 // AND, OR and NOT treat NULL as "unknown", so the answer is never wrong, only sometimes absent.
 //
@@ -37,7 +39,9 @@ export function sqlString(text: string): string {
 function sqlScalar(value: Json): string {
 	if (value === null) return "NULL";
 	if (typeof value === "boolean") return value ? "1" : "0";
-	if (typeof value === "number") return `(${String(value)})`;
+	// Stored rules from before finite literals were required may still hold an infinity;
+	// SQLite reads an overflowing literal as one.
+	if (typeof value === "number") return Number.isFinite(value) ? `(${String(value)})` : value > 0 ? "(1e999)" : "(-1e999)";
 	if (typeof value === "string") return sqlString(value);
 	return "NULL";
 }
@@ -170,7 +174,7 @@ class Compiler {
 		if (container.kind === "const") {
 			const value = container.value;
 			const it = toDyn(item);
-			if (typeof value === "string") return `(CASE ${it.cls} WHEN 'string' THEN instr(${sqlString(value)}, ${it.val}) > 0 ELSE 0 END)`;
+			if (typeof value === "string") return `(CASE ${it.cls} WHEN 'string' THEN NULL ELSE 0 END)`;
 			if (Array.isArray(value)) {
 				const tests = value.map((element) => this.compare("==", item, { kind: "const", value: element }));
 				return tests.length ? `(${tests.join(" OR ")})` : "0";
@@ -183,7 +187,7 @@ class Compiler {
 		}
 		if (container.kind !== "dyn") return "NULL";
 		const it = toDyn(item);
-		const asString = `(CASE ${it.cls} WHEN 'string' THEN instr(${container.val}, ${it.val}) > 0 ELSE 0 END)`;
+		const asString = `(CASE ${it.cls} WHEN 'string' THEN NULL ELSE 0 END)`;
 		if (!container.json) return `(CASE ${container.cls} WHEN 'string' THEN ${asString} ELSE 0 END)`;
 
 		const each = `json_each(${this.columns.description}, ${container.json}) AS e`;

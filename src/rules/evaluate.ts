@@ -1,10 +1,13 @@
 import { type CompareOp, classOf, type Json, type Rule } from "./ast";
+import { type Budget, includes, search } from "./strings";
 
 // What a rule can see: the twin (absent for rules about no twin) and the calling user.
 export type Scope = {
 	twin?: { uuid: string; owner: string; status: string; description: Json };
 	user: { account: string; user: string; role: string; description: Json };
 	now: number;
+	// Counts the characters `in` and `=~` process, for callers that bound a request's work.
+	budget?: Budget;
 };
 
 // Evaluation never throws: a missing attribute is null, and a comparison between values of
@@ -28,7 +31,7 @@ export function valueOf(rule: Rule, scope: Scope): Json {
 				? evaluate(rule.left, scope) && evaluate(rule.right, scope)
 				: evaluate(rule.left, scope) || evaluate(rule.right, scope);
 		case "compare":
-			return compare(rule.op, valueOf(rule.left, scope), valueOf(rule.right, scope));
+			return compare(rule.op, valueOf(rule.left, scope), valueOf(rule.right, scope), scope.budget);
 	}
 }
 
@@ -68,7 +71,7 @@ export function step(value: Json, key: string | number): Json {
 	return null;
 }
 
-export function compare(op: CompareOp, left: Json, right: Json): boolean {
+export function compare(op: CompareOp, left: Json, right: Json, budget?: Budget): boolean {
 	switch (op) {
 		case "==":
 			return equality(left, right) === "equal";
@@ -83,11 +86,11 @@ export function compare(op: CompareOp, left: Json, right: Json): boolean {
 		case ">=":
 			return order(left, right, (c) => c >= 0);
 		case "in":
-			return contains(right, left);
+			return contains(right, left, budget);
 		case "=~":
-			return matches(left, right) === true;
+			return matches(left, right, budget) === true;
 		case "!~":
-			return matches(left, right) === false;
+			return matches(left, right, budget) === false;
 	}
 }
 
@@ -129,19 +132,16 @@ export function compareCodePoints(a: string, b: string): number {
 }
 
 // `in`: an element of a list, a substring of a string, a key of an object.
-function contains(container: Json, item: Json): boolean {
+function contains(container: Json, item: Json, budget?: Budget): boolean {
 	if (Array.isArray(container)) return container.some((element) => equality(item, element) === "equal");
-	if (typeof container === "string") return typeof item === "string" && container.includes(item);
+	if (typeof container === "string") return typeof item === "string" && includes(container, item, budget);
 	if (container !== null && typeof container === "object") return typeof item === "string" && Object.hasOwn(container, item);
 	return false;
 }
 
-// undefined when the sides are not two strings or the pattern is not a valid expression.
-function matches(subject: Json, pattern: Json): boolean | undefined {
+// undefined when the sides are not two strings or the pattern is not one RE2 can run (a
+// pattern read from a twin is only known here, so it cannot be refused earlier).
+function matches(subject: Json, pattern: Json, budget?: Budget): boolean | undefined {
 	if (typeof subject !== "string" || typeof pattern !== "string") return undefined;
-	try {
-		return new RegExp(pattern, "u").test(subject);
-	} catch {
-		return undefined;
-	}
+	return search(subject, pattern, budget);
 }

@@ -1,5 +1,6 @@
 import jsep from "jsep";
 import { type CompareOp, type Json, type Root, type Rule, SYSTEM_VARIABLES } from "./ast";
+import { regexError } from "./strings";
 
 export const MAX_RULE_LENGTH = 1024;
 export const MAX_RULE_DEPTH = 32;
@@ -82,6 +83,7 @@ function normalize(node: jsep.Expression, text: string, depth: number): Rule {
 			if (operator === "not") return { kind: "not", arg: next(argument) };
 			// A minus sign only makes negative number literals.
 			if (argument.type === "Literal" && typeof (argument as jsep.Literal).value === "number") {
+				next(argument); // refuses a non-finite number (`-1e999`) as the literal alone would be
 				return { kind: "literal", value: -((argument as jsep.Literal).value as number) };
 			}
 			throw new RuleError("'-' applies only to numbers", at(text, "-"));
@@ -92,6 +94,7 @@ function normalize(node: jsep.Expression, text: string, depth: number): Rule {
 				return { kind: "logical", op: operator, left: next(left), right: next(right) };
 			}
 			if (COMPARE_OPS.has(operator)) {
+				if ((operator === "=~" || operator === "!~") && right.type === "Literal") checkPattern(right as jsep.Literal, text);
 				return { kind: "compare", op: operator as CompareOp, left: next(left), right: next(right) };
 			}
 			throw new RuleError(`unknown operator '${operator}'`, at(text, operator));
@@ -106,6 +109,14 @@ function normalize(node: jsep.Expression, text: string, depth: number): Rule {
 		default:
 			throw new RuleError(`'${node.type}' is not allowed`, 0);
 	}
+}
+
+// A literal pattern is known when the rule is written: one RE2 cannot run is refused then, at
+// the place in the pattern that RE2 names.
+function checkPattern(literal: jsep.Literal, text: string) {
+	if (typeof literal.value !== "string") return;
+	const error = regexError(literal.value);
+	if (error) throw new RuleError(error.message, at(text, literal.raw) + 1 + error.offset);
 }
 
 // `TWIN.a.b[0]["c"]` becomes { root: "TWIN", path: ["a", "b", 0, "c"] }. Indexes must be

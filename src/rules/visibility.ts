@@ -8,11 +8,13 @@ export function scopeOf(caller: Caller, now: number): Omit<Scope, "twin"> {
 	return { user: { account, user, role, description: description as Json }, now };
 }
 
-// Stored rules were parsed when written, so a parse failure here means no rule applies.
+// Stored rules were parsed when written. One the parser refuses today (written before a
+// stricter check: an infinite number, a pattern RE2 cannot run) shows nothing rather than
+// falling back to the wider default of no rule.
 export function ruleOf(text: string | null | undefined): Rule | null {
 	if (!text) return null;
 	const parsed = parseRule(text);
-	return parsed.ok ? parsed.rule : null;
+	return parsed.ok ? parsed.rule : { kind: "literal", value: false };
 }
 
 type TwinView = { uuid: string; owner: string; status: string; description: unknown };

@@ -52,9 +52,23 @@ describe("parseRule", () => {
 		["'-' applies only", "-TWIN.a", 0],
 		["single expression", "TWIN.a, TWIN.b", 6],
 		["'ThisExpression'", "this", 0],
+		["number out of range", "TWIN.a > 1e999", 9],
+		["number out of range", "TWIN.a > -1e999", 10],
+		["number out of range", "TWIN.a in [1, -1e999]", 15],
+		// RE2 runs in linear time; what it cannot run is refused where the pattern goes wrong.
+		["invalid regular expression", "TWIN.a =~ '(a)\\\\1'", 14],
+		["invalid regular expression", "TWIN.a !~ 'x(?=y)'", 12],
+		["invalid regular expression", "TWIN.a =~ '(?<!y)x'", 11],
+		["invalid regular expression", "TWIN.a =~ '('", 11],
 	])("refuses %s", (message, text, position) => {
 		const result = parseRule(text);
 		expect(result).toEqual({ ok: false, position, message: expect.stringContaining(message) });
+	});
+
+	it("accepts the patterns RE2 runs, however they would backtrack elsewhere", () => {
+		for (const pattern of ["^(a+)+$", "^(\\w+\\s?)*$", "(?i)pump", "\\p{L}+", "[a-z]{3,50}"]) {
+			expect(parseRule(`TWIN.a =~ '${pattern}'`).ok, pattern).toBe(true);
+		}
 	});
 
 	it("limits length to 1024 characters and depth to 32", () => {

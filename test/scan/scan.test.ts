@@ -2,23 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/durable/account";
-import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, seedTwins } from "../helpers";
-
-const scan = (secret: string, query: string) => call("GET", `/twins?${query}`, { secret });
-
-async function walk(secret: string, query: string) {
-	const seen: unknown[] = [];
-	let cursor: string | null = null;
-	let pages = 0;
-	do {
-		const res = await scan(secret, `${query}${cursor ? `&cursor=${cursor}` : ""}`);
-		expect(res.status).toBe(200);
-		seen.push(...res.body.twins);
-		cursor = res.body.cursor;
-		pages++;
-	} while (cursor !== null);
-	return { seen, pages };
-}
+import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins, walk } from "../helpers";
 
 describe("scan_twins parameters", () => {
 	it.each([

@@ -33,9 +33,9 @@ describe("the retry schedule", () => {
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/) });
 
 		// Failed is final for its token (item 1): confirm, refresh and unsubscribe answer 409.
-		expectError(await call("GET", pathOf(url)), 409, 409103);
-		expectError(await call("PATCH", pathOf(url), { body: {} }), 409, 409103);
-		expectError(await call("DELETE", pathOf(url)), 409, 409103);
+		expectError(await call("GET", pathOf(url)), 409, 409106);
+		expectError(await call("PATCH", pathOf(url), { body: {} }), 409, 409106);
+		expectError(await call("DELETE", pathOf(url)), 409, 409106);
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed" });
 	}, 60_000);
 

@@ -101,7 +101,7 @@ describe("confirm and unsubscribe", () => {
 		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/404` });
 		await consume(job);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed" });
-		expectError(await call("GET", pathOf(url)), 409, 409103);
+		expectError(await call("GET", pathOf(url)), 409, 409106);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed" });
 	});
 });

@@ -1,0 +1,23 @@
+import ipaddr from "ipaddr.js";
+import { ApiError } from "./errors";
+
+// Rate limits per client address, with the Workers Rate Limiting binding (wrangler.toml
+// [[ratelimits]]): SECRET_ATTEMPTS counts every request to a route whose only credential is a
+// value in the URL (a PIN, a webhook token), AUTH_FAILURES every failed authentication.
+// Counts are per Cloudflare location and approximate, which is enough to turn a guessing
+// loop of thousands of requests into a few dozen a minute.
+
+// CF-Connecting-IP is set by Cloudflare on every request that reaches the Worker. An IPv6
+// client usually holds a whole /64, so that is what one key stands for.
+export function clientKey(request: Request): string {
+	const address = request.headers.get("cf-connecting-ip")?.trim() ?? "";
+	if (!ipaddr.isValid(address)) return "unknown";
+	const parsed = ipaddr.parse(address);
+	if (parsed.kind() === "ipv4") return parsed.toString();
+	return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(":")}::/64`;
+}
+
+export async function spendAttempt(limiter: RateLimit, request: Request): Promise<void> {
+	const { success } = await limiter.limit({ key: clientKey(request) });
+	if (!success) throw new ApiError("rate_limited", undefined, undefined, { "retry-after": "60" });
+}

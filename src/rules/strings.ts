@@ -1,0 +1,98 @@
+import { RE2JS } from "re2js";
+
+// The rule language's string work (`in` on strings, `=~`, `!~`) in time linear in the text,
+// whatever the pattern: regular expressions run on RE2 (no backtracking), substrings are found
+// with Knuth-Morris-Pratt. A Budget counts the characters a request's rules have processed, so
+// a page can stop early instead of running on (see src/durable/scan.ts).
+
+// The check before each twin (`exhausted`) lets the twin that crosses the line finish; one
+// twin that alone would need more than `overrun` past it throws BudgetExceeded instead.
+export class Budget {
+	constructor(
+		public remaining: number,
+		private readonly overrun = remaining,
+	) {}
+
+	spend(units: number) {
+		this.remaining -= units;
+		if (this.remaining < -this.overrun) throw new BudgetExceeded();
+	}
+
+	get exhausted() {
+		return this.remaining <= 0;
+	}
+}
+
+export class BudgetExceeded extends Error {
+	constructor() {
+		super("the rule needs more work than one request may do");
+	}
+}
+
+// RE2 in JavaScript costs a few times more per character than a substring search.
+export const REGEX_UNITS_PER_CHARACTER = 4;
+
+// Compiled patterns, per isolate, by text; a pattern RE2 refuses is remembered as null.
+const CACHE_SIZE = 256;
+const compiled = new Map<string, RE2JS | null>();
+
+export function regexOf(pattern: string): RE2JS | null {
+	const hit = compiled.get(pattern);
+	if (hit !== undefined) {
+		// Map order is insertion order: re-inserting makes this the most recently used.
+		compiled.delete(pattern);
+		compiled.set(pattern, hit);
+		return hit;
+	}
+	let regex: RE2JS | null;
+	try {
+		regex = RE2JS.compile(pattern);
+	} catch {
+		regex = null;
+	}
+	if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value as string);
+	compiled.set(pattern, regex);
+	return regex;
+}
+
+// Why RE2 cannot run a pattern (a backreference, a lookaround, bad syntax), with the offset
+// of the offending part in the pattern; null when it can.
+export function regexError(pattern: string): { offset: number; message: string } | null {
+	if (regexOf(pattern)) return null;
+	try {
+		RE2JS.compile(pattern);
+		return null;
+	} catch (error) {
+		const { error: reason, input } = error as { error?: string; input?: string };
+		const offset = input ? Math.max(0, pattern.indexOf(input)) : 0;
+		return { offset, message: `invalid regular expression: ${reason ?? "unsupported syntax"}${input ? ` at '${input}'` : ""}` };
+	}
+}
+
+// undefined when the pattern cannot be compiled: the comparison is then false either way.
+export function search(subject: string, pattern: string, budget?: Budget): boolean | undefined {
+	const regex = regexOf(pattern);
+	if (!regex) return undefined;
+	budget?.spend((subject.length + pattern.length) * REGEX_UNITS_PER_CHARACTER);
+	return regex.matcher(subject).find();
+}
+
+// Knuth-Morris-Pratt: at most 2 * (haystack + needle) steps, unlike a naive search.
+export function includes(haystack: string, needle: string, budget?: Budget): boolean {
+	budget?.spend(haystack.length + needle.length);
+	const m = needle.length;
+	if (m === 0) return true;
+	if (m > haystack.length) return false;
+	const fail = new Int32Array(m);
+	for (let i = 1, k = 0; i < m; i++) {
+		while (k > 0 && needle.charCodeAt(i) !== needle.charCodeAt(k)) k = fail[k - 1];
+		if (needle.charCodeAt(i) === needle.charCodeAt(k)) k++;
+		fail[i] = k;
+	}
+	for (let i = 0, k = 0; i < haystack.length; i++) {
+		while (k > 0 && haystack.charCodeAt(i) !== needle.charCodeAt(k)) k = fail[k - 1];
+		if (haystack.charCodeAt(i) === needle.charCodeAt(k)) k++;
+		if (k === m) return true;
+	}
+	return false;
+}

@@ -1,0 +1,98 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { MAX_DESCRIPTION_BYTES } from "../../src/operations/schemas";
+import { bootstrap, call, expectError } from "../helpers";
+import { recordingQueue } from "../webhooks/support";
+
+// Per-account limits (CONTRACT section 8), with the defaults of wrangler.toml. The rows up to
+// the limit are written straight into D1; the last ones go through the API.
+
+async function fill(count: number, statement: D1PreparedStatement, bind: (i: number) => unknown[]) {
+	for (let i = 0; i < count; i += 500) {
+		await env.DB.batch(Array.from({ length: Math.min(500, count - i) }, (_, j) => statement.bind(...bind(i + j))));
+	}
+}
+
+describe("per-account limits", () => {
+	it("are the contract's defaults", () => {
+		expect([env.MAX_ROLES, env.MAX_USERS, env.MAX_SUBSCRIPTIONS]).toEqual([1000, 10000, 1000]);
+	});
+
+	it("roles: the 1000th is created, the next is 409 naming MAX_ROLES", async () => {
+		const admin = await bootstrap();
+		const insert = env.DB.prepare(
+			`INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts)
+			VALUES (?, ?, 'filler', '{"twin":null,"entry":null,"identity":null}', '{"effect":"deny","actions":null}', 0, 0)`,
+		);
+		await fill(env.MAX_ROLES - 2, insert, () => [crypto.randomUUID(), admin.account]);
+		expect((await call("POST", "/roles", { secret: admin.secret, body: { name: "Last" } })).status).toBe(201);
+		const res = await call("POST", "/roles", { secret: admin.secret, body: { name: "One more" } });
+		expectError(res, 409, 409103);
+		expect(res.body.description).toContain("MAX_ROLES");
+		// Another account is not affected.
+		const other = await bootstrap();
+		expect((await call("POST", "/roles", { secret: other.secret, body: { name: "Fine" } })).status).toBe(201);
+	});
+
+	it("users: the 10000th is created, the next is 409 naming MAX_USERS", async () => {
+		const admin = await bootstrap();
+		const insert = env.DB.prepare(
+			"INSERT INTO users (uuid, account, name, role, description, created_ts, updated_ts) VALUES (?, ?, 'filler', ?, '{}', 0, 0)",
+		);
+		await fill(env.MAX_USERS - 2, insert, () => [crypto.randomUUID(), admin.account, admin.role]);
+		expect((await call("POST", "/users", { secret: admin.secret, body: { name: "last", role: admin.role } })).status).toBe(201);
+		const res = await call("POST", "/users", { secret: admin.secret, body: { name: "more", role: admin.role } });
+		expectError(res, 409, 409104);
+		expect(res.body.description).toContain("MAX_USERS");
+	});
+
+	it("webhook subscriptions: only live ones count, and concurrent subscribes cannot pass the limit", async () => {
+		const admin = await bootstrap();
+		const insert = env.DB.prepare(
+			`INSERT INTO subscriptions (uuid, account, user, topic, callback_url, token_hash, status, validity_ts, message, attempts, created_ts, updated_ts)
+			VALUES (?, ?, ?, 'abc', 'https://example.com/', ?, ?, ?, ?, 0, 0, 0)`,
+		);
+		const far = Date.now() / 1000 + 3600;
+		const statuses = ["pending", "confirmed"];
+		await fill(env.MAX_SUBSCRIPTIONS - 3, insert, (i) => [crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), statuses[i % 2], far, crypto.randomUUID()]);
+		// Final or lapsed subscriptions do not count.
+		await fill(20, insert, (i) => [crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), i < 5 ? "pending" : ["failed", "unsubscribed", "expired"][i % 3], i < 5 ? 1 : far, crypto.randomUUID()]);
+
+		const subscribe = () =>
+			call("POST", "/notifications/webhooks", {
+				secret: admin.secret,
+				body: { topic: "abc", callback_url: "https://example.com/hook" },
+				env: { WEBHOOKS: recordingQueue().binding },
+			});
+		const answers = await Promise.all(Array.from({ length: 6 }, subscribe));
+		expect(answers.filter((res) => res.status === 201)).toHaveLength(3);
+		const refused = answers.filter((res) => res.status !== 201);
+		for (const res of refused) expectError(res, 409, 409105);
+		expect(refused[0].body.description).toContain("MAX_SUBSCRIPTIONS");
+	});
+});
+
+describe("descriptions", () => {
+	const sized = (bytes: number) => {
+		const base = JSON.stringify({ text: "" }).length;
+		return { text: "é".repeat(Math.floor((bytes - base) / 2)) + "x".repeat((bytes - base) % 2) };
+	};
+
+	it("of twins and users are at most 32 KiB as compact JSON", async () => {
+		const admin = await bootstrap();
+		expect(new TextEncoder().encode(JSON.stringify(sized(MAX_DESCRIPTION_BYTES))).length).toBe(MAX_DESCRIPTION_BYTES);
+		expect((await call("POST", "/twins", { secret: admin.secret, body: { description: sized(MAX_DESCRIPTION_BYTES) } })).status).toBe(201);
+		expect((await call("POST", "/users", { secret: admin.secret, body: { name: "big", role: admin.role, description: sized(MAX_DESCRIPTION_BYTES) } })).status).toBe(201);
+
+		const over = sized(MAX_DESCRIPTION_BYTES + 1);
+		for (const [method, path, body] of [
+			["POST", "/twins", { description: over }],
+			["POST", "/users", { name: "big", role: admin.role, description: over }],
+			["PATCH", `/users/${admin.user}`, { description: over }],
+		] as const) {
+			const res = await call(method, path, { secret: admin.secret, body });
+			expectError(res, 400, 400101);
+			expect(res.body.details).toEqual([{ path: "description", message: expect.stringContaining("32768 bytes") }]);
+		}
+	});
+});
