@@ -26,6 +26,15 @@ export async function insertSubscriptionWithin(db: Database, row: SubscriptionRo
 	return inserted;
 }
 
+// Live subscriptions (pending or confirmed, unexpired): what MAX_SUBSCRIPTIONS limits.
+export async function countLiveSubscriptions(db: Database, account: string, at: number) {
+	const [row] = await db
+		.select({ n: sql<number>`count(*)` })
+		.from(subscriptions)
+		.where(and(eq(subscriptions.account, account), inArray(subscriptions.status, ["pending", "confirmed"]), gt(subscriptions.validity_ts, at)));
+	return row?.n ?? 0;
+}
+
 export async function findSubscription(db: Database, uuid: string) {
 	const [row] = await db.select().from(subscriptions).where(eq(subscriptions.uuid, uuid)).limit(1);
 	return row;

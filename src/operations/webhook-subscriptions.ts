@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { listDeliveries } from "../db/deliveries";
-import { effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { countLiveSubscriptions, effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../http/errors";
 import { now } from "../time";
 import { subscriptionView } from "../webhooks/message";
@@ -131,6 +131,11 @@ export const resendWebhookConfirmation = defineOperation({
 		if (status === "expired") throw new ApiError("subscription_expired");
 		if (status !== "pending" && status !== "failed") {
 			throw new ApiError("conflict", `The subscription is ${status}: it takes no confirmation message`);
+		}
+		// A failed subscription made pending again is live: it counts against the limit.
+		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
+		if (status === "failed" && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) {
+			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
 		}
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);

@@ -123,6 +123,17 @@ describe("resend_webhook_confirmation", () => {
 		expectError(await call("POST", `${base}/${expired.res.body.subscription.uuid}/confirmation`, { secret: admin.secret }), 400, 400105);
 	});
 
+	it("counts a failed subscription it revives against MAX_SUBSCRIPTIONS", async () => {
+		const admin = await bootstrap();
+		const failed = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/404` });
+		await consume(failed.job);
+		await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
+		const path = `${base}/${failed.res.body.subscription.uuid}/confirmation`;
+		expectError(await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 1 } }), 409, 409105);
+		expect(await storedSubscription(failed.res.body.subscription.uuid)).toMatchObject({ status: "failed" });
+		expect((await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 2, WEBHOOKS: recordingQueue().binding } })).status).toBe(200);
+	});
+
 	it("takes the subscription back to failed if the queue refuses the message", async () => {
 		const admin = await bootstrap();
 		const { res } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
