@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
+import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../http/errors";
 import type { Actor } from "../operations/guards";
@@ -8,6 +9,7 @@ import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
+import * as identities from "./identities";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
@@ -45,6 +47,19 @@ export class AccountDO extends DurableObject<Env> {
 
 	updateUser(caller: writes.Principal, user: string, changes: Partial<writes.UserInput>) {
 		return this.write(caller, "update_user", (db, actor) => writes.updateUser(db, actor, user, changes));
+	}
+
+	// Identity writes of this account, on any twin it can see (checked by the caller).
+	createIdentities(caller: writes.Principal, twin: string, input: identities.IdentityInput) {
+		return this.write(caller, "create_twin_identity", (db) => identities.createIdentities(db, caller.account, twin, input));
+	}
+
+	updateIdentity(caller: writes.Principal, twin: string, identity: string, changes: IdentityChanges) {
+		return this.write(caller, "update_twin_identity", (db) => identities.updateIdentity(db, caller.account, twin, identity, changes));
+	}
+
+	deleteIdentity(caller: writes.Principal, twin: string, identity: string) {
+		return this.write(caller, "delete_twin_identity", (db) => identities.removeIdentity(db, caller.account, twin, identity));
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
