@@ -11,4 +11,5 @@ CREATE TABLE `twin_identities` (
 );
 --> statement-breakpoint
 CREATE INDEX `twin_identities_identity` ON `twin_identities` (`identity`,`account`,`twin`);--> statement-breakpoint
-CREATE INDEX `twin_identities_public` ON `twin_identities` (`identity`,`account`,`twin`) WHERE "twin_identities"."visibility" IS NOT NULL;
+CREATE INDEX `twin_identities_public` ON `twin_identities` (`identity`,`account`,`twin`) WHERE "twin_identities"."visibility" IS NOT NULL;--> statement-breakpoint
+CREATE INDEX `twin_identities_public_twin` ON `twin_identities` (`twin`,`account`,`identity`) WHERE "twin_identities"."visibility" IS NOT NULL;
