@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
+import { bootstrap, call, d1Cost, expectError } from "../helpers";
 import { attach, fingerprint, idPath, newTwin, userWithRules } from "./support";
 
 const RFID = "RFID#be744bdc";
@@ -124,5 +124,23 @@ describe("an invisible identity answers exactly as an absent one", () => {
 		await attach(a.secret, twin, { "SN#1": { visibility: "true" }, "SN#2": {} });
 		await compare(bReader, "SN#1", "SN#3", twin);
 		await compare(bReader, "SN#2", "SN#3", twin);
+	});
+});
+
+describe("other accounts' private identities", () => {
+	it("are never read: lists and resolve cost the same with or without them", async () => {
+		const { a, twin, bReader } = await threeAccounts();
+		await attach(a.secret, twin, { "RFID#open": { visibility: "true" } });
+		const cost = async () => {
+			const listed = await call("GET", `${idPath(twin)}?show_foreign=true`, { secret: bReader });
+			const resolved = await call("GET", `/resolve/${encodeURIComponent("RFID#private")}?context=system`, { secret: bReader });
+			expect(Object.keys(listed.body.foreign[a.account])).toEqual(["RFID#open"]);
+			expect(resolved.body.twins).toEqual([]);
+			return [d1Cost(listed, "rows_read"), d1Cost(resolved, "rows_read")];
+		};
+		const before = await cost();
+		await attach(a.secret, twin, Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`RFID#p${i}`, {}])));
+		await attach(a.secret, twin, { "RFID#private": {} });
+		expect(await cost()).toEqual(before);
 	});
 });
