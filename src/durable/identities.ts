@@ -11,7 +11,8 @@ export const MAX_IDENTITIES_PER_TWIN = 1000;
 
 export type IdentityInput = Record<string, { validity_ts?: number | null; visibility?: string | null }>;
 
-// The record the API shows; the twin travels as `uuid` for the object's write journal.
+// The record the API shows. The writes below add the twin as `uuid`, which the object's write
+// journal records; the operations' response schemas leave it out of the answer.
 export function identityRecord(row: IdentityRow) {
 	return {
 		validity_ts: row.validity_ts,
