@@ -7,6 +7,14 @@ import {
 	getUserSecret,
 	updateUserSecret,
 } from "./operations/secrets";
+import {
+	createTwinIdentity,
+	deleteTwinIdentity,
+	getTwinIdentities,
+	getTwinIdentity,
+	updateTwinIdentity,
+} from "./operations/identities";
+import { resolveTwinIdentity } from "./operations/resolve";
 import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
 import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
@@ -39,6 +47,12 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/twins/:twin", operation: getTwin },
 	{ method: "PATCH", path: "/twins/:twin", operation: updateTwin },
 	{ method: "DELETE", path: "/twins/:twin", operation: terminateTwin },
+	{ method: "POST", path: "/twins/:twin/identities", operation: createTwinIdentity },
+	{ method: "GET", path: "/twins/:twin/identities", operation: getTwinIdentities },
+	{ method: "GET", path: "/twins/:twin/identities/:identity", operation: getTwinIdentity },
+	{ method: "PATCH", path: "/twins/:twin/identities/:identity", operation: updateTwinIdentity },
+	{ method: "DELETE", path: "/twins/:twin/identities/:identity", operation: deleteTwinIdentity },
+	{ method: "GET", path: "/resolve/:identity", operation: resolveTwinIdentity },
 	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },

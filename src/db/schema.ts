@@ -1,4 +1,5 @@
-import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
 // JSON columns hold the objects exactly as the API accepts and returns them.
@@ -120,4 +121,30 @@ export const subscriptions = sqliteTable(
 		updated_ts: real("updated_ts").notNull(),
 	},
 	(t) => [uniqueIndex("subscriptions_token").on(t.token_hash), index("subscriptions_account").on(t.account)],
+);
+
+// An external id (`RFID#...`) an account attached to a twin, whoever owns the twin. The key
+// makes it unique per (twin, account) and lists an account's ids on a twin in order. Two
+// indexes answer resolve_twin_identity with one lookup: the caller's own ids, and other
+// accounts' public ones. The public indexes are partial, so reading other accounts' ids never
+// touches, nor counts in Server-Timing, the private ones.
+export const twinIdentities = sqliteTable(
+	"twin_identities",
+	{
+		twin: text("twin")
+			.notNull()
+			.references(() => twins.uuid),
+		account: text("account").notNull(),
+		identity: text("identity").notNull(),
+		validity_ts: real("validity_ts"),
+		visibility: text("visibility"),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [
+		primaryKey({ columns: [t.twin, t.account, t.identity] }),
+		index("twin_identities_identity").on(t.identity, t.account, t.twin),
+		index("twin_identities_public").on(t.identity, t.account, t.twin).where(sql`${t.visibility} IS NOT NULL`),
+		index("twin_identities_public_twin").on(t.twin, t.account, t.identity).where(sql`${t.visibility} IS NOT NULL`),
+	],
 );

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
+import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../http/errors";
 import type { Caller } from "../policy/caller";
@@ -8,6 +9,7 @@ import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
+import * as identities from "./identities";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
@@ -66,6 +68,19 @@ export class AccountDO extends DurableObject<Env> {
 
 	removeSecret(caller: CallerId, user: string) {
 		return this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
+	}
+
+	// Identity writes of this account, on any twin it can see (checked by the caller).
+	createIdentities(caller: CallerId, twin: string, input: identities.IdentityInput) {
+		return this.write(caller, "create_twin_identity", (db) => identities.createIdentities(db, caller.account, twin, input));
+	}
+
+	updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
+		return this.write(caller, "update_twin_identity", (db) => identities.updateIdentity(db, caller.account, twin, identity, changes));
+	}
+
+	deleteIdentity(caller: CallerId, twin: string, identity: string) {
+		return this.write(caller, "delete_twin_identity", (db) => identities.removeIdentity(db, caller.account, twin, identity));
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.

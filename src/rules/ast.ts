@@ -2,7 +2,7 @@
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now"] as const;
+export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now", "identity"] as const;
 export type SystemVariable = (typeof SYSTEM_VARIABLES)[number];
 export type Root = "TWIN" | "USER" | SystemVariable;
 

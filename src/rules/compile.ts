@@ -96,13 +96,14 @@ class Compiler {
 	}
 
 	private variable(root: string, path: (string | number)[]): Operand {
-		const { user, now } = this.scope;
+		const { user, now, identity } = this.scope;
 		const constants: Record<string, Json> = {
 			USER: user.description,
 			account: user.account,
 			user: user.user,
 			role: user.role,
 			now,
+			identity: identity ?? null,
 		};
 		if (root in constants) return { kind: "const", value: path.reduce<Json>(step, constants[root]) };
 		if (root !== "TWIN") {

@@ -1,13 +1,15 @@
 import { type CompareOp, classOf, type Json, type Rule } from "./ast";
 import { type Budget, includes, search } from "./strings";
 
-// What a rule can see: the twin (absent for rules about no twin) and the calling user.
+// What a rule can see: the twin (absent for rules about no twin), the calling user, and the
+// identity an identity rule is about (null in every other rule).
 export type Scope = {
 	twin?: { uuid: string; owner: string; status: string; description: Json };
 	user: { account: string; user: string; role: string; description: Json };
 	now: number;
 	// Counts the characters `in` and `=~` process, for callers that bound a request's work.
 	budget?: Budget;
+	identity?: string;
 };
 
 // Evaluation never throws: a missing attribute is null, and a comparison between values of
@@ -35,7 +37,7 @@ export function valueOf(rule: Rule, scope: Scope): Json {
 	}
 }
 
-function rootOf(root: string, { twin, user, now }: Scope): Json {
+function rootOf(root: string, { twin, user, now, identity }: Scope): Json {
 	switch (root) {
 		case "TWIN":
 			return twin?.description ?? null;
@@ -55,6 +57,8 @@ function rootOf(root: string, { twin, user, now }: Scope): Json {
 			return twin?.status ?? null;
 		case "owner":
 			return twin?.owner ?? null;
+		case "identity":
+			return identity ?? null;
 		default:
 			return null;
 	}

@@ -15,6 +15,7 @@ type World = {
 	firstCursor: string;
 	firstPin: string;
 	firstToken: string;
+	firstIdentity: string;
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
@@ -50,6 +51,24 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	get_twin: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
 	update_twin: (w) => [{ method: "PATCH", path: `/twins/${w.firstTwin}`, body: { description: {} }, secret: w.second.secret, expect: [404] }],
 	terminate_twin: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
+	create_twin_identity: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/identities`, body: { identities: { "X#1": {} } }, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_identities: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/identities?show_foreign=true`, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_identity: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] }],
+	update_twin_identity: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_identity: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] },
+	],
+	// The first account's identity is public, but the second's role has no identity rule.
+	resolve_twin_identity: (w) => [
+		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=system&details=true`, secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+	],
 	webhook_subscribe: (w) => [
 		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
 	],
@@ -78,7 +97,10 @@ describe("the tenant-isolation matrix", () => {
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
 		const { job } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
 		const firstToken = new URL(job.confirmation_url).searchParams.get("token") as string;
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken };
+		const firstIdentity = encodeURIComponent("RFID#first");
+		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
+		expect(attached.status).toBe(201);
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstIdentity };
 		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken];
 
 		let cases = 0;
@@ -95,7 +117,7 @@ describe("the tenant-isolation matrix", () => {
 				for (const value of secrets) expect([operation, text.includes(value)]).toEqual([operation, false]);
 			}
 		}
-		expect(cases).toBeGreaterThanOrEqual(28);
+		expect(cases).toBeGreaterThanOrEqual(35);
 
 		// A refusal of the first account's id must look exactly like one for an id that exists
 		// nowhere: same status, body and headers, Server-Timing's figures included.
@@ -127,6 +149,9 @@ describe("the tenant-isolation matrix", () => {
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
 		expect((await call("GET", "/whoami", { secret: firstUserSecret })).status).toBe(200);
 		expect((await call("GET", `/twins/${firstTwin}`, { secret: first.secret })).body.status).toBe("alive");
+		const identity = await call("GET", `/twins/${firstTwin}/identities/${firstIdentity}`, { secret: first.secret });
+		expect(identity.body).toMatchObject({ validity_ts: null, visibility: "true" });
+		expect((await call("GET", `/resolve/${firstIdentity}`, { secret: first.secret })).body.twins).toEqual([firstTwin]);
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
 		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
