@@ -1,4 +1,4 @@
-import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
 // JSON columns hold the objects exactly as the API accepts and returns them.
@@ -120,4 +120,38 @@ export const subscriptions = sqliteTable(
 		updated_ts: real("updated_ts").notNull(),
 	},
 	(t) => [uniqueIndex("subscriptions_token").on(t.token_hash), index("subscriptions_account").on(t.account)],
+);
+
+// One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
+// JSON text and `size` the bytes it adds to the ledger's compact JSON (`"name":value`), so the
+// 64 KiB limit is a sum of stored sizes rather than a serialization of every value.
+export const ledgerEntries = sqliteTable(
+	"ledger_entries",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		value: text("value").notNull(),
+		size: integer("size").notNull(),
+		visibility: text("visibility"),
+		history: text("history"),
+		publish: text("publish", { mode: "json" }).$type<Record<string, string>>(),
+		entry_created_ts: real("entry_created_ts").notNull(),
+		entry_updated_ts: real("entry_updated_ts").notNull(),
+		value_changed_ts: real("value_changed_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] })],
+);
+
+// Past values of entries that keep history, newest first by `ts`; pruned on write.
+export const ledgerHistory = sqliteTable(
+	"ledger_history",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		ts: real("ts").notNull(),
+		value: text("value").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] })],
 );
