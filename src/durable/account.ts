@@ -6,14 +6,15 @@ import type { Actor } from "../operations/guards";
 import type { Viewer } from "../rules/visibility";
 import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
 
-// One object per account, addressed by the account uuid. Role writes and role assignments
-// run here one at a time; each leaves a line in the object's journal. Scan cursors are
+// One object per account, addressed by the account uuid. Role writes, role assignments and
+// ledger writes run here one at a time; role writes leave a line in the object's journal. Scan cursors are
 // issued and kept here too, with an alarm that sweeps the expired ones.
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
@@ -82,19 +83,31 @@ export class AccountDO extends DurableObject<Env> {
 			.toArray();
 	}
 
-	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
-	// each write starts when the previous one has finished, whatever its outcome.
+	// One ledger write of this account: conditions, checks and the batch, with no other write
+	// of the account in between.
+	writeLedger(write: LedgerWrite) {
+		return this.serialized((db) => writeLedger(db, write, now()));
+	}
+
 	private write<T extends { uuid: string }>(
 		caller: writes.Principal,
 		action: string,
 		work: (db: Database, actor: Actor) => Promise<T>,
 	): Promise<Outcome<T>> {
+		return this.serialized(async (db) => {
+			const value = await work(db, await writes.actorFor(db, caller));
+			this.record(caller.user, action, value.uuid);
+			return value;
+		});
+	}
+
+	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
+	// each write starts when the previous one has finished, whatever its outcome.
+	private serialized<T>(work: (db: Database) => Promise<T>): Promise<Outcome<T>> {
 		const run = this.tail.then(async (): Promise<Outcome<T>> => {
 			const meter = new D1Meter();
 			try {
-				const db = database(meter.wrap(this.env.DB));
-				const value = await work(db, await writes.actorFor(db, caller));
-				this.record(caller.user, action, value.uuid);
+				const value = await work(database(meter.wrap(this.env.DB)));
 				return { ok: true, value, cost: meter.snapshot() };
 			} catch (error) {
 				if (error instanceof ApiError) {
