@@ -9,6 +9,7 @@ export const ERRORS = {
 	twin_terminated: { status: 400, subcode: 400103, description: "The twin is terminated" },
 	invalid_cursor: { status: 400, subcode: 400104, description: "The cursor is invalid or expired" },
 	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
+	ledger_too_large: { status: 400, subcode: 400106, description: "The ledger would exceed 64 KiB" },
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
@@ -24,6 +25,7 @@ export const ERRORS = {
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
 	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
 	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	condition_failed: { status: 409, subcode: 409102, description: "A condition of the request is false" },
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;

@@ -13,7 +13,7 @@ import { description, twinRecord, uuid, uuidOut } from "./schemas";
 const twinParams = z.strictObject({ twin: uuid });
 
 // A twin the caller may not see answers exactly as a twin that does not exist.
-async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
+export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
 	const twin = await findTwin(ctx.db, uuid);
 	if (!twin || !isVisible(viewerOf(caller), twin, now())) throw new ApiError("not_found", "No such twin");
 	return twin;
@@ -93,12 +93,12 @@ const count = z
 	.transform(Number)
 	.pipe(z.number().int().min(1, "Must be an integer from 1 to 1000").max(1000, "Must be an integer from 1 to 1000"));
 
-const details = z
+export const details = z
 	.string()
 	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
 	.transform((v) => /^(true|1)$/i.test(v));
 
-const match = z.string().superRefine((text, issue) => {
+export const match = z.string().superRefine((text, issue) => {
 	const parsed = parseRule(text);
 	if (!parsed.ok) issue.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
 });
