@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes } from "../../src/router";
-import { type Account, BASE, bootstrap, createUser, seedTwins } from "../helpers";
+import { type Account, BASE, bootstrap, call, createUser, seedTwins } from "../helpers";
 import { exports } from "cloudflare:workers";
 
 // Random and hostile requests to every route: whatever arrives, the answer is never a 5xx,
@@ -13,7 +13,7 @@ const nasty = fc.oneof(
 );
 const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), nasty);
 const json = fc.letrec((tie) => ({
-	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "__proto__")), tie("value"), { maxKeys: 5 })),
+	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "__proto__", "entries", "value", "visibility", "history", "publish", "conditions", "transaction", "ref")), tie("value"), { maxKeys: 5 })),
 })).value;
 const deep = fc.integer({ min: 1, max: 20_000 }).map((n) => `{"description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`);
 const body = fc.oneof(json.map((v) => JSON.stringify(v)), deep, nasty, fc.constant("{\"name\": \"x\", \"role\":"));
@@ -44,7 +44,9 @@ describe("fuzzing every route", () => {
 	it("never answers 5xx to random paths, queries, bodies and headers", async () => {
 		const admin = await bootstrap();
 		const [twin] = await seedTwins(admin.account, [{ a: 1 }]);
-		const fixture: Fixture = { admin, ids: { user: await createUser(admin), role: admin.role, twin, account: admin.account, pin: "ABCDEFGHJK" } };
+		const fixture: Fixture = { admin, ids: { user: await createUser(admin), role: admin.role, twin, account: admin.account, ledger: "personal", pin: "ABCDEFGHJK" } };
+		const entries = { a: { value: 1, history: "INF", visibility: "true" }, b: { value: { x: [1] } } };
+		expect((await call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries } })).status).toBe(201);
 		let requests = 0;
 		await fc.assert(
 			fc.asyncProperty(
@@ -52,7 +54,7 @@ describe("fuzzing every route", () => {
 				fc.record({
 					realIds: fc.boolean(),
 					param: nasty,
-					query: fc.dictionary(fc.oneof(nasty, fc.constantFrom("count", "cursor", "match", "details", "token")), nasty, { maxKeys: 4 }),
+					query: fc.dictionary(fc.oneof(nasty, fc.constantFrom("count", "cursor", "match", "details", "token", "entries", "ge", "le", "limit", "show_public")), nasty, { maxKeys: 4 }),
 					body: fc.option(body, { nil: undefined }),
 					auth: fc.oneof(
 						fc.constant(fixture.admin.secret),
