@@ -2,9 +2,10 @@
 // benchmark and load scripts; stop() signals the whole group.
 import { wrangler, wranglerDone } from "./wrangler.mjs";
 
-export async function startDevServer({ port, persistTo, vars = {} }) {
+export async function startDevServer({ port, persistTo, vars = {}, inspectorPort }) {
 	await wranglerDone(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
 	const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+	if (inspectorPort) varArgs.push("--inspector-port", String(inspectorPort));
 	const child = wrangler(
 		["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo, "--show-interactive-dev-session=false", ...varArgs],
 		{ detached: true, stdio: ["ignore", "ignore", "inherit"] },
