@@ -96,7 +96,7 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 	const failed: ErrorDetail[] = [];
 	for (const [name, text] of Object.entries(conditions)) {
 		const rule = sight.rule(text);
-		if (!rule || !evaluate(rule, sight.scopeFor(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
+		if (!rule || !evaluate(rule, sight.conditionScope(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
 	if (failed.length) throw new ApiError("condition_failed", `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, failed);
 }

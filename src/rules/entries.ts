@@ -36,12 +36,18 @@ export function entryScope(ledger: string, name: string, entry: Entry | undefine
 
 // Decides, for one reader and one ledger, which entries the reader may see. The role's
 // entry rule decides alone on the reader's own ledger (null: all of them); on another
-// account's ledger it must hold and so must the entry's own visibility rule, which reads the
-// reader as USER (a private entry, visibility null, is never seen there).
+// account's ledger the entry's own visibility rule, which reads the reader as USER, must hold
+// too (a private entry, visibility null, is never seen there).
+//
+// LEDGER.<name> gives a rule the other entries' values. The owner's rules (visibility) read
+// them all; rules the reader's side wrote (its role's entry rule on another account's ledger,
+// a writer's conditions) read only entries the reader may see, so no rule can probe a hidden one.
 export class EntrySight {
 	private readonly roleRule: Rule | null;
 	private readonly rules = new Map<string, Rule | null>();
-	private readonly values: Record<string, Json>;
+	private readonly all: Record<string, Json>;
+	private shown: Record<string, Json> | undefined;
+	private seen: Record<string, Json> | undefined;
 
 	constructor(
 		private readonly reader: EntryReader,
@@ -51,7 +57,7 @@ export class EntrySight {
 		private readonly now: number,
 	) {
 		this.roleRule = ruleOf(reader.entryRule);
-		this.values = Object.fromEntries([...entries.values()].map((e) => [e.name, e.value]));
+		this.all = Object.fromEntries([...entries.values()].map((e) => [e.name, e.value]));
 	}
 
 	get own() {
@@ -59,22 +65,35 @@ export class EntrySight {
 	}
 
 	sees(entry: Entry): boolean {
-		const scope = this.scopeFor(entry.name, entry);
 		if (!this.roleRule) return this.own;
-		if (!evaluate(this.roleRule, scope)) return false;
-		if (this.own) return true;
-		const visibility = this.rule(entry.visibility);
-		return visibility !== null && evaluate(visibility, scope);
+		if (this.own) return evaluate(this.roleRule, this.scope(entry.name, entry, this.all));
+		return this.public(entry) && evaluate(this.roleRule, this.scope(entry.name, entry, this.publicValues()));
 	}
 
-	// The scope of a rule about `name` read by this reader (the writer, for conditions).
-	scopeFor(name: string, entry = this.entries.get(name)): Scope {
-		return { ...scopeOf({ ...this.reader, twinRule: null }, this.now), twin: this.twin, entry: entryScope(this.ledger, name, entry, this.values) };
+	// The scope of a condition about `name`: an entry the writer cannot see reads as absent.
+	conditionScope(name: string): Scope {
+		const entry = this.entries.get(name);
+		this.seen ??= Object.fromEntries([...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]));
+		return this.scope(name, entry && this.sees(entry) ? entry : undefined, this.seen);
 	}
 
 	rule(text: string | null): Rule | null {
 		if (text === null) return null;
 		if (!this.rules.has(text)) this.rules.set(text, ruleOf(text));
 		return this.rules.get(text) ?? null;
+	}
+
+	private public(entry: Entry): boolean {
+		const visibility = this.rule(entry.visibility);
+		return visibility !== null && evaluate(visibility, this.scope(entry.name, entry, this.all));
+	}
+
+	private publicValues(): Record<string, Json> {
+		this.shown ??= Object.fromEntries([...this.entries.values()].filter((e) => this.public(e)).map((e) => [e.name, e.value]));
+		return this.shown;
+	}
+
+	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>): Scope {
+		return { ...scopeOf({ ...this.reader, twinRule: null }, this.now), twin: this.twin, entry: entryScope(this.ledger, name, entry, values) };
 	}
 }

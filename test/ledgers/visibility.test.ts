@@ -73,6 +73,23 @@ describe("who sees which ledger entries", () => {
 		expect(Object.values(history.body.entries.status)).toEqual(["ok"]);
 	});
 
+	it("gives rules written on the reader's side no view of entries the reader cannot see", async () => {
+		const { a, b, twin } = await world();
+		// A role rule probing a private value: LEDGER.note reads null on another account's ledger.
+		const probe = await userWithRules(b, { twin: "TWIN.shared == true", entry: "LEDGER.note == 'private'" });
+		expect((await call("GET", ledger(twin, a.account), { secret: probe.secret })).body).toEqual({ entries: {} });
+		const blind = await userWithRules(b, { twin: "TWIN.shared == true", entry: "LEDGER.note == null and LEDGER.status == 'ok'" });
+		expect(names(await call("GET", ledger(twin, a.account), { secret: blind.secret }))).toEqual(["price", "status"]);
+
+		// A writer's conditions read an entry its role hides as absent.
+		const narrow = await userWithRules(a, { entry: "entry_name == 'status'" });
+		const write = (conditions: Record<string, string>) =>
+			call("PATCH", ledger(twin, "personal", "/value"), { secret: narrow.secret, body: { entries: { status: { value: "checked" } }, conditions } });
+		expectError(await write({ note: "entry_value == 'private'" }), 409, 409102);
+		expectError(await write({ status: "LEDGER.note != null" }), 409, 409102);
+		expect((await write({ note: "entry_value == null and entry_created_ts == null", status: "LEDGER.note == null" })).status).toBe(200);
+	});
+
 	it("lets another account keep its own ledger on a twin it sees, which the owner sees only by its rules", async () => {
 		const { a, b, twin } = await world();
 		const writer = await userWithRules(b, { twin: "TWIN.shared == true" });
