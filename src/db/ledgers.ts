@@ -50,8 +50,13 @@ export function upsertEntry(db: Database, row: EntryRow) {
 		.onConflictDoUpdate({ target: [ledgerEntries.twin, ledgerEntries.account, ledgerEntries.name], set: changes });
 }
 
-export function deleteEntry(db: Database, key: Key) {
-	return db.delete(ledgerEntries).where(keyOf(key));
+// Entries and their history, by name: one statement each, however many names.
+export function deleteEntries(db: Database, twin: string, account: string, names: string[]) {
+	const named = (name: typeof ledgerEntries.name | typeof ledgerHistory.name) => sql`${name} IN (SELECT value FROM json_each(${JSON.stringify(names)}))`;
+	return [
+		db.delete(ledgerEntries).where(and(eq(ledgerEntries.twin, twin), eq(ledgerEntries.account, account), named(ledgerEntries.name))),
+		db.delete(ledgerHistory).where(and(eq(ledgerHistory.twin, twin), eq(ledgerHistory.account, account), named(ledgerHistory.name))),
+	] as const;
 }
 
 export function appendHistory(db: Database, key: Key, ts: number, value: string) {
@@ -76,10 +81,6 @@ export function pruneHistory(db: Database, key: Key, cutoff: number) {
 export function runBatch(db: Database, statements: BatchItem<"sqlite">[]) {
 	if (statements.length === 0) return Promise.resolve([]);
 	return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
-}
-
-function keyOf(key: Key) {
-	return and(eq(ledgerEntries.twin, key.twin), eq(ledgerEntries.account, key.account), eq(ledgerEntries.name, key.name));
 }
 
 function historyOf(key: Key) {

@@ -1,6 +1,6 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { appendHistory, deleteEntry, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
+import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../http/errors";
 import type { Json } from "../rules/ast";
 import { type EntryReader, EntrySight } from "../rules/entries";
@@ -29,7 +29,7 @@ export type LedgerWrite = {
 const PERIOD_SECONDS: Record<string, number> = { D: 86_400, W: 7 * 86_400, M: 30 * 86_400, Y: 365 * 86_400 };
 
 export function historyCutoff(history: string, at: number): number {
-	if (history === "INF") return Number.NEGATIVE_INFINITY;
+	if (history === "INF") return 0;
 	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
 }
 
@@ -45,13 +45,12 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 	const answer: Record<string, StoredEntry> = {};
 
 	if (write.kind === "delete") {
-		const names = write.names ?? [...current.keys()];
-		for (const name of names) {
+		for (const name of write.names ?? [...current.keys()]) {
 			const entry = current.get(name);
-			if (!entry || !sight.sees(entry)) continue;
-			statements.push(deleteEntry(db, key(name)), dropHistory(db, key(name)));
-			answer[name] = entry;
+			if (entry && sight.sees(entry)) answer[name] = entry;
 		}
+		const names = Object.keys(answer);
+		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
 		await commit(db, statements);
 		return entriesOut(answer);
 	}

@@ -146,6 +146,23 @@ describe("ledger entries of the caller's own ledger", () => {
 		expect((await call("GET", ledger(twin, "owner"), { secret: admin.secret })).body.entries.after_end.value).toBe(false);
 	});
 
+	it("deletes a ledger of thousands of small entries in one call", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const insert = env.DB.prepare(
+			`INSERT INTO ledger_entries (twin, account, name, value, size, entry_created_ts, entry_updated_ts, value_changed_ts)
+			VALUES (?, ?, ?, '0', ?, 1, 1, 1)`,
+		);
+		const names = Array.from({ length: 3000 }, (_, i) => `e${i}`);
+		for (let i = 0; i < names.length; i += 500) {
+			await env.DB.batch(names.slice(i, i + 500).map((name) => insert.bind(twin, admin.account, name, name.length + 4)));
+		}
+		const deleted = await call("DELETE", ledger(twin), { secret: admin.secret });
+		expect(deleted.status).toBe(200);
+		expect(Object.keys(deleted.body.entries)).toHaveLength(3000);
+		expect(await env.DB.prepare("SELECT count(*) AS n FROM ledger_entries WHERE twin = ?").bind(twin).first("n")).toBe(0);
+	});
+
 	it("keeps each account's ledger apart in storage", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
