@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
+import { bootstrap, call, expectError, userWith } from "../helpers";
 import { addEntries, ledger, newTwin } from "./support";
 
 describe("ledger entries of the caller's own ledger", () => {
@@ -161,6 +161,21 @@ describe("ledger entries of the caller's own ledger", () => {
 		expect(deleted.status).toBe(200);
 		expect(Object.keys(deleted.body.entries)).toHaveLength(3000);
 		expect(await env.DB.prepare("SELECT count(*) AS n FROM ledger_entries WHERE twin = ?").bind(twin).first("n")).toBe(0);
+	});
+
+	it("names the operations in role statements", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { a: { value: 1 } });
+		const role = await call("POST", "/roles", {
+			secret: admin.secret,
+			body: { name: "Ledger reader", statement: { effect: "allow", actions: ["get_twin", "get_twin_ledger_entry", "get_twin_ledger_entry_history"] } },
+		});
+		expect(role.status).toBe(201);
+		const reader = await userWith(admin, { effect: "allow", actions: ["get_twin", "get_twin_ledger_entry"] });
+		expect((await call("GET", ledger(twin), { secret: reader.secret })).body.entries.a.value).toBe(1);
+		expectError(await call("GET", ledger(twin, "personal", "/value"), { secret: reader.secret }), 403, 403101);
+		expectError(await call("POST", ledger(twin), { secret: reader.secret, body: { entries: { b: { value: 1 } } } }), 403, 403101);
 	});
 
 	it("keeps each account's ledger apart in storage", async () => {
