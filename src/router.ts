@@ -15,6 +15,13 @@ import {
 	updateTwinIdentity,
 } from "./operations/identities";
 import { resolveTwinIdentity } from "./operations/resolve";
+import { getTwinLedgerEntry, getTwinLedgerEntryHistory, getTwinLedgerEntryValue } from "./operations/ledger-reads";
+import {
+	addTwinLedgerEntry,
+	deleteTwinLedgerEntry,
+	updateTwinLedgerEntry,
+	updateTwinLedgerEntryValue,
+} from "./operations/ledgers";
 import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
 import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
@@ -53,6 +60,13 @@ export const routes: Route[] = [
 	{ method: "PATCH", path: "/twins/:twin/identities/:identity", operation: updateTwinIdentity },
 	{ method: "DELETE", path: "/twins/:twin/identities/:identity", operation: deleteTwinIdentity },
 	{ method: "GET", path: "/resolve/:identity", operation: resolveTwinIdentity },
+	{ method: "POST", path: "/twins/:twin/ledgers/:ledger", operation: addTwinLedgerEntry },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger", operation: getTwinLedgerEntry },
+	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger", operation: updateTwinLedgerEntry },
+	{ method: "DELETE", path: "/twins/:twin/ledgers/:ledger", operation: deleteTwinLedgerEntry },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/value", operation: getTwinLedgerEntryValue },
+	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger/value", operation: updateTwinLedgerEntryValue },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/history", operation: getTwinLedgerEntryHistory },
 	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },

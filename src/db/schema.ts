@@ -148,3 +148,37 @@ export const twinIdentities = sqliteTable(
 		index("twin_identities_public_twin").on(t.twin, t.account, t.identity).where(sql`${t.visibility} IS NOT NULL`),
 	],
 );
+
+// One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
+// JSON text and `size` the bytes it adds to the ledger's compact JSON (`"name":value`), so the
+// 64 KiB limit is a sum of stored sizes rather than a serialization of every value.
+export const ledgerEntries = sqliteTable(
+	"ledger_entries",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		value: text("value").notNull(),
+		size: integer("size").notNull(),
+		visibility: text("visibility"),
+		history: text("history"),
+		publish: text("publish", { mode: "json" }).$type<Record<string, string>>(),
+		entry_created_ts: real("entry_created_ts").notNull(),
+		entry_updated_ts: real("entry_updated_ts").notNull(),
+		value_changed_ts: real("value_changed_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] })],
+);
+
+// Past values of entries that keep history, newest first by `ts`; pruned on write.
+export const ledgerHistory = sqliteTable(
+	"ledger_history",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		ts: real("ts").notNull(),
+		value: text("value").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] })],
+);

@@ -3,12 +3,11 @@ import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow 
 import { unwrap } from "../durable/outcome";
 import type { Caller } from "../policy/caller";
 import { ApiError } from "../http/errors";
-import { parseRule } from "../rules/parse";
 import { isVisible } from "../rules/visibility";
 import { now } from "../time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { description, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
 
@@ -95,10 +94,6 @@ const count = z
 	.transform(Number)
 	.pipe(z.number().int().min(1, "Must be an integer from 1 to 1000").max(1000, "Must be an integer from 1 to 1000"));
 
-const match = z.string().superRefine((text, issue) => {
-	const parsed = parseRule(text);
-	if (!parsed.ok) issue.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
-});
 
 export const scanTwins = defineOperation({
 	name: "scan_twins",
@@ -108,7 +103,7 @@ export const scanTwins = defineOperation({
 	query: z.strictObject({
 		cursor: z.string().min(1).max(64).optional(),
 		count: count.optional().default(100),
-		match: match.optional(),
+		match: ruleText.optional(),
 		details: queryBoolean.optional().default(false),
 	}),
 	async run({ query }, ctx) {

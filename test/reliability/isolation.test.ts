@@ -16,6 +16,7 @@ type World = {
 	firstPin: string;
 	firstToken: string;
 	firstIdentity: string;
+	secondTwin: string;
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
@@ -69,6 +70,31 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=system&details=true`, secret: w.second.secret, expect: [200] },
 		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
 	],
+	add_twin_ledger_entry: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/ledgers/personal`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [403] },
+	],
+	get_twin_ledger_entry: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/owner?entries=first_entry`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [200] },
+	],
+	update_twin_ledger_entry: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_ledger_entry: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/ledgers/personal?entries=first_entry`, secret: w.second.secret, expect: [404] },
+		{ method: "DELETE", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [403] },
+	],
+	get_twin_ledger_entry_value: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}/value`, secret: w.second.secret, expect: [404] },
+	],
+	update_twin_ledger_entry_value: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/personal/value`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_ledger_entry_history: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/creator/history?entries=first_entry`, secret: w.second.secret, expect: [404] },
+	],
 	webhook_subscribe: (w) => [
 		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
 	],
@@ -93,6 +119,9 @@ describe("the tenant-isolation matrix", () => {
 		const firstUserSecret = await issueSecret(first, firstUser);
 		const firstTwin = (await call("POST", "/twins", { secret: first.secret, body: { description: { owner_note: "first-account-twin" } } })).body.uuid;
 		await call("POST", "/twins", { secret: first.secret, body: {} });
+		const entry = { first_entry: { value: "first-account-entry", visibility: "true", history: "INF" } };
+		expect((await call("POST", `/twins/${firstTwin}/ledgers/personal`, { secret: first.secret, body: { entries: entry } })).status).toBe(201);
+		const secondTwin = (await call("POST", "/twins", { secret: second.secret, body: {} })).body.uuid;
 		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
 		const { job } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
@@ -100,8 +129,8 @@ describe("the tenant-isolation matrix", () => {
 		const firstIdentity = encodeURIComponent("RFID#first");
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstIdentity };
-		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken];
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstIdentity, secondTwin };
+		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -144,6 +173,7 @@ describe("the tenant-isolation matrix", () => {
 				expect([operation, foreign]).toEqual([operation, absent]);
 			}
 		}
+		expect(cases).toBeGreaterThanOrEqual(39);
 
 		// Nothing of the first account changed.
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
@@ -152,6 +182,8 @@ describe("the tenant-isolation matrix", () => {
 		const identity = await call("GET", `/twins/${firstTwin}/identities/${firstIdentity}`, { secret: first.secret });
 		expect(identity.body).toMatchObject({ validity_ts: null, visibility: "true" });
 		expect((await call("GET", `/resolve/${firstIdentity}`, { secret: first.secret })).body.twins).toEqual([firstTwin]);
+		const ledger = await call("GET", `/twins/${firstTwin}/ledgers/personal/history`, { secret: first.secret });
+		expect(Object.values(ledger.body.entries.first_entry)).toEqual(["first-account-entry"]);
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
 		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
