@@ -1,18 +1,22 @@
 // `npm run bench`: seeds a local account with 100,000 twins, then measures scan_twins at the
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
-// and the throughput of GET /twins?count=100&details=true under load from a second process.
-// Prints a table and writes bench/results.json.
+// and the throughput of GET /twins?count=100&details=true under load from a second process;
+// then reads and writes a 64 KiB ledger (bench-ledger.mjs). Prints tables and writes
+// bench/results.json. `-- --only ledger` runs the ledger part alone; `-- --port N` serves on N.
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
+import { benchLedger, printLedger } from "./bench-ledger.mjs";
 import { startDevServer } from "./dev-server.mjs";
 import { wranglerDone } from "./wrangler.mjs";
 
-const TWINS = 100_000;
+const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
+const ledgerOnly = args.only === "ledger";
+const TWINS = ledgerOnly ? 0 : 100_000;
 const SAMPLES = 100;
-const PORT = 8799;
+const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
 
 rmSync(STATE, { recursive: true, force: true });
@@ -28,25 +32,38 @@ INSERT INTO accounts VALUES ('${account}', 1);
 INSERT INTO roles VALUES ('${role}', '${account}', 'Administrator', '{"twin":null,"entry":null,"identity":null}', '{"effect":"deny","actions":null}', 1, 1);
 INSERT INTO users VALUES ('${user}', '${account}', 'bench', '${role}', '{}', 1, 1);
 INSERT INTO user_secrets VALUES ('${user}', '${account}', '${hash}', '${secret.slice(-4)}', NULL, 1, 1);
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TWINS}),
+${TWINS === 0 ? "" : `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${TWINS}),
 ids(i, u) AS (SELECT i, lower(hex(randomblob(16))) FROM n)
 INSERT INTO twins SELECT
 	substr(u, 1, 8) || '-' || substr(u, 9, 4) || '-4' || substr(u, 14, 3) || '-a' || substr(u, 18, 3) || '-' || substr(u, 21, 12),
 	'${account}', 'alive', json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END),
 	json_object('creator', '${account}', 'created_ts', 1), NULL, 1
-FROM ids;
+FROM ids;`}
 `;
 const seedFile = fileURLToPath(new URL("../.wrangler/bench-seed.sql", import.meta.url));
 mkdirSync(".wrangler", { recursive: true });
 writeFileSync(seedFile, seed);
 
-const server = await startDevServer({ port: PORT, persistTo: STATE });
+const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000 });
 try {
 	// The server applied the migrations; the seed goes into the same local database.
 	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
 		stdio: ["ignore", "ignore", "inherit"],
 	});
 	const headers = { authorization: secret };
+	if (ledgerOnly) {
+		const ledger = await benchLedger(server.url, secret);
+		writeFileSync("bench/results.json", `${JSON.stringify({ ledger }, null, 2)}\n`);
+		printLedger(ledger);
+		console.log("\nwritten to bench/results.json");
+	} else {
+		await benchAll(server, headers);
+	}
+} finally {
+	server.stop();
+}
+
+async function benchAll(server, headers) {
 	const get = async (path) => {
 		const start = performance.now();
 		const res = await fetch(server.url + path, { headers });
@@ -91,7 +108,8 @@ try {
 		).stdout,
 	);
 
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load } };
+	const ledger = await benchLedger(server.url, secret);
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -102,7 +120,6 @@ try {
 	}
 	console.log(`\nthroughput from a second process, 8 connections for 15 s: ${load.requests_per_second} requests/s`);
 	console.log(`(${load.requests} requests, statuses ${JSON.stringify(load.statuses)}, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms)`);
+	printLedger(ledger);
 	console.log("\nwritten to bench/results.json");
-} finally {
-	server.stop();
 }

@@ -1,16 +1,31 @@
-// Runs the project's own wrangler on the Node that runs this script, with the settings every
-// local command wants (no network look-ups of Cloudflare's metadata, no telemetry).
+// Runs the project's own wrangler and vitest on the Node that runs this script, with the
+// settings every local command wants (no network look-ups of Cloudflare's metadata, no
+// telemetry) and the static assets in place. npm scripts call it as a command:
+//   node scripts/wrangler.mjs <wrangler|vitest> [args...]
+// and the other scripts import wrangler() and wranglerDone() from it.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { prepareAssets } from "./assets.mjs";
 
-const pkg = createRequire(import.meta.url).resolve("wrangler/package.json");
-const bin = join(dirname(pkg), "bin", "wrangler.js");
+const MODULES = fileURLToPath(new URL("../node_modules/", import.meta.url));
+const TOOLS = ["wrangler", "vitest"];
 
 export const quietEnv = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" };
 
+function binary(tool) {
+	const { bin } = JSON.parse(readFileSync(join(MODULES, tool, "package.json"), "utf8"));
+	return join(MODULES, tool, typeof bin === "string" ? bin : bin[tool]);
+}
+
+function run(tool, args, options) {
+	prepareAssets();
+	return spawn(process.execPath, [binary(tool), ...args], { stdio: "inherit", env: quietEnv, ...options });
+}
+
 export function wrangler(args, options = {}) {
-	return spawn(process.execPath, [bin, ...args], { stdio: "inherit", env: quietEnv, ...options });
+	return run("wrangler", args, options);
 }
 
 export function wranglerDone(args, options = {}) {
@@ -18,4 +33,15 @@ export function wranglerDone(args, options = {}) {
 		const child = wrangler(args, options);
 		child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler ${args[0]} exited with ${code}`))));
 	});
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+	const [tool, ...args] = process.argv.slice(2);
+	if (!TOOLS.includes(tool)) {
+		console.error(`usage: node scripts/wrangler.mjs <${TOOLS.join("|")}> [args...]`);
+		process.exit(2);
+	}
+	const child = run(tool, args);
+	for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+	child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

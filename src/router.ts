@@ -7,6 +7,21 @@ import {
 	getUserSecret,
 	updateUserSecret,
 } from "./operations/secrets";
+import {
+	createTwinIdentity,
+	deleteTwinIdentity,
+	getTwinIdentities,
+	getTwinIdentity,
+	updateTwinIdentity,
+} from "./operations/identities";
+import { resolveTwinIdentity } from "./operations/resolve";
+import { getTwinLedgerEntry, getTwinLedgerEntryHistory, getTwinLedgerEntryValue } from "./operations/ledger-reads";
+import {
+	addTwinLedgerEntry,
+	deleteTwinLedgerEntry,
+	updateTwinLedgerEntry,
+	updateTwinLedgerEntryValue,
+} from "./operations/ledgers";
 import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRole } from "./operations/roles";
 import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
@@ -46,6 +61,19 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/twins/:twin", operation: getTwin },
 	{ method: "PATCH", path: "/twins/:twin", operation: updateTwin },
 	{ method: "DELETE", path: "/twins/:twin", operation: terminateTwin },
+	{ method: "POST", path: "/twins/:twin/identities", operation: createTwinIdentity },
+	{ method: "GET", path: "/twins/:twin/identities", operation: getTwinIdentities },
+	{ method: "GET", path: "/twins/:twin/identities/:identity", operation: getTwinIdentity },
+	{ method: "PATCH", path: "/twins/:twin/identities/:identity", operation: updateTwinIdentity },
+	{ method: "DELETE", path: "/twins/:twin/identities/:identity", operation: deleteTwinIdentity },
+	{ method: "GET", path: "/resolve/:identity", operation: resolveTwinIdentity },
+	{ method: "POST", path: "/twins/:twin/ledgers/:ledger", operation: addTwinLedgerEntry },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger", operation: getTwinLedgerEntry },
+	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger", operation: updateTwinLedgerEntry },
+	{ method: "DELETE", path: "/twins/:twin/ledgers/:ledger", operation: deleteTwinLedgerEntry },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/value", operation: getTwinLedgerEntryValue },
+	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger/value", operation: updateTwinLedgerEntryValue },
+	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/history", operation: getTwinLedgerEntryHistory },
 	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
 	{ method: "GET", path: "/notifications/webhooks", operation: getWebhookSubscriptions },
 	// Before /notifications/webhooks/:account, although that one segment could not match these.

@@ -1,4 +1,5 @@
-import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
 // JSON columns hold the objects exactly as the API accepts and returns them.
@@ -150,4 +151,64 @@ export const webhookDeliveries = sqliteTable(
 		detail: text("detail").notNull(),
 	},
 	(t) => [index("webhook_deliveries_subscription").on(t.subscription, t.seq)],
+);
+
+// An external id (`RFID#...`) an account attached to a twin, whoever owns the twin. The key
+// makes it unique per (twin, account) and lists an account's ids on a twin in order. Two
+// indexes answer resolve_twin_identity with one lookup: the caller's own ids, and other
+// accounts' public ones. The public indexes are partial, so reading other accounts' ids never
+// touches, nor counts in Server-Timing, the private ones.
+export const twinIdentities = sqliteTable(
+	"twin_identities",
+	{
+		twin: text("twin")
+			.notNull()
+			.references(() => twins.uuid),
+		account: text("account").notNull(),
+		identity: text("identity").notNull(),
+		validity_ts: real("validity_ts"),
+		visibility: text("visibility"),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [
+		primaryKey({ columns: [t.twin, t.account, t.identity] }),
+		index("twin_identities_identity").on(t.identity, t.account, t.twin),
+		index("twin_identities_public").on(t.identity, t.account, t.twin).where(sql`${t.visibility} IS NOT NULL`),
+		index("twin_identities_public_twin").on(t.twin, t.account, t.identity).where(sql`${t.visibility} IS NOT NULL`),
+	],
+);
+
+// One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
+// JSON text and `size` the bytes it adds to the ledger's compact JSON (`"name":value`), so the
+// 64 KiB limit is a sum of stored sizes rather than a serialization of every value.
+export const ledgerEntries = sqliteTable(
+	"ledger_entries",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		value: text("value").notNull(),
+		size: integer("size").notNull(),
+		visibility: text("visibility"),
+		history: text("history"),
+		publish: text("publish", { mode: "json" }).$type<Record<string, string>>(),
+		entry_created_ts: real("entry_created_ts").notNull(),
+		entry_updated_ts: real("entry_updated_ts").notNull(),
+		value_changed_ts: real("value_changed_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] })],
+);
+
+// Past values of entries that keep history, newest first by `ts`; pruned on write.
+export const ledgerHistory = sqliteTable(
+	"ledger_history",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		ts: real("ts").notNull(),
+		value: text("value").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] })],
 );

@@ -1,13 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
+import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../http/errors";
 import type { Caller } from "../policy/caller";
 import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import type { Outcome } from "./outcome";
 import { readPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
+import * as identities from "./identities";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
@@ -16,8 +19,8 @@ const JOURNAL_LENGTH = 1000;
 type CallerId = Pick<Caller, "account" | "user">;
 
 // One object per account, addressed by the account uuid. Writes to roles, users and their
-// credentials run here one at a time, each with the checks that guard it; each leaves a line
-// in the object's journal. Scan cursors are
+// credentials, identities and ledgers run here one at a time, each with the checks that guard
+// it; all but ledger writes leave a line in the object's journal. Scan cursors are
 // issued and kept here too, with an alarm that sweeps the expired ones.
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
@@ -68,6 +71,19 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
 	}
 
+	// Identity writes of this account, on any twin it can see (checked by the caller).
+	createIdentities(caller: CallerId, twin: string, input: identities.IdentityInput) {
+		return this.write(caller, "create_twin_identity", (db) => identities.createIdentities(db, caller.account, twin, input));
+	}
+
+	updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
+		return this.write(caller, "update_twin_identity", (db) => identities.updateIdentity(db, caller.account, twin, identity, changes));
+	}
+
+	deleteIdentity(caller: CallerId, twin: string, identity: string) {
+		return this.write(caller, "delete_twin_identity", (db) => identities.removeIdentity(db, caller.account, twin, identity));
+	}
+
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
 	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest) {
 		const meter = new D1Meter();
@@ -113,19 +129,31 @@ export class AccountDO extends DurableObject<Env> {
 			.toArray();
 	}
 
-	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
-	// each write starts when the previous one has finished, whatever its outcome.
+	// One ledger write of this account: conditions, checks and the batch, with no other write
+	// of the account in between.
+	writeLedger(write: LedgerWrite) {
+		return this.serialized((db) => writeLedger(db, write, now()));
+	}
+
 	private write<T extends { uuid: string } | { user: string }>(
 		caller: CallerId,
 		action: string,
 		work: (db: Database, current: Caller) => Promise<T>,
 	): Promise<Outcome<T>> {
+		return this.serialized(async (db) => {
+			const value = await work(db, await writes.currentCaller(db, caller));
+			this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
+			return value;
+		});
+	}
+
+	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
+	// each write starts when the previous one has finished, whatever its outcome.
+	private serialized<T>(work: (db: Database) => Promise<T>): Promise<Outcome<T>> {
 		const run = this.tail.then(async (): Promise<Outcome<T>> => {
 			const meter = new D1Meter();
 			try {
-				const db = database(meter.wrap(this.env.DB));
-				const value = await work(db, await writes.currentCaller(db, caller));
-				this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
+				const value = await work(database(meter.wrap(this.env.DB)));
 				return { ok: true, value, cost: meter.snapshot() };
 			} catch (error) {
 				if (error instanceof ApiError) {

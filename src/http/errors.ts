@@ -9,6 +9,7 @@ export const ERRORS = {
 	twin_terminated: { status: 400, subcode: 400103, description: "The twin is terminated" },
 	invalid_cursor: { status: 400, subcode: 400104, description: "The cursor is invalid or expired" },
 	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
+	ledger_too_large: { status: 400, subcode: 400106, description: "The ledger would exceed 64 KiB" },
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
@@ -24,6 +25,7 @@ export const ERRORS = {
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
 	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
 	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	condition_failed: { status: 409, subcode: 409102, description: "A condition of the request is false" },
 	// 409102 is a false ledger condition (CONTRACT section 15).
 	role_limit: { status: 409, subcode: 409103, description: "The account has reached its limit of roles (MAX_ROLES)" },
 	user_limit: { status: 409, subcode: 409104, description: "The account has reached its limit of users (MAX_USERS)" },

@@ -3,28 +3,18 @@ import { findRole, listRoles } from "../db/roles";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../http/errors";
-import { parseRule } from "../rules/parse";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
-import { byUuid, roleRecord, timestampOut, uuid } from "./schemas";
+import { byUuid, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
 
 const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
 
 const roleName = z.string().regex(ROLE_NAME, "Must be 2 to 32 characters: letters, digits, '_', '-' and spaces inside");
 
-// A rule is parsed when it is written, so a stored rule always parses.
-const ruleText = z
-	.string()
-	.superRefine((text, ctx) => {
-		const parsed = parseRule(text);
-		if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
-	})
-	.nullable()
-	.optional();
-
 // Given rules replace all three; one not supplied is null.
-const rulesObject = z.strictObject({ twin: ruleText, entry: ruleText, identity: ruleText }).nullable();
+const rule = ruleText.nullable().optional();
+const rulesObject = z.strictObject({ twin: rule, entry: rule, identity: rule }).nullable();
 type RulesInput = z.infer<typeof rulesObject>;
 const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry: r?.entry ?? null, identity: r?.identity ?? null });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseRule } from "../rules/parse";
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
@@ -21,6 +22,18 @@ export const description = z
 
 // A timestamp in the API's format; null where the interface allows "never".
 export const timestamp = z.number().finite().nonnegative();
+
+// A rule is parsed when it is written, so a stored rule always parses.
+export const ruleText = z.string().superRefine((text, ctx) => {
+	const parsed = parseRule(text);
+	if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
+});
+
+// A boolean in a query string: true, false, 1 or 0, in any case.
+export const queryBoolean = z
+	.string()
+	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
+	.transform((v) => /^(true|1)$/i.test(v));
 
 // Output shapes. Every answer is passed through its operation's response schema, which
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.

@@ -3,17 +3,16 @@ import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow 
 import { unwrap } from "../durable/outcome";
 import type { Caller } from "../policy/caller";
 import { ApiError } from "../http/errors";
-import { parseRule } from "../rules/parse";
 import { isVisible } from "../rules/visibility";
 import { now } from "../time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { description, twinRecord, uuid, uuidOut } from "./schemas";
+import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
 
 // A twin the caller may not see answers exactly as a twin that does not exist.
-async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
+export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
 	const before = ctx.meter.snapshot();
 	const twin = await findTwin(ctx.db, uuid);
 	if (twin && isVisible(caller, twin, now())) return twin;
@@ -95,15 +94,6 @@ const count = z
 	.transform(Number)
 	.pipe(z.number().int().min(1, "Must be an integer from 1 to 1000").max(1000, "Must be an integer from 1 to 1000"));
 
-const details = z
-	.string()
-	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
-	.transform((v) => /^(true|1)$/i.test(v));
-
-const match = z.string().superRefine((text, issue) => {
-	const parsed = parseRule(text);
-	if (!parsed.ok) issue.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
-});
 
 export const scanTwins = defineOperation({
 	name: "scan_twins",
@@ -113,8 +103,8 @@ export const scanTwins = defineOperation({
 	query: z.strictObject({
 		cursor: z.string().min(1).max(64).optional(),
 		count: count.optional().default(100),
-		match: match.optional(),
-		details: details.optional().default(false),
+		match: ruleText.optional(),
+		details: queryBoolean.optional().default(false),
 	}),
 	async run({ query }, ctx) {
 		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);

@@ -2,9 +2,22 @@
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now"] as const;
+export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now", "identity"] as const;
 export type SystemVariable = (typeof SYSTEM_VARIABLES)[number];
-export type Root = "TWIN" | "USER" | SystemVariable;
+// Bound only where a rule is about a ledger entry (entry rules, visibility, publish,
+// conditions); null everywhere else. `LEDGER.<name>` reads another entry of the same ledger.
+export const ENTRY_VARIABLES = [
+	"ledger",
+	"entry_name",
+	"entry_value",
+	"entry_created_ts",
+	"entry_updated_ts",
+	"value_changed_ts",
+	"trigger",
+	"old_value",
+] as const;
+export type EntryVariable = (typeof ENTRY_VARIABLES)[number];
+export type Root = "TWIN" | "USER" | "LEDGER" | SystemVariable | EntryVariable;
 
 export type CompareOp = "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "=~" | "!~";
 

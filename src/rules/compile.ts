@@ -1,4 +1,4 @@
-import { classOf, type CompareOp, type Json, type Rule } from "./ast";
+import { classOf, type CompareOp, ENTRY_VARIABLES, type Json, type Rule } from "./ast";
 import { compare, type Scope, step } from "./evaluate";
 
 // Compiles a rule to a SQL expression over one twin row that yields 1 (true), 0 (false) or
@@ -96,15 +96,18 @@ class Compiler {
 	}
 
 	private variable(root: string, path: (string | number)[]): Operand {
-		const { user, now } = this.scope;
+		const { user, now, identity } = this.scope;
 		const constants: Record<string, Json> = {
 			USER: user.description,
 			account: user.account,
 			user: user.user,
 			role: user.role,
 			now,
+			identity: identity ?? null,
 		};
 		if (root in constants) return { kind: "const", value: path.reduce<Json>(step, constants[root]) };
+		// Twin rules and `match` bind no ledger entry: its variables read null.
+		if (root === "LEDGER" || (ENTRY_VARIABLES as readonly string[]).includes(root)) return { kind: "const", value: null };
 		if (root !== "TWIN") {
 			// twin, owner and twin_status are strings: they have no members.
 			if (path.length > 0) return { kind: "const", value: null };

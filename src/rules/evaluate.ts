@@ -1,13 +1,29 @@
 import { type CompareOp, classOf, type Json, type Rule } from "./ast";
 import { type Budget, includes, search } from "./strings";
 
-// What a rule can see: the twin (absent for rules about no twin) and the calling user.
+// One ledger entry as rules see it; `values` holds every entry of its ledger (LEDGER.<name>).
+export type EntryScope = {
+	ledger: string;
+	name: string;
+	value: Json;
+	created_ts: number | null;
+	updated_ts: number | null;
+	value_changed_ts: number | null;
+	values: { [name: string]: Json };
+	trigger?: string;
+	old_value?: Json;
+};
+
+// What a rule can see: the twin (absent for rules about no twin), the calling user, the
+// identity an identity rule is about, and the ledger entry where the rule is about one.
 export type Scope = {
 	twin?: { uuid: string; owner: string; status: string; description: Json };
 	user: { account: string; user: string; role: string; description: Json };
 	now: number;
 	// Counts the characters `in` and `=~` process, for callers that bound a request's work.
 	budget?: Budget;
+	identity?: string;
+	entry?: EntryScope;
 };
 
 // Evaluation never throws: a missing attribute is null, and a comparison between values of
@@ -35,8 +51,26 @@ export function valueOf(rule: Rule, scope: Scope): Json {
 	}
 }
 
-function rootOf(root: string, { twin, user, now }: Scope): Json {
+function rootOf(root: string, { twin, user, now, identity, entry }: Scope): Json {
 	switch (root) {
+		case "LEDGER":
+			return entry?.values ?? null;
+		case "ledger":
+			return entry?.ledger ?? null;
+		case "entry_name":
+			return entry?.name ?? null;
+		case "entry_value":
+			return entry?.value ?? null;
+		case "entry_created_ts":
+			return entry?.created_ts ?? null;
+		case "entry_updated_ts":
+			return entry?.updated_ts ?? null;
+		case "value_changed_ts":
+			return entry?.value_changed_ts ?? null;
+		case "trigger":
+			return entry?.trigger ?? null;
+		case "old_value":
+			return entry?.old_value ?? null;
 		case "TWIN":
 			return twin?.description ?? null;
 		case "USER":
@@ -55,6 +89,8 @@ function rootOf(root: string, { twin, user, now }: Scope): Json {
 			return twin?.status ?? null;
 		case "owner":
 			return twin?.owner ?? null;
+		case "identity":
+			return identity ?? null;
 		default:
 			return null;
 	}

@@ -1,5 +1,5 @@
 import jsep from "jsep";
-import { type CompareOp, type Json, type Root, type Rule, SYSTEM_VARIABLES } from "./ast";
+import { type CompareOp, ENTRY_VARIABLES, type Json, type Root, type Rule, SYSTEM_VARIABLES } from "./ast";
 import { regexError } from "./strings";
 
 export const MAX_RULE_LENGTH = 1024;
@@ -18,7 +18,7 @@ jsep.addUnaryOp("not");
 jsep.addUnaryOp("-");
 
 const COMPARE_OPS = new Set<string>(["==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~"]);
-const ROOTS = new Set<string>(["TWIN", "USER", ...SYSTEM_VARIABLES]);
+const ROOTS = new Set<string>(["TWIN", "USER", "LEDGER", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES]);
 
 export type ParseResult = { ok: true; rule: Rule } | { ok: false; position: number; message: string };
 

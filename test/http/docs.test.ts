@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { routes } from "../../src/router";
 import { call } from "../helpers";
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 
 describe("the API document", () => {
 	it("lists every route under its operation name, and nothing else", async () => {
@@ -37,15 +37,38 @@ describe("the API document", () => {
 		expect(body.components.schemas.Error.required).toEqual(["subcode", "trace", "description"]);
 	});
 
-	it("serves the reference page and its assets from the Worker", async () => {
-		const page = await exports.default.fetch("https://registry.test/docs");
+	// Workers Static Assets answer /docs before the Worker is invoked; exports.default.fetch goes
+	// straight to the Worker, so the page is fetched through the assets binding, which applies
+	// the same html handling, _headers and method rules as the platform.
+	it("serves the reference page and its files as static assets, with their security policy", async () => {
+		const policy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+		const asset = (path: string, init?: RequestInit) => env.ASSETS.fetch(`https://registry.test${path}`, { redirect: "manual", ...init });
+		const page = await asset("/docs");
+		expect(page.status).toBe(200);
 		expect(page.headers.get("content-type")).toContain("text/html");
+		expect(page.headers.get("content-security-policy")).toBe(policy);
 		const html = await page.text();
-		expect(html).toContain("/docs/swagger-ui-bundle.js");
-		const script = await exports.default.fetch("https://registry.test/docs/swagger-ui-bundle.js");
+		expect(html).toContain('<script src="/docs/swagger-ui-bundle.js">');
+		expect(html).toContain('<link rel="stylesheet" href="/docs/swagger-ui.css">');
+		const script = await asset("/docs/swagger-ui-bundle.js");
 		expect(script.status).toBe(200);
+		expect(script.headers.get("content-type")).toContain("javascript");
+		expect(script.headers.get("content-security-policy")).toBe(policy);
 		expect((await script.text()).length).toBeGreaterThan(100_000);
-		expect((await exports.default.fetch("https://registry.test/docs/swagger-ui.css")).status).toBe(200);
-		expect((await exports.default.fetch("https://registry.test/docs", { method: "POST" })).status).toBe(405);
+		const css = await asset("/docs/swagger-ui.css");
+		expect(css.status).toBe(200);
+		expect(css.headers.get("content-type")).toContain("text/css");
+		const init = await asset("/docs/init.js");
+		expect(await init.text()).toContain('url: "/openapi.json"');
+		expect((await asset("/docs", { method: "POST" })).status).toBe(405);
+	});
+
+	it("keeps swagger-ui out of the Worker, which still answers the document the page loads", async () => {
+		const bundle = await exports.default.fetch("https://registry.test/docs/swagger-ui-bundle.js");
+		expect(bundle.status).toBe(404);
+		expect(((await bundle.json()) as { subcode: number }).subcode).toBe(404101);
+		const document = await exports.default.fetch("https://registry.test/openapi.json");
+		expect(document.status).toBe(200);
+		expect(document.headers.get("content-type")).toBe("application/json");
 	});
 });

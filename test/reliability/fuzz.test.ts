@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes } from "../../src/router";
-import { type Account, BASE, bootstrap, createUser, randomAddress, seedTwins } from "../helpers";
+import { type Account, BASE, bootstrap, call, createUser, randomAddress, seedTwins } from "../helpers";
 import { exports } from "cloudflare:workers";
 import { subscribeRecording } from "../webhooks/support";
 
@@ -14,7 +14,7 @@ const nasty = fc.oneof(
 );
 const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), nasty);
 const json = fc.letrec((tie) => ({
-	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "__proto__")), tie("value"), { maxKeys: 5 })),
+	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "identities", "visibility", "RFID#1", "__proto__", "entries", "value", "history", "publish", "conditions", "transaction", "ref")), tie("value"), { maxKeys: 5 })),
 })).value;
 const deep = fc.integer({ min: 1, max: 20_000 }).map((n) => `{"description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`);
 const body = fc.oneof(json.map((v) => JSON.stringify(v)), deep, nasty, fc.constant("{\"name\": \"x\", \"role\":"));
@@ -48,10 +48,15 @@ describe("fuzzing every route", () => {
 	it("never answers 5xx to random paths, queries, bodies and headers", async () => {
 		const admin = await bootstrap();
 		const [twin] = await seedTwins(admin.account, [{ a: 1 }]);
+		const identity = "RFID#be744bdc";
+		await call("POST", `/twins/${twin}/identities`, { secret: admin.secret, body: { identities: { [identity]: { visibility: "true" } } } });
 		// Nobody listens at port 1: a confirmation resent by the fuzzer fails quietly.
 		const { res: subscribed } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/fuzz" });
 		const subscription = subscribed.body.subscription.uuid;
-		const fixture: Fixture = { admin, ids: { user: await createUser(admin), role: admin.role, twin, account: admin.account, pin: "ABCDEFGHJK", subscription } };
+		const ids = { user: await createUser(admin), role: admin.role, twin, account: admin.account, ledger: "personal", pin: "ABCDEFGHJK", identity, subscription };
+		const fixture: Fixture = { admin, ids };
+		const entries = { a: { value: 1, history: "INF", visibility: "true" }, b: { value: { x: [1] } } };
+		expect((await call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries } })).status).toBe(201);
 		let requests = 0;
 		await fc.assert(
 			fc.asyncProperty(
@@ -59,7 +64,7 @@ describe("fuzzing every route", () => {
 				fc.record({
 					realIds: fc.boolean(),
 					param: nasty,
-					query: fc.dictionary(fc.oneof(nasty, fc.constantFrom("count", "cursor", "match", "details", "token", "topic", "status")), nasty, { maxKeys: 4 }),
+					query: fc.dictionary(fc.oneof(nasty, fc.constantFrom("count", "cursor", "match", "details", "token", "context", "show_foreign", "show_expired", "entries", "ge", "le", "limit", "show_public", "topic", "status")), nasty, { maxKeys: 4 }),
 					body: fc.option(body, { nil: undefined }),
 					auth: fc.oneof(
 						fc.constant(fixture.admin.secret),

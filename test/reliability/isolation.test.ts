@@ -16,6 +16,8 @@ type World = {
 	firstPin: string;
 	firstToken: string;
 	firstSubscription: string;
+	firstIdentity: string;
+	secondTwin: string;
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
@@ -51,6 +53,49 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	get_twin: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
 	update_twin: (w) => [{ method: "PATCH", path: `/twins/${w.firstTwin}`, body: { description: {} }, secret: w.second.secret, expect: [404] }],
 	terminate_twin: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
+	create_twin_identity: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/identities`, body: { identities: { "X#1": {} } }, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_identities: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/identities?show_foreign=true`, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_identity: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] }],
+	update_twin_identity: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_identity: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] },
+	],
+	// The first account's identity is public, but the second's role has no identity rule.
+	resolve_twin_identity: (w) => [
+		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=system&details=true`, secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+	],
+	add_twin_ledger_entry: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/ledgers/personal`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [403] },
+	],
+	get_twin_ledger_entry: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/owner?entries=first_entry`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [200] },
+	],
+	update_twin_ledger_entry: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_ledger_entry: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/ledgers/personal?entries=first_entry`, secret: w.second.secret, expect: [404] },
+		{ method: "DELETE", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [403] },
+	],
+	get_twin_ledger_entry_value: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}/value`, secret: w.second.secret, expect: [404] },
+	],
+	update_twin_ledger_entry_value: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/personal/value`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_ledger_entry_history: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/creator/history?entries=first_entry`, secret: w.second.secret, expect: [404] },
+	],
 	webhook_subscribe: (w) => [
 		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
 	],
@@ -89,13 +134,19 @@ describe("the tenant-isolation matrix", () => {
 		const firstUserSecret = await issueSecret(first, firstUser);
 		const firstTwin = (await call("POST", "/twins", { secret: first.secret, body: { description: { owner_note: "first-account-twin" } } })).body.uuid;
 		await call("POST", "/twins", { secret: first.secret, body: {} });
+		const entry = { first_entry: { value: "first-account-entry", visibility: "true", history: "INF" } };
+		expect((await call("POST", `/twins/${firstTwin}/ledgers/personal`, { secret: first.secret, body: { entries: entry } })).status).toBe(201);
+		const secondTwin = (await call("POST", "/twins", { secret: second.secret, body: {} })).body.uuid;
 		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
 		const { res: subscribed, url } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
 		const firstToken = new URL(url).searchParams.get("token") as string;
 		const firstSubscription = subscribed.body.subscription.uuid as string;
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription };
-		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
+		const firstIdentity = encodeURIComponent("RFID#first");
+		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
+		expect(attached.status).toBe(201);
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin };
+		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -111,7 +162,7 @@ describe("the tenant-isolation matrix", () => {
 				for (const value of secrets) expect([operation, text.includes(value)]).toEqual([operation, false]);
 			}
 		}
-		expect(cases).toBeGreaterThanOrEqual(34);
+		expect(cases).toBeGreaterThanOrEqual(41);
 
 		// A refusal of the first account's id must look exactly like one for an id that exists
 		// nowhere: same status, body and headers, Server-Timing's figures included.
@@ -139,11 +190,17 @@ describe("the tenant-isolation matrix", () => {
 				expect([operation, foreign]).toEqual([operation, absent]);
 			}
 		}
+		expect(cases).toBeGreaterThanOrEqual(39);
 
 		// Nothing of the first account changed.
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");
 		expect((await call("GET", "/whoami", { secret: firstUserSecret })).status).toBe(200);
 		expect((await call("GET", `/twins/${firstTwin}`, { secret: first.secret })).body.status).toBe("alive");
+		const identity = await call("GET", `/twins/${firstTwin}/identities/${firstIdentity}`, { secret: first.secret });
+		expect(identity.body).toMatchObject({ validity_ts: null, visibility: "true" });
+		expect((await call("GET", `/resolve/${firstIdentity}`, { secret: first.secret })).body.twins).toEqual([firstTwin]);
+		const ledger = await call("GET", `/twins/${firstTwin}/ledgers/personal/history`, { secret: first.secret });
+		expect(Object.values(ledger.body.entries.first_entry)).toEqual(["first-account-entry"]);
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
 		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);

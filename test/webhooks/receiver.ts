@@ -10,12 +10,6 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
 
-declare module "vitest" {
-	export interface ProvidedContext {
-		receiverPort: number;
-	}
-}
-
 type Recorded = { path: string; headers: IncomingMessage["headers"]; body: string; at: number };
 
 export default async function setup(project: TestProject) {

@@ -1,0 +1,21 @@
+// `npm run bench:compare [-- --twins N --rounds N ...]`: runs the shared side-by-side
+// comparison (../shared/perf/compare.mjs, beside the project in CI and on developers'
+// machines), which measures this project and a plain-Worker baseline under `wrangler dev` in
+// the same run and prints their ratios. It runs wrangler itself on a copy of the project, so
+// the static assets are put in place first.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { prepareAssets } from "./assets.mjs";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const COMPARE = fileURLToPath(new URL("../../shared/perf/compare.mjs", import.meta.url));
+
+if (!existsSync(COMPARE)) {
+	console.error(`The comparison needs ../shared/perf/compare.mjs beside the project; ${COMPARE} is missing.`);
+	process.exit(1);
+}
+prepareAssets();
+const child = spawn(process.execPath, [COMPARE, "--project", ROOT, ...process.argv.slice(2)], { cwd: ROOT, stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

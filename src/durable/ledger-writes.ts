@@ -1,0 +1,174 @@
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Database } from "../db/client";
+import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
+import { ApiError, type ErrorDetail } from "../http/errors";
+import type { Json } from "../rules/ast";
+import type { Caller } from "../policy/caller";
+import { EntrySight } from "../rules/entries";
+import type { Scope } from "../rules/evaluate";
+import { compare, evaluate } from "../rules/evaluate";
+import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
+
+// The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
+// checked against the state the write replaces, and each write is one D1 batch.
+
+export const MAX_LEDGER_BYTES = 64 * 1024;
+
+export type EntryChange = {
+	value?: Json;
+	visibility?: string | null;
+	history?: string | null;
+	publish?: Record<string, string> | null;
+};
+
+export type LedgerWrite = {
+	twin: NonNullable<Scope["twin"]>;
+	writer: Caller;
+	conditions: Record<string, string>;
+} & ({ kind: "add" | "update"; entries: Record<string, EntryChange> } | { kind: "delete"; names: string[] | null });
+
+const PERIOD_SECONDS: Record<string, number> = { D: 86_400, W: 7 * 86_400, M: 30 * 86_400, Y: 365 * 86_400 };
+
+export function historyCutoff(history: string, at: number): number {
+	if (history === "INF") return 0;
+	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
+}
+
+export async function writeLedger(db: Database, write: LedgerWrite, at: number) {
+	const account = write.writer.account;
+	const rows = await readLedger(db, write.twin.uuid, account);
+	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
+	const sight = new EntrySight(write.writer, write.twin, account, current, at);
+	checkConditions(sight, write.conditions);
+
+	const key = (name: string) => ({ twin: write.twin.uuid, account, name });
+	const statements: BatchItem<"sqlite">[] = [];
+	const answer: Record<string, StoredEntry> = {};
+
+	if (write.kind === "delete") {
+		for (const name of write.names ?? [...current.keys()]) {
+			const entry = current.get(name);
+			if (entry && sight.sees(entry)) answer[name] = entry;
+		}
+		const names = Object.keys(answer);
+		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
+		await commit(db, statements);
+		return entriesOut(answer);
+	}
+
+	const after = new Map(current);
+	refuseUnwritable(write, current, sight);
+	for (const [name, change] of Object.entries(write.entries)) {
+		const before = current.get(name);
+		const next = merged(name, before, change, at);
+		if (!next.changed) {
+			answer[name] = next.entry;
+			continue;
+		}
+		after.set(name, next.entry);
+		answer[name] = next.entry;
+		statements.push(upsertEntry(db, rowOf(write.twin.uuid, account, next.entry)));
+		const history = next.entry.history;
+		if (history === null) {
+			if (before?.history) statements.push(dropHistory(db, key(name)));
+			continue;
+		}
+		// The newest record is always the current value, also when history starts now.
+		if (next.valueChanged || !before?.history) {
+			statements.push(appendHistory(db, key(name), next.entry.value_changed_ts, next.entry.text));
+		}
+		statements.push(pruneHistory(db, key(name), historyCutoff(history, at)));
+	}
+	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
+		throw new ApiError("ledger_too_large", `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}`);
+	}
+	await commit(db, statements);
+	return entriesOut(answer);
+}
+
+// The change lands whole or not at all. Notifications will add their outbox rows (one per
+// added, updated or deleted value) to these statements, so an event commits with its change.
+function commit(db: Database, statements: BatchItem<"sqlite">[]) {
+	return runBatch(db, statements);
+}
+
+function checkConditions(sight: EntrySight, conditions: Record<string, string>) {
+	const failed: ErrorDetail[] = [];
+	for (const [name, text] of Object.entries(conditions)) {
+		const rule = sight.rule(text);
+		if (!rule || !evaluate(rule, sight.conditionScope(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
+	}
+	if (failed.length) throw new ApiError("condition_failed", `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, failed);
+}
+
+function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sight: EntrySight) {
+	const names = Object.keys(write.entries);
+	if (write.kind === "add") {
+		const taken = names.filter((name) => current.has(name));
+		if (taken.length) {
+			const details = taken.map((name) => ({ path: `entries.${name}`, message: "The entry exists" }));
+			throw new ApiError("conflict", `The ledger already has ${taken.join(", ")}`, details);
+		}
+		return;
+	}
+	const unknown = names.filter((name) => {
+		const entry = current.get(name);
+		return !entry || !sight.sees(entry);
+	});
+	if (unknown.length) {
+		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));
+		throw new ApiError("not_found", `No such entry: ${unknown.join(", ")}`, details);
+	}
+}
+
+// Given fields replace stored ones. A value deep-equal to the stored one is no change, and
+// entry_updated_ts moves only when visibility, history or publish really change.
+function merged(name: string, before: StoredEntry | undefined, change: EntryChange, at: number) {
+	const value = change.value === undefined ? (before?.value ?? null) : change.value;
+	const valueChanged = !before || (change.value !== undefined && !compare("==", before.value, change.value));
+	const properties = {
+		visibility: change.visibility === undefined ? (before?.visibility ?? null) : change.visibility,
+		history: change.history === undefined ? (before?.history ?? null) : change.history,
+		publish: change.publish === undefined ? (before?.publish ?? null) : change.publish,
+	};
+	const propertiesChanged =
+		!before ||
+		properties.visibility !== before.visibility ||
+		properties.history !== before.history ||
+		JSON.stringify(properties.publish) !== JSON.stringify(before.publish);
+	const text = valueChanged ? JSON.stringify(value) : (before?.text ?? "null");
+	const entry: StoredEntry = {
+		name,
+		value: valueChanged ? value : (before?.value ?? null),
+		text,
+		size: entrySize(name, text),
+		...properties,
+		entry_created_ts: before?.entry_created_ts ?? at,
+		entry_updated_ts: propertiesChanged ? at : (before?.entry_updated_ts ?? at),
+		value_changed_ts: valueChanged ? at : (before?.value_changed_ts ?? at),
+	};
+	return { entry, changed: valueChanged || propertiesChanged, valueChanged };
+}
+
+const encoder = new TextEncoder();
+
+// The bytes `"name":value` adds to the ledger's compact JSON.
+export function entrySize(name: string, valueText: string): number {
+	return encoder.encode(JSON.stringify(name)).length + 1 + encoder.encode(valueText).length;
+}
+
+// `{` and `}`, the entries, and a comma between each two.
+function ledgerBytes(entries: Map<string, { size: number }>): number {
+	let total = 2 + Math.max(0, entries.size - 1);
+	for (const entry of entries.values()) total += entry.size;
+	return total;
+}
+
+function rowOf(twin: string, account: string, entry: StoredEntry): EntryRow {
+	const { name, text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } = entry;
+	return { twin, account, name, value: text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts };
+}
+
+function entriesOut(entries: Record<string, StoredEntry>) {
+	return { entries: Object.fromEntries(Object.entries(entries).map(([name, entry]) => [name, entryOut(entry)])) };
+}

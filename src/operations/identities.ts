@@ -1,0 +1,162 @@
+import { z } from "zod";
+import { findOwnIdentity, listForeignIdentities, listOwnIdentities } from "../db/identities";
+import type { TwinRow } from "../db/twins";
+import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../durable/identities";
+import { unwrap } from "../durable/outcome";
+import { accountObject } from "../durable/stub";
+import type { Caller } from "../policy/caller";
+import { ApiError } from "../http/errors";
+import { canSeeIdentity, isExpired } from "../rules/identities";
+import { now } from "../time";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { byUuid, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { visibleTwin } from "./twins";
+
+const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
+
+export const identityName = z.string().regex(IDENTITY, "Must match ^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$");
+
+// In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once.
+export const identityParam = z
+	.string()
+	.transform((text, ctx) => {
+		try {
+			return decodeURIComponent(text);
+		} catch {
+			ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
+			return z.NEVER;
+		}
+	})
+	.pipe(identityName);
+
+const settings = { validity_ts: timestamp.nullable().optional(), visibility: ruleText.nullable().optional() };
+
+const identityOut = z.object({
+	validity_ts: timestampOut.nullable(),
+	visibility: z.string().nullable(),
+	updated_ts: timestampOut,
+	creation_certificate: z.object({ identity: z.string(), creator: uuidOut, created_ts: timestampOut }),
+});
+const listedOut = z.object({ validity_ts: timestampOut.nullable(), created_ts: timestampOut, updated_ts: timestampOut });
+
+const twinParams = z.strictObject({ twin: uuid });
+const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
+
+// One of the caller's account's identities on a twin the caller sees, or 404 whether it is
+// absent or hidden by the caller's identity rule.
+async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: string, identity: string) {
+	const twin = await visibleTwin(ctx, ctx.caller, twinId);
+	const row = await findOwnIdentity(ctx.db, twin.uuid, ctx.caller.account, identity);
+	if (!row || !canSeeIdentity(ctx.caller, row, twin, now())) throw new ApiError("not_found", "No such identity");
+	return { twin, row };
+}
+
+export const createTwinIdentity = defineOperation({
+	name: "create_twin_identity",
+	summary: "Attach identities of the caller's account to a twin it can see, alive or terminated",
+	auth: "secret",
+	params: twinParams,
+	body: z.strictObject({
+		identities: z
+			.record(identityName, z.strictObject(settings))
+			.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= 100, "Must hold 1 to 100 identities"),
+	}),
+	status: 201,
+	response: z.object({ identities: z.record(z.string(), identityOut) }),
+	async run({ params, body }, ctx) {
+		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.createIdentities(ctx.caller, twin.uuid, body.identities), ctx.meter);
+	},
+});
+
+const listed = (row: { validity_ts: number | null; created_ts: number; updated_ts: number }) => ({
+	validity_ts: row.validity_ts,
+	created_ts: row.created_ts,
+	updated_ts: row.updated_ts,
+});
+
+export const getTwinIdentities = defineOperation({
+	name: "get_twin_identities",
+	summary: "The identities of a twin the caller can see: its account's, and with show_foreign other accounts' visible ones",
+	auth: "secret",
+	params: twinParams,
+	query: z.strictObject({
+		show_personal: queryBoolean.optional().default(true),
+		show_foreign: z.union([queryBoolean, uuid]).optional().default(false),
+		show_expired: queryBoolean.optional().default(false),
+		show_valid: queryBoolean.optional().default(true),
+		show_public: queryBoolean.optional().default(true),
+		show_private: queryBoolean.optional().default(true),
+	}),
+	response: z.object({ identities: z.record(z.string(), listedOut), foreign: byUuid(z.record(z.string(), listedOut)).optional() }),
+	async run({ params, query }, ctx) {
+		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+		const reader = ctx.caller;
+		const at = now();
+		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
+		if (query.show_personal) {
+			for (const row of await listOwnIdentities(ctx.db, twin.uuid, reader.account)) {
+				if (!canSeeIdentity(reader, row, twin, at)) continue;
+				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
+				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
+				answer.identities[row.identity] = listed(row);
+			}
+		}
+		if (query.show_foreign !== false) answer.foreign = await foreignOf(ctx, twin, query.show_foreign === true ? null : query.show_foreign);
+		return answer;
+	},
+});
+
+// Without an identity rule a role sees no other account's identity, so nothing is read.
+async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only: string | null) {
+	const reader = ctx.caller;
+	const foreign: Record<string, Record<string, unknown>> = {};
+	if (reader.rules.identity === null || only === reader.account) return foreign;
+	const at = now();
+	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
+	const rows = await listForeignIdentities(ctx.db, twin.uuid, reader.account, only, at, MAX_IDENTITIES_PER_TWIN);
+	for (const row of rows) {
+		if (canSeeIdentity(reader, row, twin, at)) (foreign[row.account] ??= {})[row.identity] = listed(row);
+	}
+	return foreign;
+}
+
+export const getTwinIdentity = defineOperation({
+	name: "get_twin_identity",
+	summary: "One of the caller's account's identities on a twin",
+	auth: "secret",
+	params: itemParams,
+	response: identityOut,
+	async run({ params }, ctx) {
+		return identityRecord((await visibleOwnIdentity(ctx, params.twin, params.identity)).row);
+	},
+});
+
+export const updateTwinIdentity = defineOperation({
+	name: "update_twin_identity",
+	summary: "Change the validity or visibility of one of the caller's account's identities",
+	auth: "secret",
+	params: itemParams,
+	body: z.strictObject(settings).refine((b) => b.validity_ts !== undefined || b.visibility !== undefined, "Give validity_ts, visibility or both"),
+	response: identityOut,
+	async run({ params, body }, ctx) {
+		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.updateIdentity(ctx.caller, twin.uuid, params.identity, body), ctx.meter);
+	},
+});
+
+export const deleteTwinIdentity = defineOperation({
+	name: "delete_twin_identity",
+	summary: "Detach one of the caller's account's identities from a twin; answers it as it was",
+	auth: "secret",
+	params: itemParams,
+	response: identityOut,
+	async run({ params }, ctx) {
+		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
+		const stub = accountObject(ctx.env, ctx.caller);
+		return unwrap(await stub.deleteIdentity(ctx.caller, twin.uuid, params.identity), ctx.meter);
+	},
+});

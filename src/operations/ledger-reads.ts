@@ -1,0 +1,97 @@
+import { z } from "zod";
+import { readHistory, readLedger } from "../db/ledgers";
+import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
+import type { Caller } from "../policy/caller";
+import { EntrySight } from "../rules/entries";
+import { now } from "../time";
+import {
+	entryList,
+	historyEntries,
+	historyQuery,
+	ledgerParams,
+	NOT_ACCESSIBLE,
+	readEntries,
+	valueEntries,
+} from "./ledger-schemas";
+import { twinView } from "./ledgers";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { queryBoolean } from "./schemas";
+import { visibleTwin } from "./twins";
+
+// Reads of any ledger on a twin the caller sees. The whole ledger (at most 64 KiB) is read
+// and filtered here, so an entry the caller may not see looks, and costs, like an absent one.
+
+type Params = z.infer<typeof ledgerParams>;
+
+async function visibleEntries(ctx: Context & { caller: Caller }, params: Params, names: string[] | undefined) {
+	const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+	const ledger = ledgerAccount(params.ledger, ctx.caller, twin);
+	const rows = await readLedger(ctx.db, twin.uuid, ledger);
+	const all = new Map(rows.map((row) => [row.name, storedOf(row)]));
+	const sight = new EntrySight(ctx.caller, twinView(twin), ledger, all, now());
+	const wanted = names ? names.map((name) => all.get(name)).filter((e) => e !== undefined) : [...all.values()];
+	return { twin, ledger, sight, entries: wanted.filter((entry) => sight.sees(entry)) };
+}
+
+function ledgerAccount(ledger: Params["ledger"], caller: Caller, twin: { owner: string; creation_certificate: Record<string, unknown> }) {
+	if (ledger === "personal") return caller.account;
+	if (ledger === "owner") return twin.owner;
+	if (ledger === "creator") return String(twin.creation_certificate.creator);
+	return ledger;
+}
+
+export const getTwinLedgerEntry = defineOperation({
+	name: "get_twin_ledger_entry",
+	summary: "Entries of a ledger on a twin that the caller may see",
+	auth: "secret",
+	response: readEntries,
+	params: ledgerParams,
+	query: z.strictObject({
+		entries: entryList.optional(),
+		show_public: queryBoolean.optional().default(true),
+		show_private: queryBoolean.optional().default(true),
+		show_references: queryBoolean.optional(),
+	}),
+	async run({ params, query }, ctx) {
+		const { sight, entries } = await visibleEntries(ctx, params, query.entries);
+		// On the caller's own ledger, entries can be filtered by being public or private.
+		const shown = entries.filter((e) => !sight.own || (e.visibility === null ? query.show_private : query.show_public));
+		const shape = sight.own ? (e: StoredEntry) => entryOut(e) : valueOut;
+		return { entries: Object.fromEntries(shown.map((e) => [e.name, shape(e)])) };
+	},
+});
+
+export const getTwinLedgerEntryValue = defineOperation({
+	name: "get_twin_ledger_entry_value",
+	summary: "Values of entries of a ledger on a twin that the caller may see",
+	auth: "secret",
+	response: valueEntries,
+	params: ledgerParams,
+	query: z.strictObject({ entries: entryList.optional() }),
+	async run({ params, query }, ctx) {
+		const { entries } = await visibleEntries(ctx, params, query.entries);
+		return { entries: Object.fromEntries(entries.map((e) => [e.name, valueOut(e)])) };
+	},
+});
+
+export const getTwinLedgerEntryHistory = defineOperation({
+	name: "get_twin_ledger_entry_history",
+	summary: "Past values, newest first, of entries of a ledger on a twin that keep history",
+	auth: "secret",
+	response: historyEntries,
+	params: ledgerParams,
+	query: historyQuery,
+	async run({ params, query }, ctx) {
+		const { twin, ledger, entries } = await visibleEntries(ctx, params, query.entries);
+		const kept = entries.filter((e) => e.history !== null).map((e) => e.name);
+		const range = { ge: query.ge ?? 0, le: query.le ?? Number.MAX_SAFE_INTEGER, limit: query.limit };
+		const rows = await readHistory(ctx.db, twin.uuid, ledger, kept, range);
+		const answer: Record<string, Record<string, unknown> | typeof NOT_ACCESSIBLE> = {};
+		// One text for absent, hidden and history-less names: none of them says which it is.
+		for (const name of query.entries ?? []) answer[name] = NOT_ACCESSIBLE;
+		for (const name of kept) answer[name] = {};
+		for (const row of rows) (answer[row.name] as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
+		return { entries: answer };
+	},
+});

@@ -1,0 +1,110 @@
+import { z } from "zod";
+import { jsonValue, ruleText, timestamp, timestampOut, uuid } from "./schemas";
+
+// Request and answer shapes of the ledger operations.
+
+export const ENTRY_NAME = /^[a-z_][0-9a-z_]{0,127}$/;
+export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
+const MAX_ENTRIES = 100;
+
+const entryName = z.string().regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-z_]{0,127}$");
+
+export const ledgerParams = z.strictObject({
+	twin: uuid,
+	ledger: z.union([z.enum(["personal", "owner", "creator"]), uuid], "Must be personal, owner, creator or an account uuid"),
+});
+
+// A comma-separated list of entry names, at most 100, repeats dropped.
+export const entryList = z
+	.string()
+	.transform((text) => [...new Set(text.split(","))])
+	.pipe(z.array(entryName).min(1).max(MAX_ENTRIES, `At most ${MAX_ENTRIES} names`));
+
+const history = z.string().regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF");
+const publish = z
+	.record(z.string().regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$"), ruleText)
+	.refine((topics) => Object.keys(topics).length <= 10, "At most 10 topics");
+
+// Entry types other than a plain value, and transactions, are not supported here.
+const unsupported = z
+	.unknown()
+	.optional()
+	.refine((value) => value === undefined, "not supported");
+const transaction = z
+	.unknown()
+	.optional()
+	.refine((value) => value === undefined || value === null, "not supported");
+
+const properties = {
+	visibility: ruleText.nullable().optional(),
+	history: history.nullable().optional(),
+	publish: publish.nullable().optional(),
+	ref: unsupported,
+	include: unsupported,
+	timeseries: unsupported,
+};
+
+const entriesOf = <T extends z.ZodType>(entry: T) =>
+	z.record(entryName, entry).refine((entries) => {
+		const count = Object.keys(entries).length;
+		return count >= 1 && count <= MAX_ENTRIES;
+	}, `From 1 to ${MAX_ENTRIES} entries`);
+
+const conditions = z
+	.record(entryName, ruleText)
+	.refine((c) => Object.keys(c).length <= MAX_ENTRIES, `At most ${MAX_ENTRIES} conditions`)
+	.optional();
+
+export const addBody = z.strictObject({
+	entries: entriesOf(z.strictObject({ value: jsonValue, ...properties })),
+	conditions,
+	transaction,
+});
+
+export const updateBody = z.strictObject({
+	entries: entriesOf(z.strictObject({ value: jsonValue.optional(), ...properties })),
+	conditions,
+	transaction,
+});
+
+export const updateValueBody = z.strictObject({
+	entries: entriesOf(z.strictObject({ value: jsonValue })),
+	conditions,
+	transaction,
+});
+
+export const deleteBody = z.strictObject({ conditions, transaction });
+
+// Answers. The owning account's users see the configuration; other accounts the value.
+const times = { entry_created_ts: timestampOut, entry_updated_ts: timestampOut, value_changed_ts: timestampOut };
+export const valueEntry = z.object({ value: jsonValue, ...times });
+export const ownEntry = z.object({
+	value: jsonValue,
+	visibility: z.string().nullable(),
+	history: z.string().optional(),
+	publish: z.record(z.string(), z.string()).optional(),
+	...times,
+});
+export const ownEntries = z.object({ entries: z.record(z.string(), ownEntry) });
+export const readEntries = z.object({ entries: z.record(z.string(), z.union([ownEntry, valueEntry])) });
+export const valueEntries = z.object({ entries: z.record(z.string(), valueEntry) });
+
+export const NOT_ACCESSIBLE = "Entry not accessible.";
+export const historyEntries = z.object({
+	entries: z.record(z.string(), z.union([z.record(z.string(), jsonValue), z.literal(NOT_ACCESSIBLE)])),
+});
+
+export const historyQuery = z
+	.strictObject({
+		entries: entryList.optional(),
+		ge: z.string().transform(Number).pipe(timestamp).optional(),
+		le: z.string().transform(Number).pipe(timestamp).optional(),
+		limit: z
+			.string()
+			.regex(/^\d{1,3}$/, "Must be an integer from 1 to 100")
+			.transform(Number)
+			.pipe(z.number().int().min(1, "Must be an integer from 1 to 100").max(100, "Must be an integer from 1 to 100"))
+			.optional()
+			.default(100),
+	})
+	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] });

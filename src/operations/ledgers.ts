@@ -1,0 +1,106 @@
+import { z } from "zod";
+import type { TwinRow } from "../db/twins";
+import type { EntryChange, LedgerWrite } from "../durable/ledger-writes";
+import { type Outcome, unwrap } from "../durable/outcome";
+import type { Caller } from "../policy/caller";
+import { ApiError } from "../http/errors";
+import type { Json } from "../rules/ast";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { addBody, deleteBody, entryList, ledgerParams, ownEntries, updateBody, updateValueBody } from "./ledger-schemas";
+import { visibleTwin } from "./twins";
+
+// The writes of a ledger: only the caller's own (`personal` or its account uuid), on any twin
+// the caller sees, alive or terminated. They run in the account's object, one at a time.
+
+type Params = z.infer<typeof ledgerParams>;
+
+export function twinView(twin: TwinRow) {
+	return { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json };
+}
+
+async function writableLedger(ctx: Context & { caller: Caller }, params: Params) {
+	const twin = await visibleTwin(ctx, ctx.caller, params.twin);
+	if (params.ledger !== "personal" && params.ledger !== ctx.caller.account) {
+		throw new ApiError("not_owner", "Only the caller's own ledger may be written");
+	}
+	return twinView(twin);
+}
+
+type Request =
+	| { kind: "add" | "update"; entries: Record<string, EntryChange>; conditions?: Record<string, string> }
+	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> };
+
+// The object's RPC types recurse through JSON values deeper than TypeScript follows.
+type LedgerObject = { writeLedger(write: LedgerWrite): Promise<Outcome<{ entries: Record<string, unknown> }>> };
+
+async function send(ctx: Context & { caller: Caller }, params: Params, request: Request) {
+	const twin = await writableLedger(ctx, params);
+	const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account) as unknown as LedgerObject;
+	const write = { ...request, twin, writer: ctx.caller, conditions: request.conditions ?? {} };
+	return unwrap(await stub.writeLedger(write), ctx.meter);
+}
+
+export const addTwinLedgerEntry = defineOperation({
+	name: "add_twin_ledger_entry",
+	summary: "Add entries to the caller's ledger on a twin",
+	auth: "secret",
+	status: 201,
+	response: ownEntries,
+	params: ledgerParams,
+	body: addBody,
+	async run({ params, body }, ctx) {
+		return send(ctx, params, { kind: "add", entries: changes(body.entries), conditions: body.conditions });
+	},
+});
+
+export const updateTwinLedgerEntry = defineOperation({
+	name: "update_twin_ledger_entry",
+	summary: "Change entries of the caller's ledger on a twin; given fields replace stored ones",
+	auth: "secret",
+	response: ownEntries,
+	params: ledgerParams,
+	body: updateBody,
+	async run({ params, body }, ctx) {
+		return send(ctx, params, { kind: "update", entries: changes(body.entries), conditions: body.conditions });
+	},
+});
+
+export const updateTwinLedgerEntryValue = defineOperation({
+	name: "update_twin_ledger_entry_value",
+	summary: "Change the values of entries of the caller's ledger on a twin",
+	auth: "secret",
+	response: ownEntries,
+	params: ledgerParams,
+	body: updateValueBody,
+	async run({ params, body }, ctx) {
+		return send(ctx, params, { kind: "update", entries: changes(body.entries), conditions: body.conditions });
+	},
+});
+
+export const deleteTwinLedgerEntry = defineOperation({
+	name: "delete_twin_ledger_entry",
+	summary: "Delete entries (by default all the caller can see) of the caller's ledger on a twin",
+	auth: "secret",
+	response: ownEntries,
+	params: ledgerParams,
+	query: z.strictObject({ entries: entryList.optional() }),
+	body: deleteBody,
+	async run({ params, query, body }, ctx) {
+		return send(ctx, params, { kind: "delete", names: query.entries ?? null, conditions: body?.conditions });
+	},
+});
+
+// Only the fields a request names travel on: an absent one keeps its stored value.
+function changes(entries: Record<string, Record<string, unknown>>): Record<string, EntryChange> {
+	const out: Record<string, EntryChange> = {};
+	for (const [name, entry] of Object.entries(entries)) {
+		const change: EntryChange = {};
+		if ("value" in entry) change.value = entry.value as Json;
+		if ("visibility" in entry) change.visibility = entry.visibility as string | null;
+		if ("history" in entry) change.history = entry.history as string | null;
+		if ("publish" in entry) change.publish = entry.publish as Record<string, string> | null;
+		out[name] = change;
+	}
+	return out;
+}

@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { type ResolvedRow, resolveIdentity } from "../db/identities";
+import { canSeeIdentity } from "../rules/identities";
+import { isVisible } from "../rules/visibility";
+import { now } from "../time";
+import { identityParam } from "./identities";
+import { defineOperation } from "./operation";
+import { queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+
+// At most this many attachments are examined, and so at most this many twins answered.
+const MAX_RESOLVED = 1000;
+const MAX_CONTEXT_ACCOUNTS = 10;
+
+// `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
+const context = z.union([
+	z.enum(["personal", "system"]),
+	z
+		.string()
+		.transform((text) => [...new Set(text.split(","))])
+		.pipe(z.array(uuid).min(1).max(MAX_CONTEXT_ACCOUNTS, `At most ${MAX_CONTEXT_ACCOUNTS} accounts`)),
+]);
+
+function twinOf(row: ResolvedRow) {
+	return {
+		uuid: row.twin,
+		owner: row.owner,
+		status: row.status,
+		updated_ts: row.twin_updated_ts,
+		description: JSON.parse(row.description),
+		creation_certificate: JSON.parse(row.creation_certificate),
+		termination_certificate: row.termination_certificate ? JSON.parse(row.termination_certificate) : null,
+	};
+}
+
+export const resolveTwinIdentity = defineOperation({
+	name: "resolve_twin_identity",
+	summary: "The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity",
+	auth: "secret",
+	params: z.strictObject({ identity: identityParam }),
+	query: z.strictObject({ context: context.optional().default("personal"), details: queryBoolean.optional().default(false) }),
+	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])) }),
+	async run({ params, query }, ctx) {
+		const reader = ctx.caller;
+		const me = reader.account;
+		const accounts = query.context === "personal" ? [me] : query.context === "system" ? null : query.context;
+		const own = accounts === null || accounts.includes(me) ? me : null;
+		// A role without an identity rule sees no other account's identity: none is read.
+		const others = accounts?.filter((account) => account !== me) ?? null;
+		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { except: me, only: others } : null;
+
+		const at = now();
+		const rows = await resolveIdentity(ctx.db, params.identity, own, foreign, at, MAX_RESOLVED);
+		const twins = new Map<string, ReturnType<typeof twinOf>>();
+		for (const row of rows) {
+			if (twins.has(row.twin)) continue;
+			const twin = twinOf(row);
+			if (canSeeIdentity(reader, row, twin, at)) twins.set(row.twin, twin);
+		}
+		// Without details every twin is named, even one the caller cannot see; with details
+		// only the visible ones, as scan_twins shows them.
+		if (!query.details) return { twins: [...twins.keys()] };
+		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at)) };
+	},
+});

@@ -1,0 +1,93 @@
+import type { Caller } from "../policy/caller";
+import type { Json, Rule } from "./ast";
+import { type EntryScope, evaluate, type Scope } from "./evaluate";
+import { ruleOf, scopeOf } from "./visibility";
+
+// A ledger entry as the rules see it, with its value already parsed.
+export type Entry = {
+	name: string;
+	value: Json;
+	visibility: string | null;
+	entry_created_ts: number;
+	entry_updated_ts: number;
+	value_changed_ts: number;
+};
+
+type TwinView = NonNullable<Scope["twin"]>;
+
+// The variables a rule sees for the entry `name` of `ledger`; an absent entry reads null.
+export function entryScope(ledger: string, name: string, entry: Entry | undefined, values: Record<string, Json>): EntryScope {
+	return {
+		ledger,
+		name,
+		value: entry?.value ?? null,
+		created_ts: entry?.entry_created_ts ?? null,
+		updated_ts: entry?.entry_updated_ts ?? null,
+		value_changed_ts: entry?.value_changed_ts ?? null,
+		values,
+	};
+}
+
+// Decides, for one reader and one ledger, which entries the reader may see. The role's
+// entry rule decides alone on the reader's own ledger (null: all of them); on another
+// account's ledger the entry's own visibility rule, which reads the reader as USER, must hold
+// too (a private entry, visibility null, is never seen there).
+//
+// LEDGER.<name> gives a rule the other entries' values. The owner's rules (visibility) read
+// them all; rules the reader's side wrote (its role's entry rule on another account's ledger,
+// a writer's conditions) read only entries the reader may see, so no rule can probe a hidden one.
+export class EntrySight {
+	private readonly roleRule: Rule | null;
+	private readonly rules = new Map<string, Rule | null>();
+	private readonly all: Record<string, Json>;
+	private shown: Record<string, Json> | undefined;
+	private seen: Record<string, Json> | undefined;
+
+	constructor(
+		private readonly reader: Caller,
+		private readonly twin: TwinView,
+		private readonly ledger: string,
+		private readonly entries: Map<string, Entry>,
+		private readonly now: number,
+	) {
+		this.roleRule = ruleOf(reader.rules.entry);
+		this.all = Object.fromEntries([...entries.values()].map((e) => [e.name, e.value]));
+	}
+
+	get own() {
+		return this.ledger === this.reader.account;
+	}
+
+	sees(entry: Entry): boolean {
+		if (!this.roleRule) return this.own;
+		if (this.own) return evaluate(this.roleRule, this.scope(entry.name, entry, this.all));
+		return this.public(entry) && evaluate(this.roleRule, this.scope(entry.name, entry, this.publicValues()));
+	}
+
+	// The scope of a condition about `name`: an entry the writer cannot see reads as absent.
+	conditionScope(name: string): Scope {
+		const entry = this.entries.get(name);
+		this.seen ??= Object.fromEntries([...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]));
+		return this.scope(name, entry && this.sees(entry) ? entry : undefined, this.seen);
+	}
+
+	rule(text: string | null): Rule | null {
+		if (text === null) return null;
+		if (!this.rules.has(text)) this.rules.set(text, ruleOf(text));
+		return this.rules.get(text) ?? null;
+	}
+
+	private public(entry: Entry): boolean {
+		const visibility = this.rule(entry.visibility);
+		return visibility !== null && evaluate(visibility, this.scope(entry.name, entry, this.all));
+	}
+
+	private publicValues(): Record<string, Json> {
+		this.shown ??= Object.fromEntries([...this.entries.values()].filter((e) => this.public(e)).map((e) => [e.name, e.value]));
+		return this.shown;
+	}
+
+	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>): Scope {
+		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: entryScope(this.ledger, name, entry, values) };
+	}
+}

@@ -1,0 +1,33 @@
+import type { Caller } from "../policy/caller";
+import type { Json } from "./ast";
+import { evaluate, type Scope } from "./evaluate";
+import { ruleOf } from "./visibility";
+
+export type IdentityView = { identity: string; account: string; visibility: string | null; validity_ts: number | null };
+type TwinView = { uuid: string; owner: string; status: string; description: unknown };
+
+export function isExpired(item: Pick<IdentityView, "validity_ts">, now: number) {
+	return item.validity_ts !== null && item.validity_ts <= now;
+}
+
+// The reader's own account's identities are visible unless its role's identity rule says no.
+// Another account's identity needs a role rule that accepts it and its own visibility rule,
+// both evaluated with the reader as USER; a private, or expired, one is never shown. A role
+// without an identity rule sees its own account's identities only.
+export function canSeeIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: number): boolean {
+	const personal = item.account === caller.account;
+	if (!personal && (item.visibility === null || isExpired(item, now))) return false;
+	const role = ruleOf(caller.rules.identity);
+	if (!role) return personal;
+	const { account, user, role: roleId, description } = caller;
+	const scope: Scope = {
+		user: { account, user, role: roleId, description: description as Json },
+		twin: { ...twin, description: twin.description as Json },
+		identity: item.identity,
+		now,
+	};
+	if (!evaluate(role, scope)) return false;
+	if (personal) return true;
+	const visibility = ruleOf(item.visibility);
+	return visibility !== null && evaluate(visibility, scope);
+}

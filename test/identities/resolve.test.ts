@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { bootstrap, call, d1Cost, expectError, seedTwins } from "../helpers";
+import { attach, newTwin, seedIdentities, userWithRules } from "./support";
+
+const RFID = "RFID#be744bdc";
+const resolve = (secret: string, identity: string, query = "") =>
+	call("GET", `/resolve/${encodeURIComponent(identity)}${query ? `?${query}` : ""}`, { secret });
+
+describe("resolve_twin_identity", () => {
+	it("finds the caller's account's twins by its own identity (context personal by default)", async () => {
+		const admin = await bootstrap();
+		const [one, two] = [await newTwin(admin.secret), await newTwin(admin.secret)];
+		await attach(admin.secret, one, { [RFID]: {} });
+		await attach(admin.secret, two, { [RFID]: {}, "SN#1": {} });
+		const res = await resolve(admin.secret, RFID);
+		expect(res.status).toBe(200);
+		expect(res.body).toEqual({ twins: [one, two].sort() });
+		expect((await resolve(admin.secret, RFID, `context=${admin.account}`)).body).toEqual(res.body);
+		expect((await resolve(admin.secret, "SN#1", "context=system")).body).toEqual({ twins: [two] });
+		expect((await resolve(admin.secret, "SN#2")).body).toEqual({ twins: [] });
+	});
+
+	it("resolves from a second account that was granted visibility, not from a third", async () => {
+		const [a, b, c] = [await bootstrap(), await bootstrap(), await bootstrap()];
+		const twin = await newTwin(a.secret, { shared: true });
+		await attach(a.secret, twin, { [RFID]: { visibility: "USER.partner == true" } });
+		const rules = { twin: "TWIN.shared == true", identity: "true" };
+		const bReader = await userWithRules(b, rules, { partner: true });
+		const cReader = await userWithRules(c, rules, { partner: false });
+
+		for (const context of ["system", a.account, `${c.account},${a.account}`]) {
+			expect((await resolve(bReader, RFID, `context=${context}`)).body).toEqual({ twins: [twin] });
+			expect((await resolve(cReader, RFID, `context=${context}`)).body).toEqual({ twins: [] });
+		}
+		// Personal means the caller's account's identities only.
+		expect((await resolve(bReader, RFID)).body).toEqual({ twins: [] });
+		// A role without an identity rule sees no other account's identity.
+		expect((await resolve(b.secret, RFID, "context=system")).body).toEqual({ twins: [] });
+		// With details, the twin as scan_twins shows it.
+		const detailed = await resolve(bReader, RFID, "context=system&details=true");
+		expect(detailed.body.twins).toEqual([(await call("GET", `/twins/${twin}`, { secret: a.secret })).body]);
+	});
+
+	it("names twins the caller cannot see, but details only visible ones", async () => {
+		const [a, b] = [await bootstrap(), await bootstrap()];
+		const twin = await newTwin(a.secret, { shared: false });
+		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
+		const blind = await userWithRules(b, { twin: "TWIN.shared == true", identity: "true" });
+		// The identity route itself needs the twin visible, but resolving does not.
+		expectError(await call("GET", `/twins/${twin}/identities`, { secret: blind }), 404, 404102);
+		expect((await resolve(blind, RFID, "context=system")).body).toEqual({ twins: [twin] });
+		expect((await resolve(blind, RFID, "context=system&details=TRUE")).body).toEqual({ twins: [] });
+	});
+
+	it("leaves out expired identities, the caller's own included", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await attach(admin.secret, twin, { [RFID]: { validity_ts: 1 } });
+		expect((await resolve(admin.secret, RFID)).body).toEqual({ twins: [] });
+		await call("PATCH", `/twins/${twin}/identities/${encodeURIComponent(RFID)}`, { secret: admin.secret, body: { validity_ts: null } });
+		expect((await resolve(admin.secret, RFID)).body).toEqual({ twins: [twin] });
+	});
+
+	it("resolves identities on terminated twins", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await call("DELETE", `/twins/${twin}`, { secret: admin.secret });
+		await attach(admin.secret, twin, { [RFID]: {} });
+		expect((await resolve(admin.secret, RFID, "details=1")).body.twins).toEqual([expect.objectContaining({ uuid: twin, status: "terminated" })]);
+	});
+
+	it.each([
+		["a raw '#' (a fragment) leaves a bad identity", "/resolve/RFID#abc"],
+		["an unknown context", `/resolve/${encodeURIComponent(RFID)}?context=everyone`],
+		["eleven accounts", `/resolve/${encodeURIComponent(RFID)}?context=${Array.from({ length: 11 }, () => crypto.randomUUID()).join(",")}`],
+		["an empty list entry", `/resolve/${encodeURIComponent(RFID)}?context=${crypto.randomUUID()},`],
+		["a bad details", `/resolve/${encodeURIComponent(RFID)}?details=yes`],
+		["an unknown parameter", `/resolve/${encodeURIComponent(RFID)}?cursor=x`],
+	])("refuses %s with 400", async (_case, path) => {
+		const admin = await bootstrap();
+		expectError(await call("GET", path, { secret: admin.secret }), 400, 400101);
+	});
+
+	it("is one indexed lookup: D1 rows read stay the same with thousands of identities around", async () => {
+		// Other tests' accounts share the database and attach RFID publicly: this one is unique.
+		const RFID = `RFID#${crypto.randomUUID().replaceAll("-", "")}`;
+		const [a, b] = [await bootstrap(), await bootstrap()];
+		const twin = await newTwin(a.secret);
+		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
+		const reader = await userWithRules(b, { twin: "true", identity: "true" });
+		const cost = async (secret: string, query: string) => {
+			const res = await resolve(secret, RFID, query);
+			expect(res.body.twins).toEqual([twin]);
+			return { queries: d1Cost(res, "queries"), rows: d1Cost(res, "rows_read") };
+		};
+		const measure = async () => [await cost(a.secret, ""), await cost(reader, "context=system"), await cost(reader, `context=${a.account}`)];
+		// Identities sharing the identity's prefix on twins of both accounts, public and private:
+		// first a few, then thousands. An index lookup reads one entry past its range, so the
+		// neighbours must be there from the first measure on.
+		const seed = async (twinsPerAccount: number, offset: number) => {
+			for (const account of [a.account, b.account]) {
+				const twins = await seedTwins(account, Array.from({ length: twinsPerAccount }, () => ({})));
+				const rows = twins.flatMap((t, i) =>
+					Array.from({ length: 10 }, (_, j) => ({ twin: t, identity: `${RFID.slice(0, -4)}${offset + i}x${j}`, visibility: j % 2 ? "true" : null })),
+				);
+				await seedIdentities(account, rows);
+			}
+		};
+		await seed(1, 0);
+		const before = await measure();
+		await seed(200, 1);
+		const after = await measure();
+		expect(after).toEqual(before);
+		for (const { queries, rows } of after) {
+			// Authentication, then one query: the identity's index entry, its row and its twin.
+			expect(queries).toBe(2);
+			expect(rows).toBeLessThanOrEqual(10);
+		}
+		console.log(`resolve with 4000 identities around: ${JSON.stringify(after)}`);
+	});
+});

@@ -1,0 +1,43 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { database } from "../../src/db/client";
+import { writeLedger } from "../../src/durable/ledger-writes";
+import { bootstrap, call } from "../helpers";
+import { addEntries, ledger, newTwin } from "./support";
+
+// D1 whose batches fail after their first statement has run: a ledger write is one batch, so
+// nothing of it may remain.
+function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+describe("a ledger write failing in D1", () => {
+	it("leaves entries and history as they were", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { a: { value: 1, history: "INF" }, b: { value: 2 } });
+		const before = (await call("GET", ledger(twin), { secret: admin.secret })).body;
+		const history = async () => (await env.DB.prepare("SELECT count(*) AS n FROM ledger_history WHERE twin = ?").bind(twin).first("n")) as number;
+		const kept = await history();
+
+		const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
+		const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
+		const db = database(failingBatches(env.DB));
+		const base = { twin: twinView, writer, conditions: {} };
+		await expect(writeLedger(db, { ...base, kind: "update", entries: { a: { value: 5 }, b: { value: 6 } } }, 2e9)).rejects.toThrow(/injected_fault/);
+		await expect(writeLedger(db, { ...base, kind: "add", entries: { c: { value: 7, history: "1D" } } }, 2e9)).rejects.toThrow(/injected_fault/);
+		await expect(writeLedger(db, { ...base, kind: "delete", names: null }, 2e9)).rejects.toThrow(/injected_fault/);
+
+		expect((await call("GET", ledger(twin), { secret: admin.secret })).body).toEqual(before);
+		expect(await history()).toBe(kept);
+	});
+});

@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { bootstrap, call, expectError } from "../helpers";
+import { addEntries, ledger, newTwin } from "./support";
+
+describe("conditions on ledger writes", () => {
+	it("writes nothing when a condition is false, and names every false one", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const { a } = await addEntries(admin.secret, twin, { a: { value: 1 }, b: { value: "x" } });
+		const body = {
+			entries: { a: { value: 2 }, b: { value: "y" } },
+			conditions: { a: "entry_value == 5", b: "entry_value == 'x'", missing: "entry_value != null" },
+		};
+		const res = await call("PATCH", ledger(twin), { secret: admin.secret, body });
+		expectError(res, 409, 409102);
+		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["conditions.a", "conditions.missing"]);
+		const now = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries;
+		expect([now.a.value, now.b.value]).toEqual([1, "x"]);
+
+		// The names of the pyi examples: timestamps, other entries, the ledger and the writer.
+		const ok = await call("PATCH", ledger(twin, "personal", "/value"), {
+			secret: admin.secret,
+			body: {
+				entries: { a: { value: 3 } },
+				conditions: {
+					a: `value_changed_ts == ${a.value_changed_ts} and LEDGER.b == 'x' and ledger == account and entry_name == 'a'`,
+					lock: "entry_value == null and entry_created_ts == null",
+				},
+			},
+		});
+		expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+		expect(ok.body.entries.a.value).toBe(3);
+	});
+
+	it("guards adds and deletes too", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { lock: { value: "held" } });
+		const add = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { job: { value: 1 } }, conditions: { lock: "entry_value == 'free'" } } });
+		expectError(add, 409, 409102);
+		const del = await call("DELETE", ledger(twin), { secret: admin.secret, body: { conditions: { lock: "entry_value == 'free'" } } });
+		expectError(del, 409, 409102);
+		expect(Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries)).toEqual(["lock"]);
+		const freed = await call("DELETE", ledger(twin, "personal", "?entries=lock"), { secret: admin.secret, body: { conditions: { lock: "entry_value == 'held'" } } });
+		expect(freed.status).toBe(200);
+	});
+
+	it("lets exactly one of 50 concurrent conditional updates win, round after round", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { counter: { value: { n: 0, by: null }, history: "INF" } });
+		const rounds = 4;
+		for (let round = 0; round < rounds; round++) {
+			const answers = await Promise.all(
+				Array.from({ length: 50 }, (_, i) =>
+					call("PATCH", ledger(twin, "personal", "/value"), {
+						secret: admin.secret,
+						body: { entries: { counter: { value: { n: round + 1, by: i } } }, conditions: { counter: `entry_value.n == ${round}` } },
+					}),
+				),
+			);
+			const winners = answers.flatMap((res, i) => (res.status === 200 ? [i] : []));
+			expect(winners).toHaveLength(1);
+			for (const res of answers) if (res.status !== 200) expectError(res, 409, 409102);
+			const value = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries.counter.value;
+			expect(value).toEqual({ n: round + 1, by: winners[0] });
+		}
+		const history = await call("GET", ledger(twin, "personal", "/history?entries=counter"), { secret: admin.secret });
+		const values = Object.entries(history.body.entries.counter).sort(([a], [b]) => Number(b) - Number(a));
+		expect(values.map(([, v]) => (v as { n: number }).n)).toEqual([4, 3, 2, 1, 0].slice(0, rounds + 1));
+	});
+});
