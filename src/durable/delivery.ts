@@ -37,11 +37,11 @@ export class DeliveryDO extends DurableObject<Env> {
 		}
 		if (this.current.handedOver) return "handed-over";
 		const current = this.current;
-		let timeout: ReturnType<typeof setTimeout> | undefined;
+		let timeout: ReturnType<typeof setTimeout> | null = null;
 		const timer = new Promise<"handed-over">((resolve) => {
 			timeout = setTimeout(() => resolve("handed-over"), HANDOVER_MS);
 		});
-		const answer = await Promise.race([current.result, timer]).finally(() => clearTimeout(timeout));
+		const answer = await Promise.race([current.result, timer]).finally(() => clearTimeout(timeout as ReturnType<typeof setTimeout>));
 		if (answer === "handed-over") {
 			current.handedOver = true;
 			// If this object goes away before the attempt ends, the alarm makes another one.
