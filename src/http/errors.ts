@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 // One error envelope for every failure. `subcode` is status * 1000 + n; this catalogue is the
 // single source of them and is mirrored in the README.

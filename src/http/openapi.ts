@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
 import type { Route } from "../router";
 import { jsonValue } from "../operations/schemas";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { parseRule } from "../rules/parse";
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;

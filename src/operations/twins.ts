@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
 import { unwrap } from "../durable/outcome";
 import type { Caller } from "../policy/caller";

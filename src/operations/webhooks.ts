@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { randomBase64Url, sha256Hex } from "../crypto";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../http/errors";
