@@ -8,7 +8,7 @@ import { now } from "../time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import type { Outcome } from "./outcome";
-import { readPage, type ScanRequest } from "./scan";
+import { pageJson, readPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
 import * as identities from "./identities";
 import * as writes from "./writes";
@@ -103,8 +103,8 @@ export class AccountDO extends DurableObject<Env> {
 		}
 		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
-		const value = { cursor: next, twins: page.twins };
-		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
+		const value = pageJson(next, page.twins);
+		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<string>;
 	}
 
 	private limits(): writes.Limits {

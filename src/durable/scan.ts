@@ -64,7 +64,9 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 		ORDER BY uuid`)) as PageRow[];
 
 	const budget = new Budget(WORK_UNITS);
-	const twins: unknown[] = [];
+	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
+	// answered as it is, with no structured clone and no second parse.
+	const twins: string[] = [];
 	let bytes = ENVELOPE_BYTES;
 	let taken = 0;
 	for (const row of rows) {
@@ -78,8 +80,8 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 			break;
 		}
 		if (accepted) {
-			const twin = request.details ? detailed(row) : row.uuid;
-			bytes += ENCODER.encode(JSON.stringify(twin)).length + 1;
+			const twin = request.details ? detailed(row) : JSON.stringify(row.uuid);
+			bytes += ENCODER.encode(twin).length + 1;
 			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
 			twins.push(twin);
 		}
@@ -100,14 +102,18 @@ function decide(row: PageRow, caller: Caller, match: Rule | null, visible: Rule 
 	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
 }
 
-function detailed(row: PageRow) {
-	return {
-		uuid: row.uuid,
-		owner: row.owner,
-		status: row.status,
-		updated_ts: row.updated_ts,
-		description: JSON.parse(row.description ?? "{}"),
-		creation_certificate: JSON.parse(row.creation_certificate ?? "{}"),
-		termination_certificate: row.termination_certificate ? JSON.parse(row.termination_certificate) : null,
-	};
+// The detailed shape of scan_twins (twinRecord), built from the row's columns. The JSON
+// columns are spliced as stored: only this service writes them, always with JSON.stringify.
+function detailed(row: PageRow): string {
+	const text = JSON.stringify;
+	return (
+		`{"uuid":${text(row.uuid)},"owner":${text(row.owner)},"status":${text(row.status)},"updated_ts":${text(row.updated_ts)},` +
+		`"description":${row.description ?? "{}"},"creation_certificate":${row.creation_certificate ?? "{}"},` +
+		`"termination_certificate":${row.termination_certificate ?? "null"}}`
+	);
+}
+
+// The answer of scan_twins as JSON text.
+export function pageJson(cursor: string | null, twins: string[]): string {
+	return `{"cursor":${JSON.stringify(cursor)},"twins":[${twins.join(",")}]}`;
 }

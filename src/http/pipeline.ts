@@ -1,7 +1,7 @@
 import type { IRequest } from "itty-router";
 import { database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import type { Operation } from "../operations/operation";
+import { JsonText, type Operation } from "../operations/operation";
 import { decide } from "../policy/statement";
 import type { Caller } from "../policy/caller";
 import { authenticate, authenticateAdmin } from "./auth";
@@ -46,6 +46,9 @@ export function pipeline(operation: Operation) {
 		};
 		// The Operation type guarantees `caller` is present for "secret" routes.
 		const result = await operation.run(input as never, ctx as never);
+		if (result instanceof JsonText) {
+			return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
+		}
 		return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
 	};
 }

@@ -38,6 +38,13 @@ export type Operation<
 	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller } : Context): Promise<unknown>;
 };
 
+// An answer already serialized where it was built (a scan page, from the Durable Object):
+// sent as it is, without a second parse by the response schema. Its shape is still the
+// schema's; the tests check real answers against it.
+export class JsonText {
+	constructor(readonly text: string) {}
+}
+
 // Identity function that lets TypeScript infer the handler's input from the schemas.
 export function defineOperation<
 	A extends AuthKind,

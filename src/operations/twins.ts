@@ -6,7 +6,7 @@ import { ApiError } from "../http/errors";
 import { isVisible } from "../rules/visibility";
 import { now } from "../time";
 import type { Context } from "./operation";
-import { defineOperation } from "./operation";
+import { defineOperation, JsonText } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -109,6 +109,6 @@ export const scanTwins = defineOperation({
 	async run({ query }, ctx) {
 		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);
 		const { cursor, ...request } = query;
-		return unwrap(await stub.scan(ctx.caller, cursor, request), ctx.meter);
+		return new JsonText(unwrap(await stub.scan(ctx.caller, cursor, request), ctx.meter));
 	},
 });
