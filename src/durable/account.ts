@@ -85,7 +85,9 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
-	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest) {
+	// The page is read in a session that continues the request's: from a replica at least as
+	// new as the caller's credential check, or the primary.
+	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
 		const meter = new D1Meter();
 		const at = now();
 		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
@@ -96,7 +98,8 @@ export class AccountDO extends DurableObject<Env> {
 		}
 		let page: Awaited<ReturnType<typeof readPage>>;
 		try {
-			page = await readPage(database(meter.wrap(this.env.DB)), caller, after, request, at);
+			const d1 = this.env.DB.withSession(bookmark ?? "first-primary");
+			page = await readPage(database(meter.wrap(d1)), caller, after, request, at);
 		} catch (error) {
 			if (!(error instanceof ApiError)) throw error;
 			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() } satisfies Outcome<never>;

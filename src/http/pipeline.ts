@@ -10,13 +10,13 @@ import { ApiError } from "./errors";
 import { spendAttempt } from "./rate-limit";
 import { validate } from "./validation";
 
-export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter };
+export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter; d1: D1DatabaseSession };
 
 // The order is the contract: authenticate, check the permission rule by operation name,
 // validate params, query and body, and only then run the handler.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
-		const db = database(state.meter.wrap(env.DB));
+		const db = database(state.meter.wrap(state.d1));
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
 			caller = await countingFailures(env, request, () => authenticate(request, db));

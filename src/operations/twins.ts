@@ -109,6 +109,6 @@ export const scanTwins = defineOperation({
 	async run({ query }, ctx) {
 		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);
 		const { cursor, ...request } = query;
-		return new JsonText(unwrap(await stub.scan(ctx.caller, cursor, request), ctx.meter));
+		return new JsonText(unwrap(await stub.scan(ctx.caller, cursor, request, ctx.meter.latestBookmark()), ctx.meter));
 	},
 });
