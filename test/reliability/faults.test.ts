@@ -5,11 +5,19 @@ import { bootstrap, call, createUser, expectError, issueSecret } from "../helper
 import type { ConfirmationJob } from "../../src/webhooks/message";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
+// The same fault in the database's sessions (the Worker runs each request in one).
+function sessionsToo(target: D1Database, property: string | symbol, wrap: (db: D1Database) => D1Database) {
+	if (property !== "withSession") return undefined;
+	return (constraint?: string) => wrap(target.withSession(constraint) as unknown as D1Database);
+}
+
 // D1 whose batches fail after their first statement has run: D1 runs a batch as one
 // transaction, so nothing of it may remain.
 function failingBatches(db: D1Database): D1Database {
 	return new Proxy(db, {
 		get(target, property) {
+			const session = sessionsToo(target, property, failingBatches);
+			if (session) return session;
 			if (property === "batch") {
 				return (statements: D1PreparedStatement[]) =>
 					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
@@ -24,6 +32,8 @@ function failingBatches(db: D1Database): D1Database {
 function failingFor(db: D1Database, poisoned: string): D1Database {
 	return new Proxy(db, {
 		get(target, property) {
+			const session = sessionsToo(target, property, (inner) => failingFor(inner, poisoned));
+			if (session) return session;
 			if (property === "prepare") {
 				return (query: string) => {
 					const statement = target.prepare(query);
