@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OPERATION_NAMES } from "../src/operations/names";
+import { OPERATION_NAMES } from "../src/policy/names";
 import { routes } from "../src/router";
 
 describe("the route table", () => {

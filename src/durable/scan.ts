@@ -3,9 +3,9 @@ import type { Database } from "../db/client";
 import { type Json, type Rule } from "../rules/ast";
 import type { Columns } from "../rules/compile";
 import { compileRule } from "../rules/compile";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../base/errors";
 import { evaluate } from "../rules/evaluate";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { Budget, BudgetExceeded } from "../rules/strings";
 import { ruleOf, scopeOf } from "../rules/visibility";
 
@@ -74,7 +74,7 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 			accepted = row.verdict === 1 || (row.verdict === null && decide(row, caller, match, visible, now, budget));
 		} catch (error) {
 			if (!(error instanceof BudgetExceeded)) throw error;
-			if (taken === 0) throw new ApiError("validation", `match: ${error.message} on one twin`, [{ path: "match", message: error.message }]);
+			if (taken === 0) throw new ApiError("validation", { description: `match: ${error.message} on one twin`, details: [{ path: "match", message: error.message }] });
 			break;
 		}
 		if (accepted) {

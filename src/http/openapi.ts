@@ -2,7 +2,8 @@ import { z } from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
 import type { Route } from "../router";
 import { jsonValue } from "../operations/schemas";
-import { ERRORS, errorEnvelope } from "./errors";
+import { ERRORS } from "../base/errors";
+import { errorEnvelope } from "./errors";
 
 // The API document, built from the route table and the very zod schemas that validate
 // requests and shape answers.

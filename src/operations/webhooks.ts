@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { randomBase64Url, sha256Hex } from "../crypto";
+import { randomBase64Url, sha256Hex } from "../base/crypto";
 import {
 	deleteSubscription,
 	findByToken,
@@ -7,8 +7,8 @@ import {
 	patchSubscription,
 	type SubscriptionRow,
 } from "../db/subscriptions";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { type ConfirmationJob, subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
@@ -34,7 +34,7 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 	if (!row || row.status === "unsubscribed") {
 		// Another account's token, or a dead one, reports what an unknown token costs.
 		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", "No such subscription");
+		throw new ApiError("not_found", { description: "No such subscription" });
 	}
 	if (row.status === "expired" || row.validity_ts <= now()) {
 		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now());
@@ -59,7 +59,7 @@ export const webhookSubscribe = defineOperation({
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
 		if ("refused" in checked) {
-			throw new ApiError("validation", `callback_url: ${checked.refused}`, [{ path: "callback_url", message: checked.refused }]);
+			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
 		}
 		const at = now();
 		const token = randomBase64Url(32);
@@ -83,7 +83,7 @@ export const webhookSubscribe = defineOperation({
 			updated_ts: at,
 		}, limit, at);
 		if (!row) {
-			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
 		const job: ConfirmationJob = {
 			kind: "confirmation",

@@ -1,8 +1,8 @@
-import type { Description, RoleRules, Statement } from "../db/schema";
+import type { Description, RoleRules, Statement } from "../base/caller";
 import type { Json, Rule } from "../rules/ast";
 import { deepEqual, step } from "../rules/evaluate";
 import { parseRule } from "../rules/parse";
-import type { Caller } from "./caller";
+import type { Caller } from "../base/caller";
 import { checkGrant } from "./statement";
 
 // What a caller may hand to anyone (a role, a user, a PIN), decided with no I/O. A request

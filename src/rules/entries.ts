@@ -1,4 +1,4 @@
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import type { Json, Rule } from "./ast";
 import { type EntryScope, evaluate, type Scope } from "./evaluate";
 import { ruleOf, scopeOf } from "./visibility";

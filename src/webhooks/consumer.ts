@@ -1,6 +1,6 @@
 import { database } from "../db/client";
 import { findSubscription, markFailed, patchSubscription, recordAttempt } from "../db/subscriptions";
-import { now } from "../time";
+import { now } from "../base/time";
 import { backoffSeconds, deliver } from "./delivery";
 import { messageHash, signingKey, standardWebhookHeaders } from "./hash";
 import { type ConfirmationJob, confirmationMessage } from "./message";

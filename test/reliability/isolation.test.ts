@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OPERATION_NAMES } from "../../src/operations/names";
+import { OPERATION_NAMES } from "../../src/policy/names";
 import { type Account, bootstrap, call, createUser, issueSecret } from "../helpers";
 import { pathOf, subscribeRecording } from "../webhooks/support";
 
