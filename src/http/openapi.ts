@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
-import type { Route } from "../router";
+import type { Route } from "./route";
 import { jsonValue } from "../operations/schemas";
 import { ERRORS } from "../base/errors";
 import { errorEnvelope } from "./errors";

@@ -1,5 +1,5 @@
 import { type IRequest, Router } from "itty-router";
-import type { Route } from "../router";
+import type { Route } from "./route";
 import type { Page } from "./docs";
 import { ApiError } from "../base/errors";
 import { pipeline, type RequestState } from "./pipeline";

@@ -1,5 +1,5 @@
 import { createAccount } from "./operations/accounts";
-import type { Operation } from "./operations/operation";
+import type { Route } from "./http/route";
 import {
 	createUserSecret,
 	createUserSecretPin,
@@ -27,9 +27,6 @@ import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./ope
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
 import { confirmSubscription, refreshSubscription, unsubscribe, webhookSubscribe } from "./operations/webhooks";
 import { whoAmI } from "./operations/whoami";
-
-export type Method = "GET" | "POST" | "PATCH" | "DELETE";
-export type Route = { method: Method; path: string; operation: Operation };
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
