@@ -43,10 +43,15 @@ const OWN_ACCOUNT: Rule[] = [
 
 // Containment of arbitrary rules is not decided: a granted rule passes when it is the caller's
 // own rule, or narrows it with a top-level `and` whose left operand is exactly that rule.
-function ruleWithin(granted: Rule | null | undefined, own: Rule | null | undefined): boolean {
+// Without a rule, a caller sees its own account's items. For twins `owner == account` says
+// the same; for entries and identities no rule does (`owner` is the twin's owner, and an
+// entry or identity rule also admits other accounts' public items on such a twin), so there
+// only null is within null.
+function ruleWithin(kind: RuleKind, granted: Rule | null | undefined, own: Rule | null | undefined): boolean {
 	if (granted === undefined || own === undefined) return false;
 	if (own === null) {
 		if (granted === null) return true;
+		if (kind !== "twin") return false;
 		const base = granted.kind === "logical" && granted.op === "and" ? granted.left : granted;
 		return OWN_ACCOUNT.some((form) => sameTree(form, base));
 	}
@@ -61,7 +66,7 @@ export function checkRoleGrant(caller: Caller, role: Omit<Role, "uuid"> & { uuid
 	if (!actions.ok) return { ok: false, reason: "actions", actions: actions.actions };
 	if (isAdministrator(caller)) return OK;
 	for (const kind of KINDS) {
-		if (!ruleWithin(tree(role.rules[kind]), tree(caller.rules[kind]))) return { ok: false, reason: "rule", kind };
+		if (!ruleWithin(kind, tree(role.rules[kind]), tree(caller.rules[kind]))) return { ok: false, reason: "rule", kind };
 	}
 	// `role` in the caller's rule reads the holder's role: under another role it sees otherwise.
 	if (role.uuid !== caller.role && readsOf(caller.rules).has("role")) return { ok: false, reason: "inputs", inputs: ["role"] };

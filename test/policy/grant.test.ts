@@ -37,6 +37,18 @@ describe("granting rules", () => {
 		expect(grantTwin(c, R)).toBe(false);
 	});
 
+	it("lets a caller without an entry or identity rule grant only none of that kind", () => {
+		// `owner == account` would admit other accounts' public entries and identities on the
+		// caller's account's twins, which a null rule never shows.
+		const c = { ...caller(null), statement: { effect: "deny" as const, actions: ["delete_user"] } };
+		for (const kind of ["entry", "identity"] as const) {
+			const grant = (rule: string | null) => checkRoleGrant(c, { statement: c.statement, rules: { ...noRules, [kind]: rule } }, STATEMENT_VOCABULARY);
+			expect(grant(null).ok).toBe(true);
+			expect(grant("owner == account")).toEqual({ ok: false, reason: "rule", kind });
+			expect(grant("(owner == account) and entry_name == 'x'").ok).toBe(false);
+		}
+	});
+
 	it("lets the administrator grant any rule", () => {
 		const admin = { ...caller(null), rules: noRules };
 		expect(isAdministrator(admin)).toBe(true);
