@@ -2,7 +2,7 @@ import type { Database } from "../db/client";
 import type { secretPins } from "../db/schema";
 import { deleteSecret, replacePin, setSecretValidity } from "../db/secrets";
 import { ApiError } from "../base/errors";
-import { manageableUser } from "../operations/guards";
+import { manageableUser } from "./guards";
 import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 

@@ -1,9 +1,9 @@
 import type { Database } from "../db/client";
-import { countRoles, deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
+import { countRoles, deleteUnheldRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
 import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
 import { ApiError } from "../base/errors";
-import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "../operations/guards";
+import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "./guards";
 import type { Caller } from "../base/caller";
 import { isAdministrator, mayChangeOwnDescription } from "../policy/grant";
 import { now } from "../base/time";
@@ -35,15 +35,8 @@ export async function createRole(db: Database, caller: Caller, input: RoleInput,
 	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-async function manageableRole(db: Database, caller: Caller, uuid: string) {
-	const role = await findRole(db, caller.account, uuid);
-	if (!role) throw new ApiError("not_found", { description: "No such role" });
-	requireRoleGrant(caller, role);
-	return role;
-}
-
 export async function updateRole(db: Database, caller: Caller, uuid: string, changes: Partial<RoleInput>) {
-	const role = await manageableRole(db, caller, uuid);
+	const role = await grantableRole(db, caller, uuid);
 	if (changes.statement || changes.rules) {
 		const changed = { uuid, statement: changes.statement ?? role.statement, rules: changes.rules ?? role.rules };
 		requireRoleGrant(caller, changed, "The changed role");
@@ -60,7 +53,7 @@ export async function updateRole(db: Database, caller: Caller, uuid: string, cha
 }
 
 export async function deleteRole(db: Database, caller: Caller, uuid: string) {
-	const role = await manageableRole(db, caller, uuid);
+	const role = await grantableRole(db, caller, uuid);
 	const deleted = await deleteUnheldRole(db, caller.account, uuid);
 	if (!deleted) throw new ApiError("conflict", { description: "The role is held by at least one user" });
 	return { ...role, ...deleted };

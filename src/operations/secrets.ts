@@ -5,7 +5,7 @@ import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
-import { manageableUser } from "./guards";
+import { manageableUser } from "../durable/guards";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 

@@ -6,7 +6,9 @@ import type { Caller } from "../base/caller";
 import { checkManageable, checkRoleGrant, describeRefusal, type Target, type Verdict } from "../policy/grant";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 
-// The I/O around the pure policy: read what it decides on, turn its refusals into 403102.
+// The I/O around the pure policy (src/policy/): read what it decides on, turn its refusals
+// into 403102. The account's serialized writes call these inside their step; a read-only
+// operation may call them too.
 
 export function require(verdict: Verdict, what: string) {
 	if (!verdict.ok) throw new ApiError("escalation", { description: describeRefusal(verdict, what) });
