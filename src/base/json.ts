@@ -10,3 +10,6 @@ export function utf8Bytes(text: string): number {
 export function jsonBytes(value: unknown): number {
 	return utf8Bytes(JSON.stringify(value));
 }
+
+// The zod metadata key that marks a schema of any JSON value, for the API document.
+export const ANY_JSON = "anyJson";
