@@ -19,6 +19,8 @@ export default defineConfig(async () => {
 								bindings: {
 									TEST_MIGRATIONS: migrations,
 									ADMIN_TOKEN: "test-admin-token-with-at-least-32-characters",
+									WEBHOOK_KEY: "test-webhook-key-with-at-least-32-characters",
+									PUBLIC_URL: "https://registry.test",
 								},
 							},
 						}),

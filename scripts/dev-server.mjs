@@ -1,10 +1,13 @@
 // Starts `wrangler dev` in its own process group on a given port and state folder, for the
 // benchmark and load scripts; stop() signals the whole group.
+import { randomBytes } from "node:crypto";
 import { wrangler, wranglerDone } from "./wrangler.mjs";
 
 export async function startDevServer({ port, persistTo, vars = {}, inspectorPort }) {
 	await wranglerDone(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
-	const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+	// Webhooks need a sealing key and the public origin; a throwaway server gets throwaway ones.
+	const all = { WEBHOOK_KEY: randomBytes(32).toString("base64url"), PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars };
+	const varArgs = Object.entries(all).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
 	if (inspectorPort) varArgs.push("--inspector-port", String(inspectorPort));
 	const child = wrangler(
 		["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo, "--show-interactive-dev-session=false", ...varArgs],

@@ -1,8 +1,10 @@
 // `npm run webhook-listener -- --secret <API key> [--topic T] [--url URL] [--port N]
-//   [--client-secret S] [--no-confirm]`
+//   [--client-secret S] [--no-confirm] [--list]`
 // A local receiver for developers: listens on 127.0.0.1, subscribes itself to a topic on the
 // given server, verifies each message's hash and Standard Webhooks signature, prints what
-// arrives, and confirms the subscription (unless --no-confirm). Ctrl-C unsubscribes.
+// arrives, confirms the subscription (unless --no-confirm), and shows the subscription's state
+// and recorded delivery attempts after each message. Ctrl-C shows them once more and
+// unsubscribes. `--list` only prints the account's subscriptions and their states.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -16,6 +18,7 @@ const { values } = parseArgs({
 		port: { type: "string", default: "0" },
 		"client-secret": { type: "string", default: randomBytes(12).toString("base64url") },
 		"no-confirm": { type: "boolean", default: false },
+		list: { type: "boolean", default: false },
 	},
 });
 if (!values.secret) {
@@ -28,6 +31,30 @@ const clientSecret = values["client-secret"];
 let resolveServerSecret;
 const serverSecret = new Promise((resolve) => (resolveServerSecret = resolve));
 let manageUrl;
+let subscription;
+
+async function api(path) {
+	const res = await fetch(`${base}${path}`, { headers: { authorization: values.secret } });
+	return res.json();
+}
+
+// The owner's view: state, failure reason and each recorded attempt, newest first.
+async function showState() {
+	if (!subscription) return;
+	const s = await api(`/notifications/webhooks/subscriptions/${subscription}`);
+	console.log(`subscription ${subscription}: ${s.status}, ${s.attempts} attempt(s)${s.failure_reason ? `, failed: ${s.failure_reason}` : ""}`);
+	const { deliveries = [] } = await api(`/notifications/webhooks/subscriptions/${subscription}/deliveries`);
+	for (const d of deliveries) {
+		const next = d.next_attempt_ts ? `, next ${new Date(d.next_attempt_ts * 1000).toISOString()}` : "";
+		console.log(`  #${d.attempt} ${new Date(d.attempted_ts * 1000).toISOString()} ${d.outcome} ${d.detail} (${d.duration_ms} ms${next})`);
+	}
+}
+
+if (values.list) {
+	const { subscriptions = {} } = await api("/notifications/webhooks");
+	for (const [uuid, s] of Object.entries(subscriptions)) console.log(`${uuid}  ${s.status.padEnd(12)} ${s.topic}  ${s.callback_url}`);
+	process.exit(0);
+}
 
 // The recipe of the README: keyed BLAKE2b-256 over the compact JSON of the message without
 // `hash`; Standard Webhooks' HMAC-SHA256 over "id.timestamp.body"; both keyed with the UTF-8
@@ -38,7 +65,9 @@ function verify(body, headers, key) {
 	const signed = `${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`;
 	const expectedSignature = `v1,${createHmac("sha256", key).update(signed).digest("base64")}`;
 	const same = (a, b) => typeof a === "string" && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-	return { message, hashOk: same(hash, expectedHash), signatureOk: same(headers["webhook-signature"], expectedSignature) };
+	// After a key rotation the header carries one signature per key, space-separated.
+	const signatures = (headers["webhook-signature"] ?? "").split(" ");
+	return { message, hashOk: same(hash, expectedHash), signatureOk: signatures.some((s) => same(s, expectedSignature)) };
 }
 
 const server = createServer(async (req, res) => {
@@ -62,6 +91,7 @@ const server = createServer(async (req, res) => {
 		const confirmed = await fetch(manageUrl);
 		console.log(`confirmed: ${confirmed.status} ${await confirmed.text()}`);
 	}
+	await showState();
 });
 
 server.listen(Number(values.port), "127.0.0.1", async () => {
@@ -80,10 +110,12 @@ server.listen(Number(values.port), "127.0.0.1", async () => {
 		process.exit(1);
 	}
 	resolveServerSecret(answer.server_secret);
+	subscription = answer.subscription.uuid;
 	console.log(`listening on ${callback} for topic ${values.topic}; subscription ${answer.subscription.uuid}`);
 });
 
 process.on("SIGINT", async () => {
+	await showState().catch(() => undefined);
 	if (manageUrl) {
 		const gone = await fetch(manageUrl, { method: "DELETE" }).catch(() => undefined);
 		console.log(`\nunsubscribed: ${gone?.status ?? "server unreachable"}`);

@@ -9,6 +9,7 @@ import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./w
 import type { ConfirmationJob } from "./webhooks/message";
 
 export { AccountDO } from "./durable/account";
+export { DeliveryDO } from "./durable/delivery";
 
 const router = buildRouter(routes, documentPages(routes));
 

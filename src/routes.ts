@@ -26,6 +26,13 @@ import { createUserRole, deleteUserRole, getUserRole, getUserRoles, updateUserRo
 import { createTwin, getTwin, scanTwins, terminateTwin, updateTwin } from "./operations/twins";
 import { createUser, deleteUser, getUser, getUsers, updateUser } from "./operations/users";
 import { confirmSubscription, refreshSubscription, unsubscribe, webhookSubscribe } from "./operations/webhooks";
+import {
+	deleteWebhookSubscription,
+	getWebhookDeliveries,
+	getWebhookSubscription,
+	getWebhookSubscriptions,
+	resendWebhookConfirmation,
+} from "./operations/webhook-subscriptions";
 import { whoAmI } from "./operations/whoami";
 
 // The route table: every operation once, under the path of the interface.
@@ -65,6 +72,12 @@ export const routes: Route[] = [
 	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger/value", operation: updateTwinLedgerEntryValue },
 	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/history", operation: getTwinLedgerEntryHistory },
 	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
+	{ method: "GET", path: "/notifications/webhooks", operation: getWebhookSubscriptions },
+	// Before /notifications/webhooks/:account, although that one segment could not match these.
+	{ method: "GET", path: "/notifications/webhooks/subscriptions/:subscription", operation: getWebhookSubscription },
+	{ method: "DELETE", path: "/notifications/webhooks/subscriptions/:subscription", operation: deleteWebhookSubscription },
+	{ method: "GET", path: "/notifications/webhooks/subscriptions/:subscription/deliveries", operation: getWebhookDeliveries },
+	{ method: "POST", path: "/notifications/webhooks/subscriptions/:subscription/confirmation", operation: resendWebhookConfirmation },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },

@@ -32,9 +32,15 @@ export const ERRORS = {
 		subcode: 409105,
 		description: "The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)",
 	},
+	subscription_failed: {
+		status: 409,
+		subcode: 409106,
+		description: "The subscription failed; its owner can resend the confirmation",
+	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
+	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks are not configured on this server" },
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

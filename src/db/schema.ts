@@ -97,8 +97,10 @@ export const twins = sqliteTable(
 
 export type { Description, RoleRules, Statement };
 
-// A webhook subscription. The confirmation token is kept only as its SHA-256. Every delivery
-// attempt of the confirmation message leaves its outcome here.
+// A webhook subscription. The confirmation token is kept as its SHA-256 (to find the row) and,
+// while a confirmation message may still need it, sealed (to build the URL at delivery time).
+// Signing keys (client_secret + server_secret) are kept sealed too: messages are signed when
+// they are delivered, not when they are queued. See src/webhooks/seal.ts.
 export const subscriptions = sqliteTable(
 	"subscriptions",
 	{
@@ -110,16 +112,44 @@ export const subscriptions = sqliteTable(
 		token_hash: text("token_hash").notNull(),
 		status: text("status", { enum: ["pending", "confirmed", "unsubscribed", "expired", "failed"] }).notNull(),
 		validity_ts: real("validity_ts").notNull(),
+		// The uuid of the current confirmation message; a resend replaces it, and a queued job
+		// naming another one is stale.
 		message: text("message").notNull(),
 		attempts: integer("attempts").notNull().default(0),
 		last_attempt_ts: real("last_attempt_ts"),
 		last_outcome: text("last_outcome"),
 		// Set once the confirmation was delivered: a redelivered queue message sends nothing more.
 		delivered_ts: real("delivered_ts"),
+		failure_reason: text("failure_reason"),
+		sealed_token: text("sealed_token"),
+		sealed_key: text("sealed_key"),
+		// The key replaced by the last rotation, still signing alongside the new one until
+		// previous_key_until.
+		sealed_previous_key: text("sealed_previous_key"),
+		previous_key_until: real("previous_key_until"),
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
 	},
 	(t) => [uniqueIndex("subscriptions_token").on(t.token_hash), index("subscriptions_account").on(t.account)],
+);
+
+// Every delivery attempt of every message to a subscription, newest kept (see
+// MAX_DELIVERIES_KEPT in src/db/deliveries.ts).
+export const webhookDeliveries = sqliteTable(
+	"webhook_deliveries",
+	{
+		seq: integer("seq").primaryKey({ autoIncrement: true }),
+		subscription: text("subscription").notNull(),
+		message: text("message").notNull(),
+		attempt: integer("attempt").notNull(),
+		attempted_ts: real("attempted_ts").notNull(),
+		outcome: text("outcome", { enum: ["delivered", "retry", "failed"] }).notNull(),
+		http_status: integer("http_status"),
+		duration_ms: integer("duration_ms").notNull(),
+		next_attempt_ts: real("next_attempt_ts"),
+		detail: text("detail").notNull(),
+	},
+	(t) => [index("webhook_deliveries_subscription").on(t.subscription, t.seq)],
 );
 
 // An external id (`RFID#...`) an account attached to a twin, whoever owns the twin. The key

@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gt, inArray, lte, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { subscriptions } from "./schema";
 
@@ -26,9 +26,55 @@ export async function insertSubscriptionWithin(db: Database, row: SubscriptionRo
 	return inserted;
 }
 
+// Live subscriptions (pending or confirmed, unexpired): what MAX_SUBSCRIPTIONS limits.
+export async function countLiveSubscriptions(db: Database, account: string, at: number) {
+	const [row] = await db
+		.select({ n: sql<number>`count(*)` })
+		.from(subscriptions)
+		.where(and(eq(subscriptions.account, account), inArray(subscriptions.status, ["pending", "confirmed"]), gt(subscriptions.validity_ts, at)));
+	return row?.n ?? 0;
+}
+
 export async function findSubscription(db: Database, uuid: string) {
 	const [row] = await db.select().from(subscriptions).where(eq(subscriptions.uuid, uuid)).limit(1);
 	return row;
+}
+
+// A subscription of the given account: another account's is as absent as a missing one.
+export async function findOwnSubscription(db: Database, account: string, uuid: string) {
+	const [row] = await db
+		.select()
+		.from(subscriptions)
+		.where(and(eq(subscriptions.uuid, uuid), eq(subscriptions.account, account)))
+		.limit(1);
+	return row;
+}
+
+// A pending or confirmed subscription past its validity is expired, whether or not a request
+// has written that down yet; answers and filters go by this.
+export function effectiveStatus(row: Pick<SubscriptionRow, "status" | "validity_ts">, at: number): Status {
+	return (row.status === "pending" || row.status === "confirmed") && row.validity_ts <= at ? "expired" : row.status;
+}
+
+function statusIs(status: Status, at: number): SQL | undefined {
+	const s = subscriptions;
+	if (status === "expired") return or(eq(s.status, "expired"), and(inArray(s.status, ["pending", "confirmed"]), lte(s.validity_ts, at)));
+	if (status === "pending" || status === "confirmed") return and(eq(s.status, status), gt(s.validity_ts, at));
+	return eq(s.status, status);
+}
+
+export async function listSubscriptions(db: Database, account: string, filter: { topic?: string; status?: Status }, at: number) {
+	return db
+		.select()
+		.from(subscriptions)
+		.where(
+			and(
+				eq(subscriptions.account, account),
+				filter.topic === undefined ? undefined : eq(subscriptions.topic, filter.topic),
+				filter.status === undefined ? undefined : statusIs(filter.status, at),
+			),
+		)
+		.orderBy(asc(subscriptions.created_ts), asc(subscriptions.uuid));
 }
 
 export async function deleteSubscription(db: Database, uuid: string) {
@@ -44,46 +90,51 @@ export async function findByToken(db: Database, account: string, tokenHash: stri
 	return row;
 }
 
+type Changes = Partial<
+	Pick<
+		SubscriptionRow,
+		| "status"
+		| "validity_ts"
+		| "message"
+		| "token_hash"
+		| "sealed_token"
+		| "sealed_key"
+		| "sealed_previous_key"
+		| "previous_key_until"
+		| "delivered_ts"
+		| "failure_reason"
+		| "attempts"
+	>
+>;
+
+// `onlyIf` guards against a change racing another: the row changes only while it still has
+// that status (and message), and undefined is answered when it no longer does.
 export async function patchSubscription(
 	db: Database,
 	uuid: string,
-	changes: Partial<Pick<SubscriptionRow, "status" | "validity_ts">>,
+	changes: Changes,
 	at: number,
+	onlyIf?: { status?: Status; message?: string },
 ) {
 	const [row] = await db
 		.update(subscriptions)
 		.set({ ...changes, updated_ts: at })
-		.where(eq(subscriptions.uuid, uuid))
+		.where(
+			and(
+				eq(subscriptions.uuid, uuid),
+				onlyIf?.status === undefined ? undefined : eq(subscriptions.status, onlyIf.status),
+				onlyIf?.message === undefined ? undefined : eq(subscriptions.message, onlyIf.message),
+			),
+		)
 		.returning();
 	return row;
 }
 
-// Every delivery attempt is counted and its outcome kept. A final failure changes the status
-// only of a subscription still pending: one confirmed meanwhile stays confirmed.
-export async function recordAttempt(
-	db: Database,
-	uuid: string,
-	outcome: { text: string; kind: "delivered" | "permanent" | "retry" },
-	at: number,
-) {
+// The dead-letter consumer's verdict: only the confirmation it was about can fail it, and only
+// while still pending.
+export async function markFailed(db: Database, uuid: string, message: string, reason: string, at: number) {
 	await db
 		.update(subscriptions)
-		.set({
-			attempts: sql`${subscriptions.attempts} + 1`,
-			last_attempt_ts: at,
-			last_outcome: outcome.text,
-			updated_ts: at,
-			...(outcome.kind === "delivered" ? { delivered_ts: at } : {}),
-			...(outcome.kind === "permanent"
-				? { status: sql`CASE WHEN ${subscriptions.status} = 'pending' THEN 'failed' ELSE ${subscriptions.status} END` }
-				: {}),
-		})
-		.where(eq(subscriptions.uuid, uuid));
-}
-
-export async function markFailed(db: Database, uuid: string, outcome: string, at: number) {
-	await db
-		.update(subscriptions)
-		.set({ status: "failed" satisfies Status, last_outcome: outcome, updated_ts: at })
-		.where(and(eq(subscriptions.uuid, uuid), eq(subscriptions.status, "pending")));
+		.set({ status: "failed" satisfies Status, failure_reason: reason, updated_ts: at })
+		.where(and(eq(subscriptions.uuid, uuid), eq(subscriptions.status, "pending"), eq(subscriptions.message, message)));
 }

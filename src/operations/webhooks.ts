@@ -1,33 +1,29 @@
 import { z } from "zod";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
-import {
-	deleteSubscription,
-	findByToken,
-	insertSubscriptionWithin,
-	patchSubscription,
-	type SubscriptionRow,
-} from "../db/subscriptions";
+import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
-import { type ConfirmationJob, subscriptionView } from "../webhooks/message";
+import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
+import { subscriptionView } from "../webhooks/message";
+import { tokenUrl } from "../webhooks/seal";
 import { type Context, defineOperation } from "./operation";
 import { subscriptionOut } from "./schemas";
+import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 
 export const MAX_EXPIRES = 604_800;
 
 const expires = z.number().int().min(1).max(MAX_EXPIRES, `Must be at most ${MAX_EXPIRES} seconds`);
 const clientSecret = z.string().regex(/^[A-Za-z0-9_=-]{16}$/, "Must be 16 URL-safe Base64 characters");
+export const topic = z.string().regex(/^[0-9A-Za-z-]{3,48}$/, "Must be 3 to 48 letters, digits or '-'");
 
 // The token URL names the subscription: its token is the only proof a caller needs.
 const tokenParams = z.strictObject({ account: z.string() });
 const tokenQuery = z.strictObject({ token: z.string() });
 
-function tokenUrl(ctx: Context, account: string, token: string) {
-	return `${ctx.url.origin}/notifications/webhooks/${account}?token=${token}`;
-}
-
-// A live subscription behind a token: unknown or unsubscribed is 404, past its validity 400.
+// The subscription behind a token, while the token still works. Unknown or unsubscribed is 404,
+// past its validity 400, failed 409: failed, unsubscribed and expired are final for a token,
+// and only the owner's resend_webhook_confirmation issues a new one.
 async function liveSubscription(ctx: Context, account: string, token: string): Promise<SubscriptionRow> {
 	const before = ctx.meter.snapshot();
 	const row = token ? await findByToken(ctx.db, account, await sha256Hex(token)) : undefined;
@@ -36,8 +32,9 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 		ctx.meter.concealReadsSince(before);
 		throw new ApiError("not_found", { description: "No such subscription" });
 	}
+	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
-		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now());
+		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now(), { status: row.status });
 		throw new ApiError("subscription_expired");
 	}
 	return row;
@@ -51,7 +48,7 @@ export const webhookSubscribe = defineOperation({
 	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.string().optional() }),
 	body: z.strictObject({
 		callback_url: z.string().max(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`),
-		topic: z.string().regex(/^[0-9A-Za-z-]{3,48}$/, "Must be 3 to 48 letters, digits or '-'"),
+		topic,
 		client_secret: clientSecret.optional(),
 		expires: expires.optional().default(MAX_EXPIRES),
 	}),
@@ -62,44 +59,34 @@ export const webhookSubscribe = defineOperation({
 			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
 		}
 		const at = now();
-		const token = randomBase64Url(32);
+		const uuid = crypto.randomUUID();
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
+		const confirmation = await newConfirmation(ctx.env, uuid);
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
 		const row = await insertSubscriptionWithin(ctx.db, {
-			uuid: crypto.randomUUID(),
+			uuid,
 			account: ctx.caller.account,
 			user: ctx.caller.user,
 			topic: body.topic,
 			callback_url: checked.url,
-			token_hash: await sha256Hex(token),
 			status: "pending",
 			validity_ts: at + body.expires,
-			message: crypto.randomUUID(),
 			attempts: 0,
 			last_attempt_ts: null,
 			last_outcome: null,
 			delivered_ts: null,
+			failure_reason: null,
+			...confirmation,
+			sealed_key: body.client_secret && serverSecret ? await sealKey(ctx.env, uuid, body.client_secret, serverSecret) : null,
+			sealed_previous_key: null,
+			previous_key_until: null,
 			created_ts: at,
 			updated_ts: at,
 		}, limit, at);
 		if (!row) {
 			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
-		const job: ConfirmationJob = {
-			kind: "confirmation",
-			subscription: row.uuid,
-			message: row.message,
-			confirmation_url: tokenUrl(ctx, row.account, token),
-			client_secret: body.client_secret ?? null,
-			server_secret: serverSecret,
-		};
-		try {
-			await ctx.env.WEBHOOKS.send(job);
-		} catch (error) {
-			// Without its message the subscription could never be confirmed: take it back.
-			await deleteSubscription(ctx.db, row.uuid);
-			throw error;
-		}
+		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
 		return {
 			callback_url: row.callback_url,
 			subscription: subscriptionView(row),
@@ -109,8 +96,7 @@ export const webhookSubscribe = defineOperation({
 });
 
 // The flat subscription of the confirm answer, with the URLs that manage it.
-function managed(ctx: Context, row: SubscriptionRow, token: string) {
-	const url = tokenUrl(ctx, row.account, token);
+function managed(row: SubscriptionRow, url: string) {
 	return { ...subscriptionView(row), unsubscribe_url: url, refresh_url: url };
 }
 
@@ -123,27 +109,45 @@ export const confirmSubscription = defineOperation({
 	query: tokenQuery,
 	async run({ params, query }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
-		const confirmed = row.status === "confirmed" ? row : await patchSubscription(ctx.db, row.uuid, { status: "confirmed" }, now());
-		return managed(ctx, confirmed, query.token);
+		// Built first: a server without PUBLIC_URL refuses before it changes anything.
+		const url = tokenUrl(ctx.env, row.account, query.token);
+		if (row.status === "confirmed") return managed(row, url);
+		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
+		const confirmed = await patchSubscription(ctx.db, row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });
+		return managed(confirmed ?? (await liveSubscription(ctx, params.account, query.token)), url);
 	},
 });
 
 export const refreshSubscription = defineOperation({
 	name: "webhook_refresh_subscription",
-	summary: "Extend a subscription's validity; a new client_secret gets a new server_secret",
+	summary: "Extend a subscription's validity and/or rotate its signing key with a new client_secret",
 	auth: "none",
 	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.string().optional() }),
 	params: tokenParams,
 	query: tokenQuery,
-	body: z.strictObject({ expires: expires.optional().default(MAX_EXPIRES), client_secret: clientSecret.optional() }),
+	body: z.strictObject({ expires: expires.optional(), client_secret: clientSecret.optional() }),
 	async run({ params, query, body }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
 		const at = now();
-		const refreshed = await patchSubscription(ctx.db, row.uuid, { validity_ts: at + body.expires }, at);
+		// Without expires the validity stays as it is.
+		const changes: Parameters<typeof patchSubscription>[2] = body.expires === undefined ? {} : { validity_ts: at + body.expires };
+		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
+		if (body.client_secret && serverSecret) {
+			// The new key signs from now on; the old one signs alongside it for a day.
+			changes.sealed_key = await sealKey(ctx.env, row.uuid, body.client_secret, serverSecret);
+			changes.sealed_previous_key = row.sealed_key;
+			changes.previous_key_until = row.sealed_key ? at + ROTATION_OVERLAP_SECONDS : null;
+		}
+		const refreshed = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status });
+		if (!refreshed) {
+			// Its state changed meanwhile (confirmed, failed, ended): answer as the token now stands.
+			await liveSubscription(ctx, params.account, query.token);
+			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
+		}
 		return {
 			subscription: subscriptionView(refreshed),
 			callback_url: refreshed.callback_url,
-			...(body.client_secret ? { server_secret: randomBase64Url(12) } : {}),
+			...(serverSecret ? { server_secret: serverSecret } : {}),
 		};
 	},
 });
@@ -157,6 +161,13 @@ export const unsubscribe = defineOperation({
 	query: tokenQuery,
 	async run({ params, query }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
-		return subscriptionView(await patchSubscription(ctx.db, row.uuid, { status: "unsubscribed" }, now()));
+		return subscriptionView(await endSubscription(ctx, row));
 	},
 });
+
+// Ends a subscription (the token's unsubscribe, the owner's delete): the secrets it kept are
+// dropped with it.
+export async function endSubscription(ctx: Context, row: SubscriptionRow) {
+	const changes = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
+	return (await patchSubscription(ctx.db, row.uuid, changes, now())) ?? row;
+}

@@ -39,6 +39,11 @@ export const OPERATION_NAMES = [
 	"confirm_a_webhook_subscription",
 	"webhook_refresh_subscription",
 	"webhook_unsubscribe",
+	"get_webhook_subscriptions",
+	"get_webhook_subscription",
+	"get_webhook_deliveries",
+	"resend_webhook_confirmation",
+	"delete_webhook_subscription",
 	"create_account",
 ] as const;
 

@@ -1,58 +1,42 @@
 import { database } from "../db/client";
-import { findSubscription, markFailed, patchSubscription, recordAttempt } from "../db/subscriptions";
+import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
-import { backoffSeconds, deliver } from "./delivery";
-import { messageHash, signingKey, standardWebhookHeaders } from "./hash";
-import { type ConfirmationJob, confirmationMessage } from "./message";
+import { attemptNumber } from "./attempt";
+import { RETRY_SCHEDULE, retryDelay } from "./delivery";
+import type { ConfirmationJob } from "./message";
 
 export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
 
-// Each message is acknowledged or retried on its own, so one slow or failing receiver does
-// not hold back the others in its batch.
+// Each message is attempted in its own delivery object (src/durable/delivery.ts), all of the
+// batch at once, and acknowledged, retried or dead-lettered on its own. An attempt that takes
+// longer than the hand-over time is left to its object, so a hanging receiver holds neither
+// its batch nor the batches behind it.
 export async function consumeConfirmations(batch: MessageBatch<ConfirmationJob>, env: Env) {
-	const db = database(env.DB);
 	await Promise.all(
 		batch.messages.map(async (message) => {
+			const attempt = attemptNumber(message.body, message.attempts);
 			try {
-				await handle(db, message);
+				const settlement = await env.DELIVERIES.getByName(message.body.message).run(message.body, attempt);
+				if (settlement === "handed-over" || settlement.action === "done") return message.ack();
+				if (settlement.action === "retry") return message.retry({ delaySeconds: settlement.delay });
+				await env.WEBHOOK_DEAD_LETTERS.send(message.body);
+				message.ack();
 			} catch (error) {
+				// D1, the object or the configuration failed us, not the receiver: try again later.
 				console.error(JSON.stringify({ queue: batch.queue, message: message.id, error: String(error) }));
-				message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+				message.retry({ delaySeconds: retryDelay(attempt, null) ?? RETRY_SCHEDULE[0] });
 			}
 		}),
 	);
 }
 
-async function handle(db: ReturnType<typeof database>, message: Message<ConfirmationJob>) {
-	const job = message.body;
-	const row = await findSubscription(db, job.subscription);
-	// Delivered before (a message can arrive twice), confirmed, unsubscribed, expired or failed
-	// already: there is nothing left to deliver.
-	if (!row || row.status !== "pending" || row.delivered_ts !== null) return message.ack();
-
-	const at = now();
-	if (row.validity_ts <= at) {
-		await patchSubscription(db, row.uuid, { status: "expired" }, at);
-		return message.ack();
-	}
-
-	const key = job.client_secret && job.server_secret ? signingKey(job.client_secret, job.server_secret) : null;
-	const content = confirmationMessage(job, row, at);
-	const body = JSON.stringify({ ...content, hash: key ? messageHash(content, key) : null });
-	const headers = await standardWebhookHeaders(job.message, Math.floor(at), body, key);
-	const outcome = await deliver(row.callback_url, body, headers);
-
-	const suffix = { delivered: "", permanent: ", not retried", retry: ", will retry" }[outcome.kind];
-	await recordAttempt(db, row.uuid, { kind: outcome.kind, text: `attempt ${message.attempts}: ${outcome.detail}${suffix}` }, now());
-	if (outcome.kind === "retry") return message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-	message.ack();
-}
-
-// What ran out of retries arrives here; the subscription says so.
+// What ran out of retries arrives here; the subscription says so, with the last outcome.
 export async function consumeDeadLetters(batch: MessageBatch<ConfirmationJob>, env: Env) {
 	const db = database(env.DB);
 	for (const message of batch.messages) {
-		await markFailed(db, message.body.subscription, "retries exhausted: the confirmation was not delivered", now());
+		const row = await findSubscription(db, message.body.subscription);
+		const last = row?.last_outcome ? ` (last attempt: ${row.last_outcome})` : "";
+		await markFailed(db, message.body.subscription, message.body.message, `retries exhausted: the confirmation was not delivered${last}`, now());
 		message.ack();
 	}
 }

@@ -1,9 +1,19 @@
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
-export type DeliveryOutcome =
-	| { kind: "delivered"; detail: string }
-	| { kind: "permanent"; detail: string }
-	| { kind: "retry"; detail: string };
+// Queue delays between attempts, after attempt 1, 2, ...: about 23.7 hours in all, each within
+// the platform's 12-hour cap. wrangler.toml's max_retries equals its length, so the attempt
+// after the last entry that fails goes to the dead-letter queue.
+export const RETRY_SCHEDULE = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800] as const;
+export const MAX_QUEUE_DELAY = 43_200;
+
+export type DeliveryOutcome = {
+	kind: "delivered" | "permanent" | "retry";
+	detail: string;
+	status: number | null;
+	durationMs: number;
+	// Seconds the receiver asked us to wait (Retry-After), when it said so.
+	retryAfter: number | null;
+};
 
 // 2xx is delivered. Redirects are not followed and, like 4xx other than 408 and 429, will not
 // get better by retrying. 5xx, 408, 429, timeouts and network errors are worth another try.
@@ -13,7 +23,18 @@ export function classify(status: number): DeliveryOutcome["kind"] {
 	return "permanent";
 }
 
+// Retry-After is either delay-seconds or an HTTP date (RFC 9110 10.2.3).
+export function parseRetryAfter(value: string | null, nowMs: number): number | null {
+	if (!value) return null;
+	const text = value.trim();
+	if (/^\d+$/.test(text)) return Number(text);
+	const date = Date.parse(text);
+	if (Number.isNaN(date)) return null;
+	return Math.max(0, Math.ceil((date - nowMs) / 1000));
+}
+
 export async function deliver(url: string, body: string, headers: Record<string, string>): Promise<DeliveryOutcome> {
+	const started = Date.now();
 	try {
 		const response = await fetch(url, {
 			method: "POST",
@@ -23,14 +44,31 @@ export async function deliver(url: string, body: string, headers: Record<string,
 			signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
 		});
 		await response.body?.cancel();
-		return { kind: classify(response.status), detail: `HTTP ${response.status}` };
+		const kind = classify(response.status);
+		return {
+			kind,
+			detail: `HTTP ${response.status}`,
+			status: response.status,
+			durationMs: Date.now() - started,
+			retryAfter: kind === "retry" ? parseRetryAfter(response.headers.get("retry-after"), Date.now()) : null,
+		};
 	} catch (error) {
 		const timedOut = (error as Error)?.name === "TimeoutError";
-		return { kind: "retry", detail: timedOut ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : `network error: ${String(error)}` };
+		return {
+			kind: "retry",
+			detail: timedOut ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : `network error: ${String(error)}`,
+			status: null,
+			durationMs: Date.now() - started,
+			retryAfter: null,
+		};
 	}
 }
 
-// 5 s, 10 s, 20 s, ... capped at 10 minutes.
-export function backoffSeconds(attempt: number): number {
-	return Math.min(5 * 2 ** Math.max(0, attempt - 1), 600);
+// The delay before the next attempt after attempt `attempt` failed, or null when it was the
+// last. Retry-After is honoured as "not before": it lengthens a delay, never shortens one, and
+// is capped at the queue's 12 hours.
+export function retryDelay(attempt: number, retryAfter: number | null): number | null {
+	const scheduled = RETRY_SCHEDULE[attempt - 1];
+	if (scheduled === undefined) return null;
+	return Math.min(Math.max(scheduled, retryAfter ?? 0), MAX_QUEUE_DELAY);
 }

@@ -15,14 +15,18 @@ export function messageHash(message: object, key: Uint8Array): string {
 }
 
 // Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) so off-the-shelf
-// verifiers work; their secret is "whsec_" + base64 of the same key.
-export async function standardWebhookHeaders(id: string, timestamp: number, body: string, key: Uint8Array | null) {
+// verifiers work; their secret is "whsec_" + base64 of the same key. With several keys (the
+// new and the previous one after a rotation) the header carries one signature per key, in that
+// order, space-separated, as the specification allows.
+export async function standardWebhookHeaders(id: string, timestamp: number, body: string, keys: Uint8Array[]) {
 	const headers: Record<string, string> = { "webhook-id": id, "webhook-timestamp": String(timestamp) };
-	if (key) {
+	const signatures: string[] = [];
+	for (const key of keys) {
 		const hmac = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 		const signature = await crypto.subtle.sign("HMAC", hmac, encoder.encode(`${id}.${timestamp}.${body}`));
-		headers["webhook-signature"] = `v1,${toBase64(new Uint8Array(signature))}`;
+		signatures.push(`v1,${toBase64(new Uint8Array(signature))}`);
 	}
+	if (signatures.length) headers["webhook-signature"] = signatures.join(" ");
 	return headers;
 }
 

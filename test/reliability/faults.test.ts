@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
+import type { ConfirmationJob } from "../../src/webhooks/message";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
 // D1 whose batches fail after their first statement has run: D1 runs a batch as one
@@ -44,9 +45,9 @@ function failingFor(db: D1Database, poisoned: string): D1Database {
 	});
 }
 
-// Runs `work` while the account's object writes through `db`: user deletion happens there.
-async function withObjectDb<T>(account: string, db: D1Database, work: () => Promise<T>): Promise<T> {
-	const stub = env.ACCOUNTS.getByName(account);
+// Runs `work` while a Durable Object (the account's, where user deletion happens, or a webhook
+// message's delivery object) writes through `db`.
+async function withObjectDb<T>(stub: DurableObjectStub, db: D1Database, work: () => Promise<T>): Promise<T> {
 	type Swappable = { env: Env };
 	const original = await runInDurableObject(stub, (instance) => {
 		const o = (instance as unknown as Swappable).env;
@@ -80,7 +81,7 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		const res = await withObjectDb(admin.account, failingBatches(env.DB), () => call("DELETE", `/users/${user}`, { secret: admin.secret }));
+		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () => call("DELETE", `/users/${user}`, { secret: admin.secret }));
 		expectError(res, 500, 500101);
 		expect((await call("GET", "/whoami", { secret })).body.user).toBe(user);
 		expect((await call("DELETE", `/users/${user}`, { secret: admin.secret })).status).toBe(200);
@@ -103,14 +104,18 @@ describe("a queue consumer failing mid-batch", () => {
 	it("retries only the failed message, and a redelivery sends nothing twice", async () => {
 		const admin = await bootstrap();
 		const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
-		const jobs = [];
+		const jobs: ConfirmationJob[] = [];
 		for (const id of ids) jobs.push((await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` })).job);
 
 		const { createMessageBatch, createExecutionContext, getQueueResult } = await import("cloudflare:test");
 		const batch = createMessageBatch("twin-webhooks", jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
 		const ctx = createExecutionContext();
 		const worker = (await import("../../src/index")).default;
-		await (worker.queue as ExportedHandlerQueueHandler<Env>)(batch, { ...env, DB: failingFor(env.DB, jobs[1].subscription) }, ctx);
+		// Each attempt runs in its message's delivery object: D1 fails there for the second one.
+		const poisoned = failingFor(env.DB, jobs[1].subscription);
+		await withObjectDb(env.DELIVERIES.getByName(jobs[1].message), poisoned, async () =>
+			(worker.queue as ExportedHandlerQueueHandler<Env>)(batch, env, ctx),
+		);
 		const result = await getQueueResult(batch, ctx);
 		expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-2"]);
 		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["msg-1"]);

@@ -15,6 +15,7 @@ type World = {
 	firstCursor: string;
 	firstPin: string;
 	firstToken: string;
+	firstSubscription: string;
 	firstIdentity: string;
 	secondTwin: string;
 };
@@ -103,6 +104,20 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "PATCH", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, body: {}, expect: [404] },
 	],
 	webhook_unsubscribe: (w) => [{ method: "DELETE", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	get_webhook_subscriptions: (w) => [
+		{ method: "GET", path: "/notifications/webhooks", secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: "/notifications/webhooks?topic=twins", secret: w.second.secret, expect: [200] },
+	],
+	get_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] }],
+	get_webhook_deliveries: (w) => [
+		{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/deliveries`, secret: w.second.secret, expect: [404] },
+	],
+	resend_webhook_confirmation: (w) => [
+		{ method: "POST", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/confirmation`, secret: w.second.secret, expect: [404] },
+	],
+	delete_webhook_subscription: (w) => [
+		{ method: "DELETE", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] },
+	],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
@@ -124,13 +139,14 @@ describe("the tenant-isolation matrix", () => {
 		const secondTwin = (await call("POST", "/twins", { secret: second.secret, body: {} })).body.uuid;
 		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
-		const { job } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
-		const firstToken = new URL(job.confirmation_url).searchParams.get("token") as string;
+		const { res: subscribed, url } = await subscribeRecording(first, { callback_url: "https://example.com/first" });
+		const firstToken = new URL(url).searchParams.get("token") as string;
+		const firstSubscription = subscribed.body.subscription.uuid as string;
 		const firstIdentity = encodeURIComponent("RFID#first");
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstIdentity, secondTwin };
-		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken];
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin };
+		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -146,7 +162,7 @@ describe("the tenant-isolation matrix", () => {
 				for (const value of secrets) expect([operation, text.includes(value)]).toEqual([operation, false]);
 			}
 		}
-		expect(cases).toBeGreaterThanOrEqual(35);
+		expect(cases).toBeGreaterThanOrEqual(41);
 
 		// A refusal of the first account's id must look exactly like one for an id that exists
 		// nowhere: same status, body and headers, Server-Timing's figures included.
@@ -156,6 +172,7 @@ describe("the tenant-isolation matrix", () => {
 			[first.role, crypto.randomUUID()],
 			[firstToken, firstToken.replace(/./g, "A")],
 			[firstPin, firstPin.replace(/./g, "A")],
+			[firstSubscription, crypto.randomUUID()],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		const comparable = (res: Awaited<ReturnType<typeof call>>) => {
@@ -185,7 +202,7 @@ describe("the tenant-isolation matrix", () => {
 		const ledger = await call("GET", `/twins/${firstTwin}/ledgers/personal/history`, { secret: first.secret });
 		expect(Object.values(ledger.body.entries.first_entry)).toEqual(["first-account-entry"]);
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
-		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
+		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
 	});
 });

@@ -1,7 +1,7 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
+import { bootstrap, call } from "../helpers";
 import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
 
 const CLIENT_SECRET = "Client-secret_16";
@@ -82,16 +82,13 @@ describe("the confirmation message", () => {
 });
 
 describe("delivery outcomes", () => {
-	it("retries 500s with growing delays and the same message uuid, then delivers", async () => {
+	it("retries 500s on the schedule with the same message uuid, then delivers", async () => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/500,500,ok`, client_secret: CLIENT_SECRET });
-		const first = await consume(job, 1);
-		const second = await consume(job, 2);
-		const third = await consume(job, 3);
-		expect(first).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
-		expect(second).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [10] });
-		expect(third).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/500,500,ok`, client_secret: CLIENT_SECRET });
+		expect(await consume(job, 1)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
+		expect(await consume(job, 2)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [30] });
+		expect(await consume(job, 3)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 
 		const log = await received(id);
 		expect(log).toHaveLength(3);
@@ -100,19 +97,17 @@ describe("delivery outcomes", () => {
 		for (const d of log) expect(JSON.parse(d.body).hash).toBe(expectedHash(d.body, res.body.server_secret));
 
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "pending", attempts: 3, last_outcome: expect.stringContaining("HTTP 200") });
-		const confirmed = await call("GET", pathOf(job.confirmation_url));
-		expect(confirmed.body.status).toBe("confirmed");
+		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 	});
 
 	it.each([["404"], ["400"], ["410"]])("treats %s as permanent: acknowledged and marked failed", async (code) => {
 		const admin = await bootstrap();
-		const id = crypto.randomUUID();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/${code}` });
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}` });
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
 			status: "failed",
 			attempts: 1,
-			last_outcome: expect.stringContaining(`HTTP ${code}`),
+			failure_reason: expect.stringContaining(`HTTP ${code}`),
 		});
 	});
 
@@ -130,17 +125,7 @@ describe("delivery outcomes", () => {
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		expect(await received(id)).toHaveLength(1);
 		expect(await received(`${id}-redirected`)).toHaveLength(0);
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", last_outcome: expect.stringContaining("HTTP 302") });
-	});
-
-	it("times out a receiver that never answers, and retries", { timeout: 30_000 }, async () => {
-		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang` });
-		expect(await consume(job)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
-			status: "pending",
-			last_outcome: expect.stringContaining("no answer within 10 s"),
-		});
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("HTTP 302") });
 	});
 
 	it("retries a network error", async () => {
@@ -149,71 +134,16 @@ describe("delivery outcomes", () => {
 		expect((await consume(job)).retryMessages).toHaveLength(1);
 	});
 
-	it("marks what ran out of retries failed through the dead-letter queue", async () => {
-		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/500` });
-		await consume(job, 1);
-		const result = await consume(job, 6, "twin-webhooks-dlq");
-		expect(result.explicitAcks).toHaveLength(1);
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
-			status: "failed",
-			last_outcome: expect.stringContaining("retries exhausted"),
-		});
-		expect((await call("GET", pathOf(job.confirmation_url))).body.status).toBe("confirmed");
-	});
-
 	it.each(["confirmed", "unsubscribed", "expired"])("delivers nothing once the subscription is %s", async (state) => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
+		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
 		const uuid = res.body.subscription.uuid;
-		if (state === "confirmed") await call("GET", pathOf(job.confirmation_url));
-		if (state === "unsubscribed") await call("DELETE", pathOf(job.confirmation_url));
+		if (state === "confirmed") await call("GET", pathOf(url));
+		if (state === "unsubscribed") await call("DELETE", pathOf(url));
 		if (state === "expired") await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
 		expect((await consume(job)).explicitAcks).toHaveLength(1);
 		expect(await received(id)).toHaveLength(0);
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0, status: state });
-	});
-});
-
-describe("confirm, refresh and unsubscribe", () => {
-	it("refreshes the validity, with a new server_secret for a new client_secret", async () => {
-		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok`, expires: 10 });
-		const refreshed = await call("PATCH", pathOf(job.confirmation_url), { body: { expires: 3600, client_secret: CLIENT_SECRET } });
-		expect(refreshed.status).toBe(200);
-		expect(refreshed.body).toEqual({
-			subscription: { ...res.body.subscription, validity_ts: expect.any(Number) },
-			callback_url: res.body.callback_url,
-			server_secret: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
-		});
-		expect(refreshed.body.subscription.validity_ts - res.body.subscription.validity_ts).toBeGreaterThan(3000);
-		const plain = await call("PATCH", pathOf(job.confirmation_url), { body: {} });
-		expect(plain.body.server_secret).toBeUndefined();
-		const bad = await call("PATCH", pathOf(job.confirmation_url), { body: { expires: 0 } });
-		expectError(bad, 400, 400101);
-	});
-
-	it("unsubscribes, after which the token is dead", async () => {
-		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
-		const gone = await call("DELETE", pathOf(job.confirmation_url));
-		expect(gone.body).toEqual({ ...res.body.subscription, status: "unsubscribed" });
-		for (const method of ["GET", "PATCH", "DELETE"]) expectError(await call(method, pathOf(job.confirmation_url)), 404, 404102);
-	});
-
-	it("answers 404 for an unknown token or another account's path, and 400 once expired", async () => {
-		const admin = await bootstrap();
-		const other = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
-		const token = new URL(job.confirmation_url).searchParams.get("token");
-		expectError(await call("GET", `/notifications/webhooks/${admin.account}?token=wrong`), 404, 404102);
-		expectError(await call("GET", `/notifications/webhooks/${other.account}?token=${token}`), 404, 404102);
-		expectError(await call("GET", `/notifications/webhooks/${admin.account}`), 400, 400101);
-
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(res.body.subscription.uuid).run();
-		expectError(await call("GET", pathOf(job.confirmation_url)), 400, 400105);
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "expired" });
-		expectError(await call("PATCH", pathOf(job.confirmation_url), { body: {} }), 400, 400105);
 	});
 });

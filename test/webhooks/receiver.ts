@@ -3,12 +3,14 @@
 //
 // POST /r/<id>/<script> answers by script: "ok", a status code ("404", "500"), "302" (to
 // /r/<id>-redirected/ok), "hang" (never answers), or a comma list played in turn
-// ("500,500,ok"). GET /log/<id> answers every request recorded for <id>.
+// ("500,500,ok"). A status may carry a Retry-After: "503~120" (seconds) or "429~d90" (an HTTP
+// date 90 s ahead). GET /log/<id> answers every request
+// recorded for <id>, each with the time it arrived.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
 
-type Recorded = { path: string; headers: IncomingMessage["headers"]; body: string };
+type Recorded = { path: string; headers: IncomingMessage["headers"]; body: string; at: number };
 
 export default async function setup(project: TestProject) {
 	const log = new Map<string, Recorded[]>();
@@ -22,7 +24,7 @@ export default async function setup(project: TestProject) {
 		}
 		let body = "";
 		for await (const chunk of req) body += chunk;
-		log.set(id, [...(log.get(id) ?? []), { path: req.url ?? "", headers: req.headers, body }]);
+		log.set(id, [...(log.get(id) ?? []), { path: req.url ?? "", headers: req.headers, body, at: Date.now() }]);
 
 		const steps = script.split(",");
 		const turn = played.get(id) ?? 0;
@@ -33,7 +35,11 @@ export default async function setup(project: TestProject) {
 			res.writeHead(302, { location: `/r/${id}-redirected/ok` });
 			return res.end();
 		}
-		res.writeHead(step === "ok" ? 200 : Number(step));
+		const [status, retryAfter] = step.split("~");
+		const headers: Record<string, string> = {};
+		if (retryAfter?.startsWith("d")) headers["retry-after"] = new Date(Date.now() + Number(retryAfter.slice(1)) * 1000).toUTCString();
+		else if (retryAfter) headers["retry-after"] = retryAfter;
+		res.writeHead(status === "ok" ? 200 : Number(status), headers);
 		res.end();
 	});
 	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

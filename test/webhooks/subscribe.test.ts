@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, userWith } from "../helpers";
-import { receiver, recordingQueue, subscribeRecording } from "./support";
+import { bootstrap, call, expectError, fetchWithEnv, userWith } from "../helpers";
+import { consume, pathOf, received, receiver, recordingQueue, subscribeRecording } from "./support";
 
 const subscribe = (secret: string, body: unknown, policy = "any") =>
 	call("POST", "/notifications/webhooks", { secret, body, env: { CALLBACK_POLICY: policy, WEBHOOKS: recordingQueue().binding } });
@@ -21,8 +21,9 @@ describe("webhook_subscribe", () => {
 		});
 		const signed = await subscribeRecording(admin, { callback_url: `${receiver()}/r/signed/ok`, client_secret: "abcdefghijklmn-_", expires: 60 });
 		expect(signed.res.body.server_secret).toMatch(/^[A-Za-z0-9_-]{16}$/);
-		expect(signed.job).toMatchObject({ client_secret: "abcdefghijklmn-_", server_secret: signed.res.body.server_secret });
-		expect(signed.job.confirmation_url).toMatch(/^https:\/\/registry\.test\/notifications\/webhooks\/[0-9a-f-]{36}\?token=[A-Za-z0-9_-]{43}$/);
+		// The queued job names the subscription and the message, and carries no secret.
+		expect(signed.job).toEqual({ kind: "confirmation", subscription: signed.res.body.subscription.uuid, message: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+		expect(signed.url).toMatch(/^https:\/\/registry\.test\/notifications\/webhooks\/[0-9a-f-]{36}\?token=[A-Za-z0-9_-]{43}$/);
 	});
 
 	it("sets validity_ts to creation time plus expires, 604800 by default", async () => {
@@ -75,6 +76,40 @@ describe("webhook_subscribe", () => {
 		const admin = await bootstrap();
 		const reader = await userWith(admin, { effect: "deny", actions: ["webhook_subscribe"] });
 		expectError(await subscribe(reader.secret, { topic: "abc", callback_url: "https://example.com/" }), 403, 403101);
+	});
+});
+
+describe("the confirmation URL", () => {
+	it("is built on PUBLIC_URL, whatever origin or Host the request names", async () => {
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { jobs, binding } = recordingQueue();
+		const evil = (path: string, init: RequestInit = {}) =>
+			fetchWithEnv(new Request(`http://evil.example${path}`, { ...init, headers: { host: "evil.example", ...init.headers } }), { CALLBACK_POLICY: "any", WEBHOOKS: binding });
+		const res = await evil("/notifications/webhooks", {
+			method: "POST",
+			headers: { authorization: admin.secret, "content-type": "application/json" },
+			body: JSON.stringify({ topic: "abc", callback_url: `${receiver()}/r/${id}/ok` }),
+		});
+		expect(res.status).toBe(201);
+		await consume(jobs[0]);
+		const [message] = (await received(id)).map((d) => JSON.parse(d.body));
+		expect(message.confirmation_url).toMatch(/^https:\/\/registry\.test\/notifications\/webhooks\//);
+		const confirmed = (await (await evil(pathOf(message.confirmation_url))).json()) as { unsubscribe_url: string };
+		expect(confirmed.unsubscribe_url).toBe(message.confirmation_url);
+	});
+
+	it.each([["PUBLIC_URL", { PUBLIC_URL: "" }], ["WEBHOOK_KEY", { WEBHOOK_KEY: "" }]])("without %s, subscribing answers 500102 and stores nothing", async (_name, changes) => {
+		const admin = await bootstrap();
+		const { jobs, binding } = recordingQueue();
+		const res = await call("POST", "/notifications/webhooks", {
+			secret: admin.secret,
+			body: { topic: "unconfigured", callback_url: "https://example.com/" },
+			env: { CALLBACK_POLICY: "any", WEBHOOKS: binding, ...changes },
+		});
+		expectError(res, 500, 500102);
+		expect(jobs).toHaveLength(0);
+		expect((await call("GET", "/notifications/webhooks?topic=unconfigured", { secret: admin.secret })).body).toEqual({ subscriptions: {} });
 	});
 });
 

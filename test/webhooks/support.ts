@@ -3,11 +3,12 @@ import { env } from "cloudflare:workers";
 import { expect, inject, vi } from "vitest";
 import worker from "../../src/index";
 import type { ConfirmationJob } from "../../src/webhooks/message";
+import { open, tokenUrl } from "../../src/webhooks/seal";
 import { type Account, call } from "../helpers";
 
 export const receiver = () => `http://127.0.0.1:${inject("receiverPort")}`;
 
-export type Received = { path: string; headers: Record<string, string>; body: string };
+export type Received = { path: string; headers: Record<string, string>; body: string; at: number };
 
 export async function received(id: string): Promise<Received[]> {
 	return (await fetch(`${receiver()}/log/${id}`)).json();
@@ -30,7 +31,14 @@ export async function subscribeRecording(admin: Account, body: Record<string, un
 	});
 	expect(res.status).toBe(201);
 	expect(jobs).toHaveLength(1);
-	return { res, job: jobs[0] };
+	return { res, job: jobs[0], url: await confirmationUrl(res.body.subscription.uuid) };
+}
+
+// The confirmation URL the next message to this subscription will carry, read from its sealed
+// token, for tests that manage a subscription without delivering its message first.
+export async function confirmationUrl(uuid: string) {
+	const row = await storedSubscription(uuid);
+	return tokenUrl(env, row?.account as string, await open(env, uuid, "token", row?.sealed_token as string));
 }
 
 // Runs the Worker's queue handler on one message, as the queue would on its `attempts`-th try.

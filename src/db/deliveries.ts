@@ -1,0 +1,53 @@
+import { and, desc, eq, lte, sql } from "drizzle-orm";
+import type { Database } from "./client";
+import { subscriptions, webhookDeliveries } from "./schema";
+
+// How many attempts a subscription keeps: the newest. An outage long enough to exhaust the
+// retry schedule of many messages still leaves the table bounded per subscription.
+export const MAX_DELIVERIES_KEPT = 100;
+
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+export type NewDelivery = Omit<DeliveryRow, "seq">;
+
+// One attempt, in one batch: its record, the subscription's counters (a permanent failure of a
+// pending subscription's confirmation fails the subscription) and the pruning of old records.
+export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean) {
+	const at = entry.attempted_ts;
+	const s = subscriptions;
+	const d = webhookDeliveries;
+	await db.batch([
+		db.insert(webhookDeliveries).values(entry),
+		db
+			.update(s)
+			.set({
+				attempts: sql`${s.attempts} + 1`,
+				last_attempt_ts: at,
+				last_outcome: entry.detail,
+				updated_ts: at,
+				...(entry.outcome === "delivered" ? { delivered_ts: at } : {}),
+				...(failsSubscription
+					? {
+							status: sql`CASE WHEN ${s.status} = 'pending' THEN 'failed' ELSE ${s.status} END`,
+							failure_reason: sql`CASE WHEN ${s.status} = 'pending' THEN ${entry.detail} ELSE ${s.failure_reason} END`,
+						}
+					: {}),
+			})
+			.where(eq(s.uuid, entry.subscription)),
+		db.delete(d).where(
+			and(
+				eq(d.subscription, entry.subscription),
+				lte(d.seq, sql`(SELECT ${d.seq} FROM ${d} WHERE ${d.subscription} = ${entry.subscription}
+					ORDER BY ${d.seq} DESC LIMIT 1 OFFSET ${MAX_DELIVERIES_KEPT})`),
+			),
+		),
+	]);
+}
+
+export async function listDeliveries(db: Database, subscription: string) {
+	return db
+		.select()
+		.from(webhookDeliveries)
+		.where(eq(webhookDeliveries.subscription, subscription))
+		.orderBy(desc(webhookDeliveries.seq))
+		.limit(MAX_DELIVERIES_KEPT);
+}

@@ -1,0 +1,161 @@
+import { z } from "zod";
+import { listDeliveries } from "../db/deliveries";
+import { countLiveSubscriptions, effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import { subscriptionView } from "../webhooks/message";
+import { type Context, defineOperation } from "./operation";
+import { byUuid, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
+import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
+import { endSubscription, topic } from "./webhooks";
+
+// The owning account's view of its subscriptions, with a User Secret instead of the token.
+// Another account's subscription answers exactly as one that does not exist.
+
+const statuses = ["pending", "confirmed", "unsubscribed", "expired", "failed"] as const;
+const subscriptionParams = z.strictObject({ subscription: uuid });
+
+const subscriptionDetail = subscriptionOut.extend({
+	callback_url: z.string(),
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+	attempts: z.number().int().meta({ description: "Delivery attempts of the current confirmation message" }),
+	last_attempt_ts: timestampOut.nullable(),
+	last_outcome: z.string().nullable(),
+	delivered_ts: timestampOut.nullable().meta({ description: "When the confirmation message was delivered" }),
+	failure_reason: z.string().nullable().meta({ description: "Why the subscription is failed" }),
+});
+
+function detail(row: SubscriptionRow, at = now()) {
+	return {
+		...subscriptionView(row, at),
+		callback_url: row.callback_url,
+		created_ts: row.created_ts,
+		updated_ts: row.updated_ts,
+		attempts: row.attempts,
+		last_attempt_ts: row.last_attempt_ts,
+		last_outcome: row.last_outcome,
+		delivered_ts: row.delivered_ts,
+		failure_reason: row.failure_reason,
+	};
+}
+
+async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
+	const before = ctx.meter.snapshot();
+	const row = await findOwnSubscription(ctx.db, ctx.caller.account, subscription);
+	if (!row) {
+		// Another account's subscription reports what an absent one costs.
+		ctx.meter.concealReadsSince(before);
+		throw new ApiError("not_found", { description: "No such subscription" });
+	}
+	return row;
+}
+
+export const getWebhookSubscriptions = defineOperation({
+	name: "get_webhook_subscriptions",
+	summary: "The caller's account's webhook subscriptions, optionally of one topic and/or status",
+	auth: "secret",
+	query: z.strictObject({ topic: topic.optional(), status: z.enum(statuses).optional() }),
+	response: z.object({
+		subscriptions: byUuid(
+			z.object({
+				topic: z.string(),
+				status: z.enum(statuses),
+				callback_url: z.string(),
+				validity_ts: timestampOut,
+				created_ts: timestampOut,
+				updated_ts: timestampOut,
+			}),
+		),
+	}),
+	async run({ query }, ctx) {
+		const at = now();
+		const rows = await listSubscriptions(ctx.db, ctx.caller.account, query, at);
+		return {
+			subscriptions: Object.fromEntries(
+				rows.map((row) => [
+					row.uuid,
+					{ ...row, status: effectiveStatus(row, at) },
+				]),
+			),
+		};
+	},
+});
+
+export const getWebhookSubscription = defineOperation({
+	name: "get_webhook_subscription",
+	summary: "One subscription: its state, callback URL, attempt count and the reason of a failure",
+	auth: "secret",
+	params: subscriptionParams,
+	response: subscriptionDetail,
+	async run({ params }, ctx) {
+		return detail(await ownSubscription(ctx, params.subscription));
+	},
+});
+
+export const getWebhookDeliveries = defineOperation({
+	name: "get_webhook_deliveries",
+	summary: "Every recorded delivery attempt to a subscription, newest first (the newest 100 are kept)",
+	auth: "secret",
+	params: subscriptionParams,
+	response: z.object({
+		deliveries: z.array(
+			z.object({
+				message: uuidOut,
+				attempt: z.number().int(),
+				attempted_ts: timestampOut,
+				outcome: z.enum(["delivered", "retry", "failed"]),
+				http_status: z.number().int().nullable().meta({ description: "null when no answer came (timeout, network error)" }),
+				duration_ms: z.number().int(),
+				next_attempt_ts: timestampOut.nullable().meta({ description: "When the next attempt is due; null if none will follow" }),
+				detail: z.string(),
+			}),
+		),
+	}),
+	async run({ params }, ctx) {
+		const row = await ownSubscription(ctx, params.subscription);
+		return { deliveries: await listDeliveries(ctx.db, row.uuid) };
+	},
+});
+
+export const resendWebhookConfirmation = defineOperation({
+	name: "resend_webhook_confirmation",
+	summary: "Send a pending or failed subscription a new confirmation message with a new token",
+	auth: "secret",
+	params: subscriptionParams,
+	response: subscriptionDetail,
+	async run({ params }, ctx) {
+		const row = await ownSubscription(ctx, params.subscription);
+		const at = now();
+		const status = effectiveStatus(row, at);
+		if (status === "expired") throw new ApiError("subscription_expired");
+		if (status !== "pending" && status !== "failed") {
+			throw new ApiError("conflict", { description: `The subscription is ${status}: it takes no confirmation message` });
+		}
+		// A failed subscription made pending again is live: it counts against the limit.
+		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
+		if (status === "failed" && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) {
+			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
+		}
+		// The old token dies with the new one, and the old job finds another message and stops.
+		const confirmation = await newConfirmation(ctx.env, row.uuid);
+		const changes = { ...confirmation, status: "pending", attempts: 0, delivered_ts: null, failure_reason: null } as const;
+		const pending = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status, message: row.message });
+		if (!pending) throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
+		const reason = "the new confirmation message could not be queued";
+		await queueConfirmation(ctx, pending, () => patchSubscription(ctx.db, row.uuid, { status: "failed", failure_reason: reason }, now()));
+		return detail(pending, at);
+	},
+});
+
+export const deleteWebhookSubscription = defineOperation({
+	name: "delete_webhook_subscription",
+	summary: "End a subscription without its token (idempotent); it stays listed as unsubscribed",
+	auth: "secret",
+	params: subscriptionParams,
+	response: subscriptionDetail,
+	async run({ params }, ctx) {
+		const row = await ownSubscription(ctx, params.subscription);
+		return detail(row.status === "unsubscribed" ? row : await endSubscription(ctx, row));
+	},
+});

@@ -1,0 +1,156 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { bootstrap, call, expectError } from "../helpers";
+import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
+
+const deliveries = async (secret: string, uuid: string) =>
+	(await call("GET", `/notifications/webhooks/subscriptions/${uuid}/deliveries`, { secret })).body.deliveries;
+
+describe("the retry schedule", () => {
+	it("spans about a day of queue delays, none over 12 hours, then dead-letters the message", async () => {
+		const admin = await bootstrap();
+		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/503` });
+		const delays: number[] = [];
+		let attempt = 1;
+		for (; attempt <= 20; attempt++) {
+			const result = await consume(job, attempt);
+			if (result.retryMessages.length === 0) break;
+			delays.push(...(result.retryDelays as number[]));
+		}
+		const total = delays.reduce((a, b) => a + b, 0);
+		expect(total / 3600).toBeGreaterThan(20);
+		expect(total / 3600).toBeLessThan(30);
+		expect(Math.max(...delays)).toBeLessThanOrEqual(43_200);
+		expect(delays).toEqual([...delays].sort((a, b) => a - b));
+
+		// The attempt after the last delay is not retried: it goes to the dead-letter queue,
+		// whose consumer fails the subscription with the reason.
+		const uuid = res.body.subscription.uuid;
+		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: delays.length + 1 });
+		const [last] = await deliveries(admin.secret, uuid);
+		expect(last).toMatchObject({ attempt: delays.length + 1, outcome: "failed", next_attempt_ts: null, detail: expect.stringContaining("retries exhausted") });
+		expect((await consume(job, 1, "twin-webhooks-dlq")).explicitAcks).toHaveLength(1);
+		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/) });
+
+		// Failed is final for its token (item 1): confirm, refresh and unsubscribe answer 409.
+		expectError(await call("GET", pathOf(url)), 409, 409106);
+		expectError(await call("PATCH", pathOf(url), { body: {} }), 409, 409106);
+		expectError(await call("DELETE", pathOf(url)), 409, 409106);
+		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed" });
+	}, 60_000);
+
+	it("counts the attempts of a message the delivery object requeued", async () => {
+		const admin = await bootstrap();
+		const { job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/503` });
+		// Four attempts before it, this is the fifth: its delay is the fifth of the schedule.
+		expect((await consume({ ...job, after: 4 }, 1)).retryDelays).toEqual([1800]);
+		expect((await consume({ ...job, after: 4 }, 2)).retryDelays).toEqual([3600]);
+	});
+
+	it.each([
+		["seconds", "503~3600", 3600],
+		["an HTTP date", "429~d7200", 7200],
+		["more than 12 hours, capped", "503~100000", 43_200],
+		["less than the schedule, which wins", "503~1", 5],
+	])("honours Retry-After in %s", async (_case, script, expected) => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${script}` });
+		const [delay] = (await consume(job, 1)).retryDelays as number[];
+		expect(Math.abs(delay - expected)).toBeLessThanOrEqual(2);
+		const [entry] = await deliveries(admin.secret, res.body.subscription.uuid);
+		expect(Math.abs(entry.next_attempt_ts - entry.attempted_ts - expected)).toBeLessThanOrEqual(3);
+	});
+});
+
+describe("the delivery record", () => {
+	it("keeps every attempt with time, outcome, status, duration and next attempt, newest first", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/500,ok` });
+		await consume(job, 1);
+		await consume(job, 2);
+		const list = await deliveries(admin.secret, res.body.subscription.uuid);
+		expect(list).toEqual([
+			{ message: job.message, attempt: 2, attempted_ts: expect.any(Number), outcome: "delivered", http_status: 200, duration_ms: expect.any(Number), next_attempt_ts: null, detail: "HTTP 200" },
+			{ message: job.message, attempt: 1, attempted_ts: expect.any(Number), outcome: "retry", http_status: 500, duration_ms: expect.any(Number), next_attempt_ts: expect.any(Number), detail: "HTTP 500, retry in 5 s" },
+		]);
+		expect(list[1].next_attempt_ts - list[1].attempted_ts).toBeGreaterThanOrEqual(5);
+	});
+
+	it("keeps only the newest 100 attempts of a subscription", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/nobody-listens" });
+		const uuid = res.body.subscription.uuid;
+		await env.DB.batch(
+			Array.from({ length: 100 }, (_, i) =>
+				env.DB.prepare(
+					"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, http_status, duration_ms, next_attempt_ts, detail) VALUES (?, ?, ?, ?, 'retry', 500, 1, NULL, 'old')",
+				).bind(uuid, job.message, i + 1, i + 1),
+			),
+		);
+		await consume(job, 1);
+		const list = await deliveries(admin.secret, uuid);
+		expect(list).toHaveLength(100);
+		expect(list[0].detail).toMatch(/network error/);
+		expect(list.at(-1).attempted_ts).toBe(2);
+		const { count } = (await env.DB.prepare("SELECT count(*) AS count FROM webhook_deliveries WHERE subscription = ?").bind(uuid).first()) as { count: number };
+		expect(count).toBe(100);
+	});
+});
+
+describe("a hanging receiver", () => {
+	it("is left to its delivery object, which records the timeout and requeues the message", { timeout: 40_000 }, async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang,ok` });
+		// The consumer stops waiting long before the 10-second timeout and acknowledges it.
+		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		const uuid = res.body.subscription.uuid;
+		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0 });
+		let list: { detail: string; next_attempt_ts: number; attempted_ts: number }[] = [];
+		for (let i = 0; i < 300 && list.length === 0; i++) {
+			await new Promise((resolve) => setTimeout(resolve, 100));
+			list = await deliveries(admin.secret, uuid);
+		}
+		expect(list).toEqual([expect.objectContaining({ attempt: 1, outcome: "retry", http_status: null, detail: "no answer within 10 s, retry in 5 s" })]);
+		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: 1 });
+		// What the object queued for attempt 2 is attempted by the same object, and delivered.
+		expect(await consume({ ...job, after: 1 }, 1)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect((await deliveries(admin.secret, uuid)).map((d: { attempt: number; outcome: string }) => [d.attempt, d.outcome])).toEqual([[2, "delivered"], [1, "retry"]]);
+	});
+
+	it("does not delay another subscription's confirmation sent through the real queue", { timeout: 60_000 }, async () => {
+		const admin = await bootstrap();
+		const subscribe = (callback_url: string) =>
+			call("POST", "/notifications/webhooks", { secret: admin.secret, body: { topic: "abc", callback_url }, env: { CALLBACK_POLICY: "any" } });
+		const hanging = crypto.randomUUID();
+		const healthy = crypto.randomUUID();
+		const first = await subscribe(`${receiver()}/r/${hanging}/hang`);
+		// The hanging receiver has its request: the batch that carried it is being consumed.
+		for (let i = 0; i < 100 && (await received(hanging)).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+		expect(await received(hanging)).toHaveLength(1);
+		await subscribe(`${receiver()}/r/${healthy}/ok`);
+		for (let i = 0; i < 200 && (await received(healthy)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+		expect(await received(healthy)).toHaveLength(1);
+		// The healthy one arrived while the hanging attempt was still waiting for its answer:
+		// nothing has been recorded of it yet.
+		expect(await storedSubscription(first.body.subscription.uuid)).toMatchObject({ attempts: 0 });
+	});
+});
+
+describe("a delivery object that went away mid-attempt", () => {
+	it("makes the attempt again from its alarm, and queues what follows", async () => {
+		const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+		const admin = await bootstrap();
+		const id = crypto.randomUUID();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
+		// What run() leaves behind when it hands an attempt over, without the attempt itself.
+		const stub = env.DELIVERIES.getByName(job.message);
+		await runInDurableObject(stub, async (_instance, state) => {
+			await state.storage.put("pending", { job, attempt: 3 });
+			await state.storage.setAlarm(Date.now() + 60_000);
+		});
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await received(id)).toHaveLength(1);
+		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([expect.objectContaining({ attempt: 3, outcome: "delivered" })]);
+		expect(await runInDurableObject(stub, (_instance, state) => state.storage.get("pending"))).toBeUndefined();
+	});
+});
