@@ -7,7 +7,8 @@ import { ApiError } from "../base/errors";
 import { evaluate } from "../rules/evaluate";
 import type { Caller } from "../base/caller";
 import { Budget, BudgetExceeded } from "../rules/strings";
-import { ruleOf, scopeOf } from "../rules/visibility";
+import { ruleOf } from "../rules/stored";
+import { scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
 

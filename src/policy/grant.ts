@@ -1,7 +1,7 @@
 import type { Description, RoleRules, Statement } from "../base/caller";
 import type { Json, Rule } from "../rules/ast";
 import { deepEqual, step } from "../rules/evaluate";
-import { parseRule } from "../rules/parse";
+import { parseStoredRule } from "../rules/stored";
 import type { Caller } from "../base/caller";
 import { checkGrant } from "./statement";
 
@@ -25,7 +25,7 @@ const OK: Verdict = { ok: true };
 // undefined for a rule that does not parse (stored rules do; the language may tighten).
 function tree(text: string | null): Rule | null | undefined {
 	if (text === null) return null;
-	const parsed = parseRule(text);
+	const parsed = parseStoredRule(text);
 	return parsed.ok ? parsed.rule : undefined;
 }
 
