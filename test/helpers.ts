@@ -66,7 +66,8 @@ export function expectError(res: Awaited<ReturnType<typeof call>>, status: numbe
 	expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
 }
 
-// A role written straight into D1, for tests that need a statement before roles have an API.
+// A role written straight into D1, past the API: no grant check, no journal line in the
+// account's object. For tests that need a role whose making is not what they test.
 export async function insertRole(account: string, statement: { effect: "allow" | "deny"; actions: string[] | null }) {
 	const uuid = crypto.randomUUID();
 	await env.DB.prepare(
