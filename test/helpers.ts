@@ -150,3 +150,18 @@ export async function walk(secret: string, query: string) {
 	} while (cursor !== null);
 	return { seen, pages };
 }
+
+// D1 whose batches fail after their first statement has run: D1 runs a batch as one
+// transaction, so nothing of it may remain.
+export function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
