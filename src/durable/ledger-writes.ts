@@ -1,9 +1,9 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
-import { ApiError, type ErrorDetail } from "../http/errors";
+import { ApiError, type ErrorDetail } from "../base/errors";
 import type { Json } from "../rules/ast";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
@@ -80,7 +80,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 		statements.push(pruneHistory(db, key(name), historyCutoff(history, at)));
 	}
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
-		throw new ApiError("ledger_too_large", `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}`);
+		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
 	}
 	await commit(db, statements);
 	return entriesOut(answer);
@@ -98,7 +98,7 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 		const rule = sight.rule(text);
 		if (!rule || !evaluate(rule, sight.conditionScope(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
-	if (failed.length) throw new ApiError("condition_failed", `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, failed);
+	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
 }
 
 function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sight: EntrySight) {
@@ -107,7 +107,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 		const taken = names.filter((name) => current.has(name));
 		if (taken.length) {
 			const details = taken.map((name) => ({ path: `entries.${name}`, message: "The entry exists" }));
-			throw new ApiError("conflict", `The ledger already has ${taken.join(", ")}`, details);
+			throw new ApiError("conflict", { description: `The ledger already has ${taken.join(", ")}`, details });
 		}
 		return;
 	}
@@ -117,7 +117,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 	});
 	if (unknown.length) {
 		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));
-		throw new ApiError("not_found", `No such entry: ${unknown.join(", ")}`, details);
+		throw new ApiError("not_found", { description: `No such entry: ${unknown.join(", ")}`, details });
 	}
 }
 

@@ -1,8 +1,8 @@
 import * as z from "zod";
-import { randomBase64Url, sha256Hex } from "../crypto";
+import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
 import { subscriptionView } from "../webhooks/message";
@@ -30,7 +30,7 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 	if (!row || row.status === "unsubscribed") {
 		// Another account's token, or a dead one, reports what an unknown token costs.
 		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", "No such subscription");
+		throw new ApiError("not_found", { description: "No such subscription" });
 	}
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
@@ -56,7 +56,7 @@ export const webhookSubscribe = defineOperation({
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
 		if ("refused" in checked) {
-			throw new ApiError("validation", `callback_url: ${checked.refused}`, [{ path: "callback_url", message: checked.refused }]);
+			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
 		}
 		const at = now();
 		const uuid = crypto.randomUUID();
@@ -84,7 +84,7 @@ export const webhookSubscribe = defineOperation({
 			updated_ts: at,
 		}, limit, at);
 		if (!row) {
-			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
 		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
 		return {
@@ -142,7 +142,7 @@ export const refreshSubscription = defineOperation({
 		if (!refreshed) {
 			// Its state changed meanwhile (confirmed, failed, ended): answer as the token now stands.
 			await liveSubscription(ctx, params.account, query.token);
-			throw new ApiError("conflict", "The subscription changed meanwhile; try again");
+			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		}
 		return {
 			subscription: subscriptionView(refreshed),

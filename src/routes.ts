@@ -1,5 +1,5 @@
 import { createAccount } from "./operations/accounts";
-import type { Operation } from "./operations/operation";
+import type { Route } from "./http/route";
 import {
 	createUserSecret,
 	createUserSecretPin,
@@ -34,9 +34,6 @@ import {
 	resendWebhookConfirmation,
 } from "./operations/webhook-subscriptions";
 import { whoAmI } from "./operations/whoami";
-
-export type Method = "GET" | "POST" | "PATCH" | "DELETE";
-export type Route = { method: Method; path: string; operation: Operation };
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
