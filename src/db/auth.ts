@@ -11,7 +11,7 @@ const CREDENTIAL = `SELECT users.account, users.uuid AS user, users.role, roles.
 	JOIN roles ON roles.uuid = users.role
 	WHERE user_secrets.hash = ? LIMIT 1`;
 
-type CredentialRow = {
+export type CredentialRow = {
 	account: string;
 	user: string;
 	role: string;
@@ -22,7 +22,17 @@ type CredentialRow = {
 };
 
 export async function findCredential(db: Database, hash: string) {
-	const row = await db.$client.prepare(CREDENTIAL).bind(hash).first<CredentialRow>();
+	return credentialOf(await credentialStatement(db.$client, hash).first<CredentialRow>());
+}
+
+// The same lookup as a statement, to run in one batch with other reads.
+export function credentialStatement(d1: D1Database, hash: string) {
+	return d1.prepare(CREDENTIAL).bind(hash);
+}
+
+export type Credential = ReturnType<typeof credentialOf>;
+
+export function credentialOf(row: CredentialRow | null | undefined) {
 	if (!row) return undefined;
 	return {
 		account: row.account,

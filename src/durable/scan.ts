@@ -1,5 +1,5 @@
 import type { Database } from "../db/client";
-import { type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
+import { type PageQuery, type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
 import { utf8Bytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
@@ -11,6 +11,10 @@ import { ruleOf } from "../rules/stored";
 import { scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
+
+// What a scan with its credential checked in the object answers: the page's JSON and the caller
+// as checked, or `stale` when the credential no longer stands for the guessed caller's user.
+export type CheckedScan = { stale: true } | { stale?: undefined; page: string; caller: Caller };
 
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
 // string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
@@ -25,15 +29,24 @@ export const WORK_UNITS = 1_000_000;
 // The page is cut here, not in SQL: a running sum in SQL (a window function) made D1 read
 // each row four times. The first twin always stays, so every page moves on.
 export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
+	const plan = planPage(caller, after, request, now);
+	return cutPage(await selectTwinPage(db, plan.query), plan, caller, request, now);
+}
+
+export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery };
+
+export function planPage(caller: Caller, after: string, request: ScanRequest, now: number): PagePlan {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
 	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
+	return { match, visible, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
+}
 
-	const rows = await selectTwinPage(db, { owner: caller.account, after, count: request.count, verdict, details: request.details });
-
+export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request: ScanRequest, now: number) {
+	const { match, visible } = plan;
 	const budget = new Budget(WORK_UNITS);
 	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
 	// answered as it is, with no structured clone and no second parse.
