@@ -7,6 +7,8 @@ import type { Caller } from "../policy/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
+import { fanOut } from "../db/outbox";
+import { type EntryEvent, publications, type Trigger } from "../notifications/publish";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
@@ -34,7 +36,12 @@ export function historyCutoff(history: string, at: number): number {
 	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
 }
 
-export async function writeLedger(db: Database, write: LedgerWrite, at: number) {
+// `fanOut` bounds the messages per topic (MAX_SUBSCRIPTIONS, by default its default), and
+// `beforeCommit` runs before a batch with messages commits. Answers the entries and whether the
+// batch wrote notification messages for the account's object to drain.
+export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
+	const fanOut = notify.fanOut ?? 1000;
+	const beforeCommit = notify.beforeCommit ?? (async () => undefined);
 	const account = write.writer.account;
 	const rows = await readLedger(db, write.twin.uuid, account);
 	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
@@ -52,11 +59,13 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
-		await commit(db, statements);
-		return entriesOut(answer);
+		const left = Object.fromEntries([...current.values()].filter((e) => !(e.name in answer)).map((e) => [e.name, e.value]));
+		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
+		return commit(db, statements, { write, trigger: "ledger.entry.deleted", events, ledger: left, at, fanOut, beforeCommit }, answer);
 	}
 
 	const after = new Map(current);
+	const events: EntryEvent[] = [];
 	refuseUnwritable(write, current, sight);
 	for (const [name, change] of Object.entries(write.entries)) {
 		const before = current.get(name);
@@ -67,6 +76,8 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 		}
 		after.set(name, next.entry);
 		answer[name] = next.entry;
+		// A value change is an event; a change of visibility, history or publish alone is not.
+		if (next.valueChanged) events.push({ name, entry: next.entry, old_value: before ? before.value : null, new_value: next.entry.value });
 		statements.push(upsertEntry(db, rowOf(write.twin.uuid, account, next.entry)));
 		const history = next.entry.history;
 		if (history === null) {
@@ -82,14 +93,35 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
 		throw new ApiError("ledger_too_large", `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}`);
 	}
-	await commit(db, statements);
-	return entriesOut(answer);
+	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
+	const ledger = Object.fromEntries([...after.values()].map((e) => [e.name, e.value]));
+	return commit(db, statements, { write, trigger, events, ledger, at, fanOut, beforeCommit }, answer);
 }
 
-// The change lands whole or not at all. Notifications will add their outbox rows (one per
-// added, updated or deleted value) to these statements, so an event commits with its change.
-function commit(db: Database, statements: BatchItem<"sqlite">[]) {
-	return runBatch(db, statements);
+type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
+
+type Events = {
+	write: LedgerWrite;
+	trigger: Trigger;
+	events: EntryEvent[];
+	ledger: Record<string, Json>;
+	at: number;
+	fanOut: number;
+	beforeCommit: () => Promise<void>;
+};
+
+// The change lands whole or not at all, and with it its notification messages (the outbox
+// rows, one per trigger, topic and subscription): an event commits exactly when its change does.
+async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
+	const { writer, twin } = e.write;
+	const events = publications(writer, twin, e.trigger, e.events, e.ledger, e.at);
+	const published = Object.keys(events).length > 0;
+	if (published) {
+		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit: e.fanOut }));
+		await e.beforeCommit();
+	}
+	await runBatch(db, statements);
+	return { ...entriesOut(answer), published };
 }
 
 function checkConditions(sight: EntrySight, conditions: Record<string, string>) {
