@@ -94,14 +94,15 @@ describe("resolve_twin_identity", () => {
 			return { queries: d1Cost(res, "queries"), rows: d1Cost(res, "rows_read") };
 		};
 		const measure = async () => [await cost(a.secret, ""), await cost(reader, "context=system"), await cost(reader, `context=${a.account}`)];
-		// Identities sharing the identity's prefix on twins of both accounts, public and private:
-		// first a few, then thousands. An index lookup reads one entry past its range, so the
-		// neighbours must be there from the first measure on.
+		// Identities that sort right after the identity, on twins of both accounts, public and
+		// private: first a few, then thousands. An index lookup reads one entry past its range,
+		// so the neighbour right after it must be there from the first measure on (a neighbour
+		// that sorted elsewhere would make the count depend on the random identity).
 		const seed = async (twinsPerAccount: number, offset: number) => {
 			for (const account of [a.account, b.account]) {
 				const twins = await seedTwins(account, Array.from({ length: twinsPerAccount }, () => ({})));
 				const rows = twins.flatMap((t, i) =>
-					Array.from({ length: 10 }, (_, j) => ({ twin: t, identity: `${RFID.slice(0, -4)}${offset + i}x${j}`, visibility: j % 2 ? "true" : null })),
+					Array.from({ length: 10 }, (_, j) => ({ twin: t, identity: `${RFID}_${offset + i}x${j}`, visibility: j % 2 ? "true" : null })),
 				);
 				await seedIdentities(account, rows);
 			}
