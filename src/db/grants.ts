@@ -3,7 +3,8 @@ import type { Database } from "./client";
 import { notificationGrants, subscriptions } from "./schema";
 
 // Replaces the topics `account` grants `grantee`, and ends, in the same batch, the grantee's
-// live subscriptions to `account`'s topics that are no longer granted.
+// subscriptions to `account`'s topics that are no longer granted: live ones, and failed ones,
+// which a resent confirmation could otherwise bring back without the grant.
 export async function replaceGrant(db: Database, account: string, grantee: string, topics: string[], at: number) {
 	const g = notificationGrants;
 	const s = subscriptions;
@@ -22,7 +23,7 @@ export async function replaceGrant(db: Database, account: string, grantee: strin
 				and(
 					eq(s.account, grantee),
 					eq(s.publisher, account),
-					inArray(s.status, ["pending", "confirmed"]),
+					inArray(s.status, ["pending", "confirmed", "failed"]),
 					sql`${s.topic} NOT IN (SELECT value FROM json_each(${granted}))`,
 				),
 			),

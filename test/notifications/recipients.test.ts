@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call } from "../helpers";
 import { addEntries, ledger, newTwin } from "../ledgers/support";
-import { receiver, received, subscribeRecording } from "../webhooks/support";
+import { consume, receiver, received, subscribeRecording } from "../webhooks/support";
 import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
 
 describe("who receives a notification", () => {
@@ -88,6 +88,21 @@ describe("grants of topics to other accounts", () => {
 		const none = await call("PATCH", access, { secret: publisher.secret, body: { topics: [] } });
 		expect(none.body).toEqual({ topics: [] });
 		expect((await call("GET", "/notifications/webhooks/access", { secret: publisher.secret })).body).toEqual({ accounts: {} });
+	});
+
+	it("ends a failed subscription with the grant too, so a resend cannot bring it back", async () => {
+		const publisher = await bootstrap();
+		const subscriber = await bootstrap();
+		const access = `/notifications/webhooks/access/accounts/${subscriber.account}`;
+		expect((await call("PATCH", access, { secret: publisher.secret, body: { topics: ["shared"] } })).status).toBe(200);
+		const { res, job } = await subscribeRecording(subscriber, { topic: "shared", account: publisher.account, callback_url: `${receiver()}/r/${crypto.randomUUID()}/404` });
+		await consume(job);
+		const path = `/notifications/webhooks/subscriptions/${res.body.subscription.uuid}`;
+		expect((await call("GET", path, { secret: subscriber.secret })).body.status).toBe("failed");
+
+		expect((await call("PATCH", access, { secret: publisher.secret, body: { topics: [] } })).status).toBe(200);
+		expect((await call("GET", path, { secret: subscriber.secret })).body.status).toBe("unsubscribed");
+		expect((await call("POST", `${path}/confirmation`, { secret: subscriber.secret })).status).toBe(409);
 	});
 
 	it("refuses the caller's own account, both list names at once, and bad topics", async () => {
