@@ -1,9 +1,10 @@
 import { D1Meter } from "./db/meter";
 import { readBody } from "./http/body";
-import { buildRouter } from "./http/dispatch";
+import { buildRouter } from "./http/router";
 import { documentPages } from "./http/docs";
-import { ApiError, errorResponse } from "./http/errors";
-import { routes } from "./router";
+import { ApiError } from "./base/errors";
+import { errorResponse } from "./http/errors";
+import { routes } from "./routes";
 import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
 import type { WebhookJob } from "./webhooks/notification";
 

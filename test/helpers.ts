@@ -66,7 +66,8 @@ export function expectError(res: Awaited<ReturnType<typeof call>>, status: numbe
 	expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
 }
 
-// A role written straight into D1, for tests that need a statement before roles have an API.
+// A role written straight into D1, past the API: no grant check, no journal line in the
+// account's object. For tests that need a role whose making is not what they test.
 export async function insertRole(account: string, statement: { effect: "allow" | "deny"; actions: string[] | null }) {
 	const uuid = crypto.randomUUID();
 	await env.DB.prepare(
@@ -148,4 +149,19 @@ export async function walk(secret: string, query: string) {
 		pages++;
 	} while (cursor !== null);
 	return { seen, pages };
+}
+
+// D1 whose batches fail after their first statement has run: D1 runs a batch as one
+// transaction, so nothing of it may remain.
+export function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
 }

@@ -1,10 +1,13 @@
+import { selectedColumns } from "./columns";
+
 // Counts what a request costs in D1: statements, rows read and written, time. Every response
 // reports it in Server-Timing, so a caller can see what a call cost.
 //
 // D1's raw() (what drizzle uses for typed selects) returns no meta, so a metered statement
 // answers raw() from all(), turning each row object into its values in column order, as
-// drizzle already does for every statement it runs in a batch. Queries must therefore not
-// select two columns of the same name; give one an alias.
+// drizzle already does for every statement it runs in a batch. Two selected columns of the
+// same name would collapse into one key and shift every value after it, so raw() counts the
+// columns the statement selects and refuses rows with fewer keys: give one of them an alias.
 
 export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number };
 
@@ -43,7 +46,7 @@ export class D1Meter implements D1Cost {
 		const meter = this;
 		return new Proxy(db, {
 			get(target, property) {
-				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter);
+				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter, query);
 				if (property === "batch") {
 					return async (statements: MeteredStatement[]) => {
 						const results = await target.batch(statements.map((s) => s.inner));
@@ -62,10 +65,11 @@ class MeteredStatement {
 	constructor(
 		readonly inner: D1PreparedStatement,
 		private readonly meter: D1Meter,
+		private readonly query: string,
 	) {}
 
 	bind(...values: unknown[]) {
-		return new MeteredStatement(this.inner.bind(...values), this.meter);
+		return new MeteredStatement(this.inner.bind(...values), this.meter, this.query);
 	}
 
 	async all<T>() {
@@ -89,6 +93,13 @@ class MeteredStatement {
 
 	async raw<T extends unknown[]>(options?: { columnNames?: boolean }) {
 		const { results } = await this.all<Record<string, unknown>>();
+		const selected = selectedColumns(this.query);
+		const keys = results.length ? Object.keys(results[0]).length : undefined;
+		if (selected !== undefined && keys !== undefined && keys !== selected) {
+			throw new Error(
+				`A metered statement selects ${selected} columns but its rows have ${keys}: two selected columns share a name; give one an alias (${this.query})`,
+			);
+		}
 		const rows = results.map((row) => Object.values(row) as T);
 		if (!options?.columnNames) return rows;
 		return [Object.keys(results[0] ?? {}) as T, ...rows];

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import type { Description, RoleRules, Statement } from "../base/caller";
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
@@ -94,9 +95,7 @@ export const twins = sqliteTable(
 	(t) => [index("twins_owner_uuid").on(t.owner, t.uuid)],
 );
 
-export type Description = Record<string, unknown>;
-export type RoleRules = { twin: string | null; entry: string | null; identity: string | null };
-export type Statement = { effect: "allow" | "deny"; actions: string[] | null };
+export type { Description, RoleRules, Statement };
 
 // A webhook subscription. The confirmation token is kept as its SHA-256 (to find the row) and,
 // while a confirmation message may still need it, sealed (to build the URL at delivery time).

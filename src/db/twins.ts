@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { type Description, twins } from "./schema";
 
@@ -33,4 +33,43 @@ export async function markTerminated(db: Database, owner: string, uuid: string, 
 		.where(and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive")))
 		.returning();
 	return row;
+}
+
+// The twin columns a compiled rule reads, by the names the page's inner query gives them.
+export const TWIN_COLUMNS = { uuid: "uuid", owner: "owner", status: "status", description: "description" } as const;
+
+export type PageRow = {
+	uuid: string;
+	verdict: number | null;
+	owner: string | null;
+	status: string | null;
+	description: string | null;
+	creation_certificate: string | null;
+	termination_certificate: string | null;
+	updated_ts: number | null;
+};
+
+// The next `count` twins of the owner after `after`, in uuid order, through the (owner, uuid)
+// index: no OFFSET, so a page costs the same wherever it is in the account. `verdict` is the
+// scan's rules compiled to SQL over TWIN_COLUMNS (1, 0 or NULL per twin); the detailed columns
+// come back only where they are needed: to show the twin, or to let the evaluator decide a NULL.
+export async function selectTwinPage(
+	db: Database,
+	page: { owner: string; after: string; count: number; verdict: string; details: boolean },
+): Promise<PageRow[]> {
+	const keep = sql.raw(page.details ? "verdict IS NOT 0" : "verdict IS NULL");
+	return (await db.all(sql`
+		SELECT uuid, verdict,
+			CASE WHEN ${keep} THEN owner END AS owner,
+			CASE WHEN ${keep} THEN status END AS status,
+			CASE WHEN ${keep} THEN description END AS description,
+			CASE WHEN ${keep} THEN creation_certificate END AS creation_certificate,
+			CASE WHEN ${keep} THEN termination_certificate END AS termination_certificate,
+			CASE WHEN ${keep} THEN updated_ts END AS updated_ts
+		FROM (
+			SELECT *, (${sql.raw(page.verdict)}) AS verdict FROM twins
+			WHERE owner = ${page.owner} AND uuid > ${page.after}
+			ORDER BY uuid LIMIT ${page.count}
+		)
+		ORDER BY uuid`)) as PageRow[];
 }

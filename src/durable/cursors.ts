@@ -1,4 +1,4 @@
-import { randomBase64Url } from "../crypto";
+import { randomBase64Url } from "../base/crypto";
 
 // Scan cursors live in the account's object: an opaque id standing for a position in the
 // account's twins (the last uuid a page examined), bound to the user and to the scan's

@@ -1,7 +1,7 @@
 import type { Database } from "../db/client";
 import { deleteIdentity, type IdentityChanges, type IdentityRow, insertIdentities, listOwnIdentities, patchIdentity } from "../db/identities";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 
 // An account's identity writes. AccountDO runs them one at a time, so the duplicate and quota
 // checks of a create cannot race another write of the same account (only that account writes
@@ -28,10 +28,10 @@ export async function createIdentities(db: Database, account: string, twin: stri
 	const taken = names.filter((name) => existing.has(name));
 	if (taken.length) {
 		const details = taken.map((name) => ({ path: `identities.${name}`, message: "The account already has this identity on the twin" }));
-		throw new ApiError("conflict", `The account already has ${taken.join(", ")} on this twin`, details);
+		throw new ApiError("conflict", { description: `The account already has ${taken.join(", ")} on this twin`, details });
 	}
 	if (existing.size + names.length > MAX_IDENTITIES_PER_TWIN) {
-		throw new ApiError("conflict", `An account may attach at most ${MAX_IDENTITIES_PER_TWIN} identities to one twin`);
+		throw new ApiError("conflict", { description: `An account may attach at most ${MAX_IDENTITIES_PER_TWIN} identities to one twin` });
 	}
 	const at = now();
 	const rows = names.map((identity) => ({
@@ -49,12 +49,12 @@ export async function createIdentities(db: Database, account: string, twin: stri
 
 export async function updateIdentity(db: Database, account: string, twin: string, identity: string, changes: IdentityChanges) {
 	const row = await patchIdentity(db, twin, account, identity, changes, now());
-	if (!row) throw new ApiError("not_found", "No such identity");
+	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { uuid: twin, ...identityRecord(row) };
 }
 
 export async function removeIdentity(db: Database, account: string, twin: string, identity: string) {
 	const row = await deleteIdentity(db, twin, account, identity);
-	if (!row) throw new ApiError("not_found", "No such identity");
+	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { uuid: twin, ...identityRecord(row) };
 }

@@ -1,14 +1,14 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
-import { ApiError, type ErrorDetail } from "../http/errors";
+import { ApiError, type ErrorDetail } from "../base/errors";
 import type { Json } from "../rules/ast";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
 import { fanOut } from "../db/outbox";
-import { type EntryEvent, publications, type Trigger } from "../notifications/publish";
+import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
@@ -91,7 +91,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		statements.push(pruneHistory(db, key(name), historyCutoff(history, at)));
 	}
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
-		throw new ApiError("ledger_too_large", `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}`);
+		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
 	const ledger = Object.fromEntries([...after.values()].map((e) => [e.name, e.value]));
@@ -130,7 +130,7 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 		const rule = sight.rule(text);
 		if (!rule || !evaluate(rule, sight.conditionScope(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
-	if (failed.length) throw new ApiError("condition_failed", `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, failed);
+	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
 }
 
 function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sight: EntrySight) {
@@ -139,7 +139,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 		const taken = names.filter((name) => current.has(name));
 		if (taken.length) {
 			const details = taken.map((name) => ({ path: `entries.${name}`, message: "The entry exists" }));
-			throw new ApiError("conflict", `The ledger already has ${taken.join(", ")}`, details);
+			throw new ApiError("conflict", { description: `The ledger already has ${taken.join(", ")}`, details });
 		}
 		return;
 	}
@@ -149,7 +149,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 	});
 	if (unknown.length) {
 		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));
-		throw new ApiError("not_found", `No such entry: ${unknown.join(", ")}`, details);
+		throw new ApiError("not_found", { description: `No such entry: ${unknown.join(", ")}`, details });
 	}
 }
 

@@ -1,6 +1,6 @@
 import type { Database } from "../db/client";
 import { markQueued, pendingMessages } from "../db/outbox";
-import { now } from "../time";
+import { now } from "../base/time";
 import type { NotificationJob } from "../webhooks/notification";
 
 // How far ahead of a write with notifications the account's alarm is set: if the object goes

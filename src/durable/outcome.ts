@@ -1,5 +1,5 @@
 import type { D1Cost, D1Meter } from "../db/meter";
-import { ApiError, type ErrorCode, type ErrorDetail } from "../http/errors";
+import { ApiError, type ErrorCode, type ErrorDetail } from "../base/errors";
 
 // What crosses the RPC boundary: a value, or an API error as plain data (class instances and
 // their fields do not survive the trip).
@@ -14,6 +14,6 @@ export type Outcome<T> = { cost: D1Cost } & (
 export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 	meter.add(outcome.cost);
 	if (outcome.ok) return outcome.value;
-	throw new ApiError(outcome.code, outcome.description, outcome.details);
+	throw new ApiError(outcome.code, { description: outcome.description, details: outcome.details });
 }
 

@@ -1,28 +1,16 @@
-import { sql } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
+import { jsonBytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
-import type { Columns } from "../rules/compile";
 import { compileRule } from "../rules/compile";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../base/errors";
 import { evaluate } from "../rules/evaluate";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { Budget, BudgetExceeded } from "../rules/strings";
-import { ruleOf, scopeOf } from "../rules/visibility";
+import { ruleOf } from "../rules/stored";
+import { scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
-
-type PageRow = {
-	uuid: string;
-	verdict: number | null;
-	owner: string | null;
-	status: string | null;
-	description: string | null;
-	creation_certificate: string | null;
-	termination_certificate: string | null;
-	updated_ts: number | null;
-};
-
-const COLUMNS: Columns = { uuid: "uuid", owner: "owner", status: "status", description: "description" };
 
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
 // string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
@@ -31,37 +19,20 @@ export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 // Room for the envelope and the cursor.
 const ENVELOPE_BYTES = 1024;
 export const WORK_UNITS = 1_000_000;
-const ENCODER = new TextEncoder();
 
-// One page: the next `count` twins of the account after `after`, in uuid order, through the
-// (owner, uuid) index: no OFFSET, so a page costs the same wherever it is in the account.
-// The rule's SQL answers 1, 0 or NULL per twin; the detailed columns come back only where
-// they are needed (to show the twin, or to let the evaluator decide a NULL). The page is cut
-// here, not in SQL: a running sum in SQL (a window function) made D1 read each row four
-// times. The first twin always stays, so every page moves on.
+// One page: the next `count` twins of the account after `after` (db/twins.ts reads them with
+// the rules compiled to SQL; 1, 0 or NULL per twin). The evaluator settles the NULLs here.
+// The page is cut here, not in SQL: a running sum in SQL (a window function) made D1 read
+// each row four times. The first twin always stays, so every page moves on.
 export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
-	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), COLUMNS));
+	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
-	const keep = sql.raw(request.details ? "verdict IS NOT 0" : "verdict IS NULL");
 
-	const rows = (await db.all(sql`
-		SELECT uuid, verdict,
-			CASE WHEN ${keep} THEN owner END AS owner,
-			CASE WHEN ${keep} THEN status END AS status,
-			CASE WHEN ${keep} THEN description END AS description,
-			CASE WHEN ${keep} THEN creation_certificate END AS creation_certificate,
-			CASE WHEN ${keep} THEN termination_certificate END AS termination_certificate,
-			CASE WHEN ${keep} THEN updated_ts END AS updated_ts
-		FROM (
-			SELECT *, (${sql.raw(verdict)}) AS verdict FROM twins
-			WHERE owner = ${caller.account} AND uuid > ${after}
-			ORDER BY uuid LIMIT ${request.count}
-		)
-		ORDER BY uuid`)) as PageRow[];
+	const rows = await selectTwinPage(db, { owner: caller.account, after, count: request.count, verdict, details: request.details });
 
 	const budget = new Budget(WORK_UNITS);
 	const twins: unknown[] = [];
@@ -71,15 +42,15 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 		if (row.verdict === null && taken > 0 && budget.exhausted) break;
 		let accepted: boolean;
 		try {
-			accepted = row.verdict === 1 || (row.verdict === null && decide(row, caller, match, visible, now, budget));
+			accepted = row.verdict === 1 || (row.verdict === null && accepts(row, caller, match, visible, now, budget));
 		} catch (error) {
 			if (!(error instanceof BudgetExceeded)) throw error;
-			if (taken === 0) throw new ApiError("validation", `match: ${error.message} on one twin`, [{ path: "match", message: error.message }]);
+			if (taken === 0) throw new ApiError("validation", { description: `match: ${error.message} on one twin`, details: [{ path: "match", message: error.message }] });
 			break;
 		}
 		if (accepted) {
 			const twin = request.details ? detailed(row) : row.uuid;
-			bytes += ENCODER.encode(JSON.stringify(twin)).length + 1;
+			bytes += jsonBytes(twin) + 1;
 			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
 			twins.push(twin);
 		}
@@ -94,7 +65,8 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 	};
 }
 
-function decide(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number, budget: Budget) {
+// Whether the evaluator accepts a twin whose SQL verdict was NULL.
+function accepts(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number, budget: Budget) {
 	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
 	const scope = { ...scopeOf(caller, now), twin, budget };
 	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));

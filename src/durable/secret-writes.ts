@@ -1,10 +1,10 @@
 import type { Database } from "../db/client";
 import type { secretPins } from "../db/schema";
 import { deleteSecret, replacePin, setSecretValidity } from "../db/secrets";
-import { ApiError } from "../http/errors";
-import { manageableUser } from "../operations/guards";
-import type { Caller } from "../policy/caller";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { manageableUser } from "./guards";
+import type { Caller } from "../base/caller";
+import { now } from "../base/time";
 
 // Writes to users' credentials, run by AccountDO one at a time with the role and user writes:
 // a PIN or a secret is a way into a user, so managing another user's needs the right to
@@ -26,13 +26,13 @@ async function ownOrManageable(db: Database, caller: Caller, user: string) {
 export async function changeSecretValidity(db: Database, caller: Caller, user: string, validity_ts: number | null) {
 	await ownOrManageable(db, caller, user);
 	const row = await setSecretValidity(db, caller.account, user, validity_ts, now());
-	if (!row) throw new ApiError("not_found", "No such user secret");
+	if (!row) throw new ApiError("not_found", { description: "No such user secret" });
 	return row;
 }
 
 export async function removeSecret(db: Database, caller: Caller, user: string) {
 	await ownOrManageable(db, caller, user);
 	const row = await deleteSecret(db, caller.account, user);
-	if (!row) throw new ApiError("not_found", "No such user secret");
+	if (!row) throw new ApiError("not_found", { description: "No such user secret" });
 	return row;
 }

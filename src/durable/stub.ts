@@ -1,4 +1,4 @@
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 
 // The Durable Object of the caller's account.
 export function accountObject(env: Env, caller: Caller) {

@@ -1,12 +1,12 @@
 import type { Database } from "../db/client";
-import { countRoles, deleteUnheldRole, findRole, insertRole, patchRole } from "../db/roles";
+import { countRoles, deleteUnheldRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
 import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
-import { ApiError } from "../http/errors";
-import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "../operations/guards";
-import type { Caller } from "../policy/caller";
+import { ApiError } from "../base/errors";
+import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "./guards";
+import type { Caller } from "../base/caller";
 import { isAdministrator, mayChangeOwnDescription } from "../policy/grant";
-import { now } from "../time";
+import { now } from "../base/time";
 
 // The account's role and user writes. AccountDO runs them one at a time, so a check and the
 // write it guards cannot interleave with another write.
@@ -29,21 +29,14 @@ export async function currentCaller(db: Database, caller: Pick<Caller, "account"
 export async function createRole(db: Database, caller: Caller, input: RoleInput, limits: Limits) {
 	requireRoleGrant(caller, input, "The new role");
 	if ((await countRoles(db, caller.account)) >= limits.roles) {
-		throw new ApiError("role_limit", `The account already has ${limits.roles} roles, its limit (MAX_ROLES)`);
+		throw new ApiError("role_limit", { description: `The account already has ${limits.roles} roles, its limit (MAX_ROLES)` });
 	}
 	const at = now();
 	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-async function manageableRole(db: Database, caller: Caller, uuid: string) {
-	const role = await findRole(db, caller.account, uuid);
-	if (!role) throw new ApiError("not_found", "No such role");
-	requireRoleGrant(caller, role);
-	return role;
-}
-
 export async function updateRole(db: Database, caller: Caller, uuid: string, changes: Partial<RoleInput>) {
-	const role = await manageableRole(db, caller, uuid);
+	const role = await grantableRole(db, caller, uuid);
 	if (changes.statement || changes.rules) {
 		const changed = { uuid, statement: changes.statement ?? role.statement, rules: changes.rules ?? role.rules };
 		requireRoleGrant(caller, changed, "The changed role");
@@ -55,14 +48,14 @@ export async function updateRole(db: Database, caller: Caller, uuid: string, cha
 		}
 	}
 	const updated = await patchRole(db, caller.account, uuid, changes, now());
-	if (!updated) throw new ApiError("not_found", "No such role");
+	if (!updated) throw new ApiError("not_found", { description: "No such role" });
 	return updated;
 }
 
 export async function deleteRole(db: Database, caller: Caller, uuid: string) {
-	const role = await manageableRole(db, caller, uuid);
+	const role = await grantableRole(db, caller, uuid);
 	const deleted = await deleteUnheldRole(db, caller.account, uuid);
-	if (!deleted) throw new ApiError("conflict", "The role is held by at least one user");
+	if (!deleted) throw new ApiError("conflict", { description: "The role is held by at least one user" });
 	return { ...role, ...deleted };
 }
 
@@ -71,7 +64,7 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 	const uuid = crypto.randomUUID();
 	requireManageable(caller, { uuid, role, description: input.description }, "The new user");
 	if ((await countUsers(db, caller.account)) >= limits.users) {
-		throw new ApiError("user_limit", `The account already has ${limits.users} users, its limit (MAX_USERS)`);
+		throw new ApiError("user_limit", { description: `The account already has ${limits.users} users, its limit (MAX_USERS)` });
 	}
 	const at = now();
 	return insertUser(db, { uuid, account: caller.account, ...input, created_ts: at, updated_ts: at });
@@ -80,21 +73,21 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>) {
 	const current = await manageableUser(db, caller, uuid);
 	if (uuid === caller.user && changes.description !== undefined && !mayChangeOwnDescription(caller)) {
-		throw new ApiError("escalation", "The caller's role reads USER variables: only the administrator may change its description");
+		throw new ApiError("escalation", { description: "The caller's role reads USER variables: only the administrator may change its description" });
 	}
 	const role = changes.role ? await grantableRole(db, caller, changes.role) : current.role;
 	const description = changes.description ?? current.user.description;
 	requireManageable(caller, { uuid, role, description }, "The changed user");
 	const updated = await patchUser(db, caller.account, uuid, changes, now());
-	if (!updated) throw new ApiError("not_found", "No such user");
+	if (!updated) throw new ApiError("not_found", { description: "No such user" });
 	return updated;
 }
 
 export async function deleteUser(db: Database, caller: Caller, uuid: string) {
 	// Deleting oneself would leave the caller locked out mid-session; another user must do it.
-	if (uuid === caller.user) throw new ApiError("conflict", "A user cannot delete itself");
+	if (uuid === caller.user) throw new ApiError("conflict", { description: "A user cannot delete itself" });
 	await manageableUser(db, caller, uuid);
 	const deleted = await removeUser(db, caller.account, uuid);
-	if (!deleted) throw new ApiError("not_found", "No such user");
+	if (!deleted) throw new ApiError("not_found", { description: "No such user" });
 	return deleted;
 }

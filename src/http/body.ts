@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "../base/errors";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -45,9 +45,9 @@ export function parseJson(bytes: Uint8Array | undefined): unknown {
 	}
 	// Validation walks a body recursively; a 64 KiB body can nest thousands of levels deep.
 	if (depthOf(value) > MAX_JSON_DEPTH) {
-		throw new ApiError("validation", `The body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+		throw new ApiError("validation", { description: `The body is nested deeper than ${MAX_JSON_DEPTH} levels`, details: [
 			{ path: "body", message: `Nested deeper than ${MAX_JSON_DEPTH} levels` },
-		]);
+		] });
 	}
 	return value;
 }

@@ -1,4 +1,4 @@
-import type { Route } from "../router";
+import type { Route } from "./route";
 import { openApiDocument } from "./openapi";
 
 // The API document, built once per isolate from the route table. Its reference page (/docs)

@@ -1,8 +1,9 @@
 import { z } from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
-import type { Route } from "../router";
-import { jsonValue } from "../operations/schemas";
-import { ERRORS, errorEnvelope } from "./errors";
+import type { Route } from "./route";
+import { ERRORS } from "../base/errors";
+import { ANY_JSON } from "../base/json";
+import { errorEnvelope } from "./errors";
 
 // The API document, built from the route table and the very zod schemas that validate
 // requests and shape answers.
@@ -36,14 +37,15 @@ function hoistDefinitions(schema: JsonSchema, shared: Record<string, JsonSchema>
 	return rewrite(rest) as JsonSchema;
 }
 
-// z.json() is recursive; it is described as "any JSON value" rather than spelled out.
+// A schema marked ANY_JSON in its metadata (z.json() is recursive) is described as "any JSON
+// value" rather than spelled out.
 function jsonSchema(schema: z.ZodType, io: "input" | "output", shared: Record<string, JsonSchema>): JsonSchema {
 	const { $schema: _, ...rest } = z.toJSONSchema(schema, {
 		io,
 		unrepresentable: "any",
 		reused: "inline",
 		override: ({ zodSchema, jsonSchema: out }) => {
-			if (zodSchema !== jsonValue) return;
+			if (z.globalRegistry.get(zodSchema)?.[ANY_JSON] !== true) return;
 			for (const key of Object.keys(out)) delete (out as JsonSchema)[key];
 			Object.assign(out, { description: "Any JSON value" });
 		},

@@ -3,10 +3,10 @@ import { database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import type { Operation } from "../operations/operation";
 import { decide } from "../policy/statement";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { authenticate, authenticateAdmin } from "./auth";
 import { parseJson } from "./body";
-import { ApiError } from "./errors";
+import { ApiError } from "../base/errors";
 import { spendAttempt } from "./rate-limit";
 import { validate } from "./validation";
 
@@ -22,7 +22,7 @@ export function pipeline(operation: Operation) {
 			caller = await countingFailures(env, request, () => authenticate(request, db));
 			const decision = decide(caller.statement, operation.name);
 			if (!decision.allowed) {
-				throw new ApiError("operation_forbidden", `The caller's role does not allow ${operation.name}`);
+				throw new ApiError("operation_forbidden", { description: `The caller's role does not allow ${operation.name}` });
 			}
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));

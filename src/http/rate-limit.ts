@@ -1,5 +1,5 @@
 import ipaddr from "ipaddr.js";
-import { ApiError } from "./errors";
+import { ApiError } from "../base/errors";
 
 // Rate limits per client address, with the Workers Rate Limiting binding (wrangler.toml
 // [[ratelimits]]): SECRET_ATTEMPTS counts every request to a route whose only credential is a
@@ -19,5 +19,5 @@ export function clientKey(request: Request): string {
 
 export async function spendAttempt(limiter: RateLimit, request: Request): Promise<void> {
 	const { success } = await limiter.limit({ key: clientKey(request) });
-	if (!success) throw new ApiError("rate_limited", undefined, undefined, { "retry-after": "60" });
+	if (!success) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }

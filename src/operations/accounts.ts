@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { newUserSecret } from "../crypto";
+import { newUserSecret } from "../base/crypto";
 import { insertAccount } from "../db/accounts";
-import { now } from "../time";
+import { now } from "../base/time";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT, NO_RULES } from "./roles-defaults";
 import { uuidOut } from "./schemas";

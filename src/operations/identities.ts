@@ -4,10 +4,10 @@ import type { TwinRow } from "../db/twins";
 import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../durable/identities";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
-import type { Caller } from "../policy/caller";
-import { ApiError } from "../http/errors";
+import type { Caller } from "../base/caller";
+import { ApiError } from "../base/errors";
 import { canSeeIdentity, isExpired } from "../rules/identities";
-import { now } from "../time";
+import { now } from "../base/time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { byUuid, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
@@ -48,7 +48,7 @@ const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
 async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: string, identity: string) {
 	const twin = await visibleTwin(ctx, ctx.caller, twinId);
 	const row = await findOwnIdentity(ctx.db, twin.uuid, ctx.caller.account, identity);
-	if (!row || !canSeeIdentity(ctx.caller, row, twin, now())) throw new ApiError("not_found", "No such identity");
+	if (!row || !canSeeIdentity(ctx.caller, row, twin, now())) throw new ApiError("not_found", { description: "No such identity" });
 	return { twin, row };
 }
 

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { readHistory, readLedger } from "../db/ledgers";
 import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
-import { now } from "../time";
+import { now } from "../base/time";
 import {
 	entryList,
 	historyEntries,

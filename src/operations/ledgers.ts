@@ -2,8 +2,8 @@ import { z } from "zod";
 import type { TwinRow } from "../db/twins";
 import type { EntryChange, LedgerWrite } from "../durable/ledger-writes";
 import { type Outcome, unwrap } from "../durable/outcome";
-import type { Caller } from "../policy/caller";
-import { ApiError } from "../http/errors";
+import type { Caller } from "../base/caller";
+import { ApiError } from "../base/errors";
 import type { Json } from "../rules/ast";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
@@ -22,7 +22,7 @@ export function twinView(twin: TwinRow) {
 async function writableLedger(ctx: Context & { caller: Caller }, params: Params) {
 	const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 	if (params.ledger !== "personal" && params.ledger !== ctx.caller.account) {
-		throw new ApiError("not_owner", "Only the caller's own ledger may be written");
+		throw new ApiError("not_owner", { description: "Only the caller's own ledger may be written" });
 	}
 	return twinView(twin);
 }

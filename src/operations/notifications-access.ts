@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { listGrants, replaceGrant } from "../db/grants";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 import { defineOperation } from "./operation";
 import { uuid } from "./schemas";
 import { topic } from "./webhooks";
@@ -25,7 +25,8 @@ export const updateNotificationsAccountAccess = defineOperation({
 	async run({ params, body }, ctx) {
 		// Whether the account exists is not checked: no answer may tell that it does.
 		if (params.account === ctx.caller.account) {
-			throw new ApiError("validation", "account: Must be another account", [{ path: "account", message: "Must be another account" }]);
+			const message = "Must be another account";
+			throw new ApiError("validation", { description: `account: ${message}`, details: [{ path: "account", message }] });
 		}
 		const granted = [...new Set(body.topics ?? body.publish ?? [])];
 		await replaceGrant(ctx.db, ctx.caller.account, params.account, granted, now());

@@ -1,8 +1,8 @@
 import type { z } from "zod";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import type { Caller } from "../policy/caller";
-import type { OperationName } from "./names";
+import type { Caller } from "../base/caller";
+import type { OperationName } from "../policy/names";
 
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
 // (the PIN, webhook token and documentation routes carry their own proof or need none).

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { type ResolvedRow, resolveIdentity } from "../db/identities";
 import { canSeeIdentity } from "../rules/identities";
 import { isVisible } from "../rules/visibility";
-import { now } from "../time";
+import { now } from "../base/time";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
 import { queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";

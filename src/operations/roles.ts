@@ -2,7 +2,7 @@ import { z } from "zod";
 import { findRole, listRoles } from "../db/roles";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../base/errors";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
@@ -62,7 +62,7 @@ export const getUserRole = defineOperation({
 	params: roleParams,
 	async run({ params }, ctx) {
 		const role = await findRole(ctx.db, ctx.caller.account, params.role);
-		if (!role) throw new ApiError("not_found", "No such role");
+		if (!role) throw new ApiError("not_found", { description: "No such role" });
 		return role;
 	},
 });

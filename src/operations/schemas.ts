@@ -1,22 +1,24 @@
 import { z } from "zod";
+import { ANY_JSON, jsonBytes } from "../base/json";
 import { parseRule } from "../rules/parse";
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
 export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 
-// Any JSON value. One instance, so the API document can name it once (see openapi.ts).
-export const jsonValue = z.json();
+// Any JSON value. z.json() is recursive; the metadata tells the API document to describe it
+// as "any JSON value" rather than spell the recursion out (see http/openapi.ts). It is
+// registered on the instance itself (.meta() would mark a copy, not the one the recursion
+// refers to).
+export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true });
 
 // Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
 // and a scan page have to read per twin.
 export const MAX_DESCRIPTION_BYTES = 32 * 1024;
-const encoder = new TextEncoder();
-
 export const description = z
 	.record(z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"), jsonValue)
 	.refine(
-		(value) => encoder.encode(JSON.stringify(value)).length <= MAX_DESCRIPTION_BYTES,
+		(value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES,
 		`Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`,
 	);
 

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { newUserSecret, randomPin, sha256Hex } from "../crypto";
+import { newUserSecret, randomPin, sha256Hex } from "../base/crypto";
 import { findSecret, redeemPin } from "../db/secrets";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
-import { manageableUser } from "./guards";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import { manageableUser } from "../durable/guards";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 
@@ -81,7 +81,7 @@ export const getUserSecret = defineOperation({
 		// Reading another user's secret record is managing that user: a PIN is not needed to lock it out.
 		if (params.user !== ctx.caller.user) await manageableUser(ctx.db, ctx.caller, params.user);
 		const row = await findSecret(ctx.db, ctx.caller.account, params.user);
-		if (!row) throw new ApiError("not_found", "No such user secret");
+		if (!row) throw new ApiError("not_found", { description: "No such user secret" });
 		return row;
 	},
 });

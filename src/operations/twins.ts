@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
 import { unwrap } from "../durable/outcome";
-import type { Caller } from "../policy/caller";
-import { ApiError } from "../http/errors";
+import type { Caller } from "../base/caller";
+import { ApiError } from "../base/errors";
 import { isVisible } from "../rules/visibility";
-import { now } from "../time";
+import { now } from "../base/time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
@@ -17,12 +17,12 @@ export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): P
 	const twin = await findTwin(ctx.db, uuid);
 	if (twin && isVisible(caller, twin, now())) return twin;
 	ctx.meter.concealReadsSince(before);
-	throw new ApiError("not_found", "No such twin");
+	throw new ApiError("not_found", { description: "No such twin" });
 }
 
 // Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
 function refusal(twin: TwinRow, caller: Caller): ApiError {
-	if (twin.owner !== caller.account) return new ApiError("not_owner", "Only the owner's account may change a twin");
+	if (twin.owner !== caller.account) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
 	return new ApiError("twin_terminated");
 }
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { findUser, listUsers } from "../db/users";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
 import { byUuid, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
 
@@ -47,7 +47,7 @@ export const getUser = defineOperation({
 	params: userParams,
 	async run({ params }, ctx) {
 		const found = await findUser(ctx.db, ctx.caller.account, params.user);
-		if (!found) throw new ApiError("not_found", "No such user");
+		if (!found) throw new ApiError("not_found", { description: "No such user" });
 		return found;
 	},
 });

@@ -1,4 +1,4 @@
-import { randomBase64Url, sha256Hex } from "../crypto";
+import { randomBase64Url, sha256Hex } from "../base/crypto";
 import type { SubscriptionRow } from "../db/subscriptions";
 import type { ConfirmationJob } from "../webhooks/message";
 import { publicOrigin, seal } from "../webhooks/seal";

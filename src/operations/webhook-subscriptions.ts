@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { listDeliveries } from "../db/deliveries";
 import { countLiveSubscriptions, effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 import { subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
 import { byUuid, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
@@ -46,7 +46,7 @@ async function ownSubscription(ctx: Context & { caller: { account: string } }, s
 	if (!row) {
 		// Another account's subscription reports what an absent one costs.
 		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", "No such subscription");
+		throw new ApiError("not_found", { description: "No such subscription" });
 	}
 	return row;
 }
@@ -130,18 +130,18 @@ export const resendWebhookConfirmation = defineOperation({
 		const status = effectiveStatus(row, at);
 		if (status === "expired") throw new ApiError("subscription_expired");
 		if (status !== "pending" && status !== "failed") {
-			throw new ApiError("conflict", `The subscription is ${status}: it takes no confirmation message`);
+			throw new ApiError("conflict", { description: `The subscription is ${status}: it takes no confirmation message` });
 		}
 		// A failed subscription made pending again is live: it counts against the limit.
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
 		if (status === "failed" && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) {
-			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);
 		const changes = { ...confirmation, status: "pending", attempts: 0, delivered_ts: null, failure_reason: null } as const;
 		const pending = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status, message: row.message });
-		if (!pending) throw new ApiError("conflict", "The subscription changed meanwhile; try again");
+		if (!pending) throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		const reason = "the new confirmation message could not be queued";
 		await queueConfirmation(ctx, pending, () => patchSubscription(ctx.db, row.uuid, { status: "failed", failure_reason: reason }, now()));
 		return detail(pending, at);

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { randomBase64Url, sha256Hex } from "../crypto";
+import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
-import { ApiError } from "../http/errors";
-import { now } from "../time";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
 import { subscriptionView } from "../webhooks/message";
@@ -31,7 +31,7 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 	if (!row || row.status === "unsubscribed") {
 		// Another account's token, or a dead one, reports what an unknown token costs.
 		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", "No such subscription");
+		throw new ApiError("not_found", { description: "No such subscription" });
 	}
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
@@ -61,7 +61,7 @@ export const webhookSubscribe = defineOperation({
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
 		if ("refused" in checked) {
-			throw new ApiError("validation", `callback_url: ${checked.refused}`, [{ path: "callback_url", message: checked.refused }]);
+			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
 		}
 		const at = now();
 		const uuid = crypto.randomUUID();
@@ -92,7 +92,7 @@ export const webhookSubscribe = defineOperation({
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
 		if (!row && granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");
 		if (!row) {
-			throw new ApiError("subscription_limit", `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)`);
+			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
 		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
 		return {
@@ -150,7 +150,7 @@ export const refreshSubscription = defineOperation({
 		if (!refreshed) {
 			// Its state changed meanwhile (confirmed, failed, ended): answer as the token now stands.
 			await liveSubscription(ctx, params.account, query.token);
-			throw new ApiError("conflict", "The subscription changed meanwhile; try again");
+			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		}
 		return {
 			subscription: subscriptionView(refreshed),

@@ -1,8 +1,8 @@
-import type { Description, RoleRules, Statement } from "../db/schema";
+import type { Description, RoleRules, Statement } from "../base/caller";
 import type { Json, Rule } from "../rules/ast";
 import { deepEqual, step } from "../rules/evaluate";
-import { parseRule } from "../rules/parse";
-import type { Caller } from "./caller";
+import { parseStoredRule } from "../rules/stored";
+import type { Caller } from "../base/caller";
 import { checkGrant } from "./statement";
 
 // What a caller may hand to anyone (a role, a user, a PIN), decided with no I/O. A request
@@ -25,7 +25,7 @@ const OK: Verdict = { ok: true };
 // undefined for a rule that does not parse (stored rules do; the language may tighten).
 function tree(text: string | null): Rule | null | undefined {
 	if (text === null) return null;
-	const parsed = parseRule(text);
+	const parsed = parseStoredRule(text);
 	return parsed.ok ? parsed.rule : undefined;
 }
 

@@ -1,4 +1,4 @@
-import type { Statement } from "../db/schema";
+import type { Statement } from "../base/caller";
 
 // The permission rule, with no I/O: callers turn the tagged reasons into HTTP answers.
 

@@ -1,4 +1,4 @@
-import { OPERATION_NAMES } from "../operations/names";
+import { OPERATION_NAMES } from "./names";
 
 // The operation names of the original API (its official client's names). A statement written
 // for the original service is accepted as it is: names this service does not route yet keep

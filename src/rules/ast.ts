@@ -1,6 +1,8 @@
 // The rule language's syntax tree, independent of the parser that produced it.
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import type { Json } from "../base/json";
+
+export type { Json };
 
 export const SYSTEM_VARIABLES = ["account", "user", "role", "twin", "twin_status", "owner", "now", "identity"] as const;
 export type SystemVariable = (typeof SYSTEM_VARIABLES)[number];

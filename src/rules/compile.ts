@@ -1,5 +1,6 @@
-import { classOf, type CompareOp, ENTRY_VARIABLES, type Json, type Rule } from "./ast";
-import { compare, type Scope, step } from "./evaluate";
+import { classOf, type CompareOp, type Json, type Root, type Rule } from "./ast";
+import { compare, step } from "./evaluate";
+import { type Scope, type TwinColumn, VARIABLES } from "./variables";
 
 // Compiles a rule to a SQL expression over one twin row that yields 1 (true), 0 (false) or
 // NULL (SQL cannot decide: regular expressions, deep comparisons of lists and objects, and
@@ -12,7 +13,7 @@ import { compare, type Scope, step } from "./evaluate";
 // Constants are written into the SQL as escaped literals rather than bound, because D1 allows
 // 100 bound parameters and a 1024-character rule can hold more literals than that.
 
-export type Columns = { uuid: string; owner: string; status: string; description: string };
+export type Columns = Record<TwinColumn, string>;
 
 // D1 refuses statements over 100 KB; past this, the evaluator decides every row.
 const MAX_SQL_LENGTH = 50_000;
@@ -95,24 +96,16 @@ class Compiler {
 		}
 	}
 
-	private variable(root: string, path: (string | number)[]): Operand {
-		const { user, now, identity } = this.scope;
-		const constants: Record<string, Json> = {
-			USER: user.description,
-			account: user.account,
-			user: user.user,
-			role: user.role,
-			now,
-			identity: identity ?? null,
-		};
-		if (root in constants) return { kind: "const", value: path.reduce<Json>(step, constants[root]) };
-		// Twin rules and `match` bind no ledger entry: its variables read null.
-		if (root === "LEDGER" || (ENTRY_VARIABLES as readonly string[]).includes(root)) return { kind: "const", value: null };
-		if (root !== "TWIN") {
+	// Where the root comes from decides the operand: the caller, the clock and any binding
+	// (none in a twin rule or `match`: null) are constants; only the twin's columns vary.
+	private variable(root: Root, path: (string | number)[]): Operand {
+		const variable = VARIABLES[root];
+		if (!variable) return path.length > 0 ? { kind: "const", value: null } : { kind: "unknown" };
+		if (variable.source !== "twin") return { kind: "const", value: path.reduce<Json>(step, variable.value(this.scope)) };
+		if (variable.column !== "description") {
 			// twin, owner and twin_status are strings: they have no members.
 			if (path.length > 0) return { kind: "const", value: null };
-			const column = { twin: this.columns.uuid, owner: this.columns.owner, twin_status: this.columns.status }[root];
-			return column ? { kind: "dyn", cls: "'string'", val: column } : { kind: "unknown" };
+			return { kind: "dyn", cls: "'string'", val: this.columns[variable.column] };
 		}
 		const jsonPath = toJsonPath(path);
 		if (jsonPath === undefined) return { kind: "unknown" };

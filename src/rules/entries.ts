@@ -1,7 +1,8 @@
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import type { Json, Rule } from "./ast";
 import { type EntryScope, evaluate, type Scope } from "./evaluate";
-import { ruleOf, scopeOf } from "./visibility";
+import { ruleOf } from "./stored";
+import { scopeOf } from "./visibility";
 
 // A ledger entry as the rules see it, with its value already parsed.
 export type Entry = {
@@ -38,7 +39,6 @@ export function entryScope(ledger: string, name: string, entry: Entry | undefine
 // a writer's conditions) read only entries the reader may see, so no rule can probe a hidden one.
 export class EntrySight {
 	private readonly roleRule: Rule | null;
-	private readonly rules = new Map<string, Rule | null>();
 	private readonly all: Record<string, Json>;
 	private shown: Record<string, Json> | undefined;
 	private seen: Record<string, Json> | undefined;
@@ -72,9 +72,7 @@ export class EntrySight {
 	}
 
 	rule(text: string | null): Rule | null {
-		if (text === null) return null;
-		if (!this.rules.has(text)) this.rules.set(text, ruleOf(text));
-		return this.rules.get(text) ?? null;
+		return text === null ? null : ruleOf(text);
 	}
 
 	private public(entry: Entry): boolean {

@@ -1,30 +1,8 @@
-import { type CompareOp, classOf, type Json, type Rule } from "./ast";
+import { type CompareOp, classOf, type Json, type Root, type Rule } from "./ast";
 import { type Budget, includes, search } from "./strings";
+import { type EntryScope, type Scope, VARIABLES } from "./variables";
 
-// One ledger entry as rules see it; `values` holds every entry of its ledger (LEDGER.<name>).
-export type EntryScope = {
-	ledger: string;
-	name: string;
-	value: Json;
-	created_ts: number | null;
-	updated_ts: number | null;
-	value_changed_ts: number | null;
-	values: { [name: string]: Json };
-	trigger?: string;
-	old_value?: Json;
-};
-
-// What a rule can see: the twin (absent for rules about no twin), the calling user, the
-// identity an identity rule is about, and the ledger entry where the rule is about one.
-export type Scope = {
-	twin?: { uuid: string; owner: string; status: string; description: Json };
-	user: { account: string; user: string; role: string; description: Json };
-	now: number;
-	// Counts the characters `in` and `=~` process, for callers that bound a request's work.
-	budget?: Budget;
-	identity?: string;
-	entry?: EntryScope;
-};
+export type { EntryScope, Scope };
 
 // Evaluation never throws: a missing attribute is null, and a comparison between values of
 // different types is false. Only `true` itself counts as true.
@@ -51,49 +29,9 @@ export function valueOf(rule: Rule, scope: Scope): Json {
 	}
 }
 
-function rootOf(root: string, { twin, user, now, identity, entry }: Scope): Json {
-	switch (root) {
-		case "LEDGER":
-			return entry?.values ?? null;
-		case "ledger":
-			return entry?.ledger ?? null;
-		case "entry_name":
-			return entry?.name ?? null;
-		case "entry_value":
-			return entry?.value ?? null;
-		case "entry_created_ts":
-			return entry?.created_ts ?? null;
-		case "entry_updated_ts":
-			return entry?.updated_ts ?? null;
-		case "value_changed_ts":
-			return entry?.value_changed_ts ?? null;
-		case "trigger":
-			return entry?.trigger ?? null;
-		case "old_value":
-			return entry?.old_value ?? null;
-		case "TWIN":
-			return twin?.description ?? null;
-		case "USER":
-			return user.description;
-		case "account":
-			return user.account;
-		case "user":
-			return user.user;
-		case "role":
-			return user.role;
-		case "now":
-			return now;
-		case "twin":
-			return twin?.uuid ?? null;
-		case "twin_status":
-			return twin?.status ?? null;
-		case "owner":
-			return twin?.owner ?? null;
-		case "identity":
-			return identity ?? null;
-		default:
-			return null;
-	}
+// A root the table does not know (none parses) reads null, as a missing attribute does.
+function rootOf(root: Root, scope: Scope): Json {
+	return VARIABLES[root]?.value(scope) ?? null;
 }
 
 // Numbers index arrays and strings name object keys; anything else reads as null.

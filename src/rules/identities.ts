@@ -1,7 +1,7 @@
-import type { Caller } from "../policy/caller";
+import type { Caller } from "../base/caller";
 import type { Json } from "./ast";
 import { evaluate, type Scope } from "./evaluate";
-import { ruleOf } from "./visibility";
+import { ruleOf } from "./stored";
 
 export type IdentityView = { identity: string; account: string; visibility: string | null; validity_ts: number | null };
 type TwinView = { uuid: string; owner: string; status: string; description: unknown };

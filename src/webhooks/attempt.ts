@@ -1,7 +1,7 @@
 import { type Database, database } from "../db/client";
 import { recordAttempt } from "../db/deliveries";
 import { findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
-import { now } from "../time";
+import { now } from "../base/time";
 import { type DeliveryOutcome, deliver, retryDelay } from "./delivery";
 import { messageHash, standardWebhookHeaders } from "./hash";
 import { signingKeys } from "./keys";

@@ -1,6 +1,6 @@
 import { database } from "../db/client";
 import { findSubscription, markFailed } from "../db/subscriptions";
-import { now } from "../time";
+import { now } from "../base/time";
 import { attemptNumber } from "./attempt";
 import { RETRY_SCHEDULE, retryDelay } from "./delivery";
 import type { WebhookJob } from "./notification";

@@ -1,5 +1,5 @@
 import { blake2b } from "@noble/hashes/blake2.js";
-import { base64Url, toHex } from "../crypto";
+import { base64Url, toHex } from "../base/crypto";
 
 const encoder = new TextEncoder();
 

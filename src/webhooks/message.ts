@@ -1,5 +1,5 @@
 import { effectiveStatus, type SubscriptionRow } from "../db/subscriptions";
-import { now } from "../time";
+import { now } from "../base/time";
 
 // What goes on the WEBHOOKS queue for one confirmation: no secret travels with it. The consumer
 // reads the subscription, opens its sealed token and keys, and signs at delivery time. The

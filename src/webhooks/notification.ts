@@ -1,7 +1,7 @@
 import { database } from "../db/client";
 import { findMessage, markDelivered, type OutboxRow } from "../db/outbox";
 import { effectiveStatus, findSubscription } from "../db/subscriptions";
-import { now } from "../time";
+import { now } from "../base/time";
 import { type Settlement, settle } from "./attempt";
 import { deliver } from "./delivery";
 import { messageHash, standardWebhookHeaders } from "./hash";

@@ -1,5 +1,5 @@
-import { base64Url } from "../crypto";
-import { ApiError } from "../http/errors";
+import { base64Url } from "../base/crypto";
+import { ApiError } from "../base/errors";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -13,7 +13,7 @@ export const MIN_WEBHOOK_KEY_LENGTH = 32;
 // not open. Stored as base64url of iv (12 bytes) + ciphertext.
 async function aesKey(secret: string | undefined): Promise<CryptoKey> {
 	if (!secret || secret.length < MIN_WEBHOOK_KEY_LENGTH) {
-		throw new ApiError("webhooks_unconfigured", "Webhooks are not configured on this server (WEBHOOK_KEY)");
+		throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (WEBHOOK_KEY)" });
 	}
 	const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
 	return crypto.subtle.deriveKey(
@@ -57,7 +57,7 @@ export function publicOrigin(env: Env): string {
 	} catch {
 		url = undefined;
 	}
-	if (!url) throw new ApiError("webhooks_unconfigured", "Webhooks are not configured on this server (PUBLIC_URL)");
+	if (!url) throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (PUBLIC_URL)" });
 	return url.origin;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { routes } from "../../src/router";
+import { routes } from "../../src/routes";
 import { call } from "../helpers";
 import { env, exports } from "cloudflare:workers";
 

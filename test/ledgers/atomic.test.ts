@@ -2,23 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { writeLedger } from "../../src/durable/ledger-writes";
-import { bootstrap, call } from "../helpers";
+import { bootstrap, call, failingBatches } from "../helpers";
 import { addEntries, ledger, newTwin } from "./support";
-
-// D1 whose batches fail after their first statement has run: a ledger write is one batch, so
-// nothing of it may remain.
-function failingBatches(db: D1Database): D1Database {
-	return new Proxy(db, {
-		get(target, property) {
-			if (property === "batch") {
-				return (statements: D1PreparedStatement[]) =>
-					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
-			}
-			const value = Reflect.get(target, property, target);
-			return typeof value === "function" ? value.bind(target) : value;
-		},
-	});
-}
 
 describe("a ledger write failing in D1", () => {
 	it("leaves entries and history as they were", async () => {

@@ -1,7 +1,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/http/openapi";
-import { routes } from "../../src/router";
+import { routes } from "../../src/routes";
 
 // Runs on Node: the validator compiles JSON Schemas to code, which the Workers runtime forbids.
 describe("the API document", () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { OPERATION_NAMES } from "../../src/operations/names";
+import { OPERATION_NAMES } from "../../src/policy/names";
 import { ORIGINAL_OPERATION_NAMES, STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
 
 // The shared specification sits beside the project (`../shared`), in CI as in development.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Caller } from "../../src/policy/caller";
+import type { Caller } from "../../src/base/caller";
 import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription } from "../../src/policy/grant";
 import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
 

@@ -1,24 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret } from "../helpers";
+import { bootstrap, call, createUser, expectError, failingBatches, issueSecret } from "../helpers";
 import type { ConfirmationJob } from "../../src/webhooks/message";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
-
-// D1 whose batches fail after their first statement has run: D1 runs a batch as one
-// transaction, so nothing of it may remain.
-function failingBatches(db: D1Database): D1Database {
-	return new Proxy(db, {
-		get(target, property) {
-			if (property === "batch") {
-				return (statements: D1PreparedStatement[]) =>
-					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
-			}
-			const value = Reflect.get(target, property, target);
-			return typeof value === "function" ? value.bind(target) : value;
-		},
-	});
-}
 
 // D1 that fails every statement bound to the given value.
 function failingFor(db: D1Database, poisoned: string): D1Database {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { routes } from "../../src/router";
+import { routes } from "../../src/routes";
 import { type Account, BASE, bootstrap, call, createUser, randomAddress, seedTwins } from "../helpers";
 import { exports } from "cloudflare:workers";
 import { subscribeRecording } from "../webhooks/support";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OPERATION_NAMES } from "../../src/operations/names";
+import { OPERATION_NAMES } from "../../src/policy/names";
 import { type Account, bootstrap, call, createUser, issueSecret } from "../helpers";
 import { pathOf, subscribeRecording } from "../webhooks/support";
 
@@ -34,7 +34,10 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	delete_user: (w) => [{ method: "DELETE", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
 	create_user_secret_pin: (w) => [{ method: "POST", path: `/users/${w.firstUser}/secrets`, body: {}, secret: w.second.secret, expect: [404] }],
 	create_user_secret: (w) => [{ method: "POST", path: `/secrets/${w.second.account}/${w.firstPin}`, expect: [404] }],
-	get_user_secret: (w) => [{ method: "GET", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] }],
+	get_user_secret: (w) => [
+		{ method: "GET", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/users/${w.first.user}/secrets`, secret: w.second.secret, expect: [404] },
+	],
 	update_user_secret: (w) => [
 		{ method: "PATCH", path: `/users/${w.firstUser}/secrets`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
 	],
@@ -162,7 +165,7 @@ describe("the tenant-isolation matrix", () => {
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
 		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin };
-		const secrets = [first.account, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
+		const secrets = [first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -184,6 +187,7 @@ describe("the tenant-isolation matrix", () => {
 		// nowhere: same status, body and headers, Server-Timing's figures included.
 		const strangers: [string, string][] = [
 			[firstUser, crypto.randomUUID()],
+			[first.user, crypto.randomUUID()],
 			[firstTwin, crypto.randomUUID()],
 			[first.role, crypto.randomUUID()],
 			[firstToken, firstToken.replace(/./g, "A")],
@@ -207,6 +211,9 @@ describe("the tenant-isolation matrix", () => {
 			}
 		}
 		expect(cases).toBeGreaterThanOrEqual(39);
+
+		// The second account's listing holds exactly its own users.
+		expect(Object.keys((await call("GET", "/users", { secret: second.secret })).body.users)).toEqual([second.user]);
 
 		// Nothing of the first account changed.
 		expect((await call("GET", `/users/${firstUser}`, { secret: first.secret })).body.name).toBe("first-account-user");

@@ -1,7 +1,7 @@
 import { type IRequest, Router } from "itty-router";
-import type { Route } from "../router";
+import type { Route } from "./route";
 import type { Page } from "./docs";
-import { ApiError } from "./errors";
+import { ApiError } from "../base/errors";
 import { pipeline, type RequestState } from "./pipeline";
 
 type Args = [Env, ExecutionContext, RequestState];
@@ -21,8 +21,9 @@ export function buildRouter(routes: Route[], pages: Page[]) {
 	}
 	for (const [path, methods] of methodsByPath) {
 		router.all(path, () => {
-			throw new ApiError("method_not_allowed", `Use ${methods.join(", ")} on this path`, undefined, {
-				allow: methods.join(", "),
+			throw new ApiError("method_not_allowed", {
+				description: `Use ${methods.join(", ")} on this path`,
+				headers: { allow: methods.join(", ") },
 			});
 		});
 	}

@@ -1,8 +1,9 @@
-import type { Json, Rule } from "../rules/ast";
-import type { Caller } from "../policy/caller";
-import { entryScope } from "../rules/entries";
-import { evaluate, type Scope } from "../rules/evaluate";
-import { ruleOf, scopeOf } from "../rules/visibility";
+import type { Json, Rule } from "./ast";
+import type { Caller } from "../base/caller";
+import { entryScope } from "./entries";
+import { evaluate, type Scope } from "./evaluate";
+import { ruleOf } from "./stored";
+import { scopeOf } from "./visibility";
 
 export type Trigger = "ledger.entry.added" | "ledger.entry.updated" | "ledger.entry.deleted";
 

@@ -1,5 +1,5 @@
 import { createAccount } from "./operations/accounts";
-import type { Operation } from "./operations/operation";
+import type { Route } from "./http/route";
 import {
 	createUserSecret,
 	createUserSecretPin,
@@ -35,9 +35,6 @@ import {
 } from "./operations/webhook-subscriptions";
 import { whoAmI } from "./operations/whoami";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
-
-export type Method = "GET" | "POST" | "PATCH" | "DELETE";
-export type Route = { method: Method; path: string; operation: Operation };
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [

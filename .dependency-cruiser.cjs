@@ -1,0 +1,91 @@
+// The house's layers, from the ground up. A folder may import its own files and the layers
+// below it, never one above: `npm run lint` (and CI) fails on an arrow that runs back up.
+//
+//   routes.ts, index.ts   the route table and the Worker's entry: may import everything
+//   http/                 the request pipeline, router, auth, API document
+//   operations/           one file per resource: defineOperation handlers
+//   durable/              AccountDO and its serialized steps; the guards around the policy
+//   webhooks/             messages, hashes, delivery and the queue consumer
+//   db/                   every D1 statement (drizzle schema and queries)
+//   policy/               pure permission logic: statements, grants, manageability
+//   rules/                the rule language: parse, evaluate, compile to SQL
+//   base/                 errors, the caller, time, crypto, JSON: imports nothing of src/
+//
+// SQL lives in db/, except the Durable Object's own SQLite storage (scan cursors, the role
+// write journal): that is the object's private storage, not D1, so durable/ keeps it.
+
+const layer = (name, below) => ({
+	name: `${name}-imports-only-below`,
+	comment: `${name}/ may import only ${below.length ? below.join(", ") : "nothing of src/ but itself"}`,
+	severity: "error",
+	from: { path: `^src/${name}/` },
+	to: { path: "^src/", pathNot: [`^src/${name}/`, ...below.map((b) => `^src/${b}/`)] },
+});
+
+module.exports = {
+	forbidden: [
+		// The ground: everything may import it, it imports nothing of the service.
+		layer("base", []),
+		// The rule language needs only the caller and JSON of the base.
+		layer("rules", ["base"]),
+		// Policy decides over rules (grants compare rule trees) and nothing else: no I/O.
+		layer("policy", ["base", "rules"]),
+		// D1 statements take compiled SQL as text, so db/ needs no rules of its own.
+		layer("db", ["base"]),
+		// Webhooks read subscriptions and build messages from stored rows.
+		layer("webhooks", ["base", "db"]),
+		// The account's object runs the serialized writes and scans with rules, policy and db.
+		layer("durable", ["base", "rules", "policy", "db", "webhooks"]),
+		// Handlers reach the object, the database and the pure layers; never http/.
+		layer("operations", ["base", "rules", "policy", "db", "webhooks", "durable"]),
+		// The HTTP layer serves operations; it never reaches past them into the object.
+		layer("http", ["base", "rules", "policy", "db", "operations"]),
+		{
+			name: "nothing-imports-the-top",
+			comment: "routes.ts and index.ts are the top: only index.ts may import routes.ts",
+			severity: "error",
+			from: { path: "^src/", pathNot: "^src/index\\.ts$" },
+			to: { path: "^src/(index|routes)\\.ts$" },
+		},
+		{
+			name: "no-circular",
+			comment: "files that import each other in a loop cannot be layered",
+			severity: "error",
+			from: { path: "^src/" },
+			to: { circular: true },
+		},
+		{
+			name: "no-test-code-in-src",
+			comment: "the Worker must not bundle tests, test helpers or test-only packages",
+			severity: "error",
+			from: { path: "^src/" },
+			to: {
+				path: ["^test/", "^node_modules/(vitest|@vitest|@cloudflare/vitest-plugin|fast-check|playwright-core)/", "^cloudflare:test$"],
+			},
+		},
+		{
+			name: "no-node-builtins-in-src",
+			comment: "the Worker runs on workerd without nodejs_compat: no Node built-ins",
+			severity: "error",
+			from: { path: "^src/" },
+			to: { dependencyTypes: ["core"] },
+		},
+		{
+			name: "no-unresolvable",
+			comment: "an import that does not resolve is a typo or a missing dependency",
+			severity: "error",
+			from: { path: "^src/" },
+			to: { couldNotResolve: true, pathNot: "^cloudflare:" },
+		},
+	],
+	options: {
+		doNotFollow: { path: "node_modules" },
+		tsPreCompilationDeps: true,
+		tsConfig: { fileName: "tsconfig.json" },
+		enhancedResolveOptions: {
+			exportsFields: ["exports"],
+			conditionNames: ["import", "require", "node", "default", "types"],
+			mainFields: ["module", "main", "types", "typings"],
+		},
+	},
+};

@@ -1,0 +1,80 @@
+// One error envelope for every failure. `subcode` is status * 1000 + n; this catalogue is the
+// single source of them and is mirrored in the README.
+
+export const ERRORS = {
+	validation: { status: 400, subcode: 400101, description: "The request is invalid" },
+	malformed_json: { status: 400, subcode: 400102, description: "The request body is not valid JSON" },
+	twin_terminated: { status: 400, subcode: 400103, description: "The twin is terminated" },
+	invalid_cursor: { status: 400, subcode: 400104, description: "The cursor is invalid or expired" },
+	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
+	ledger_too_large: { status: 400, subcode: 400106, description: "The ledger would exceed 64 KiB" },
+	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
+	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
+	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
+	operation_forbidden: { status: 403, subcode: 403101, description: "The role does not allow this operation" },
+	escalation: {
+		status: 403,
+		subcode: 403102,
+		description: "The role would allow actions the caller is not allowed",
+	},
+	not_owner: { status: 403, subcode: 403103, description: "Only the owner's account may do this" },
+	topic_not_granted: {
+		status: 403,
+		subcode: 403104,
+		description: "The topic is not granted to the caller's account",
+	},
+	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
+	not_found: { status: 404, subcode: 404102, description: "No such resource" },
+	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
+	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
+	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
+	condition_failed: { status: 409, subcode: 409102, description: "A condition of the request is false" },
+	// 409102 is a false ledger condition (CONTRACT section 15).
+	role_limit: { status: 409, subcode: 409103, description: "The account has reached its limit of roles (MAX_ROLES)" },
+	user_limit: { status: 409, subcode: 409104, description: "The account has reached its limit of users (MAX_USERS)" },
+	subscription_limit: {
+		status: 409,
+		subcode: 409105,
+		description: "The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)",
+	},
+	subscription_failed: {
+		status: 409,
+		subcode: 409106,
+		description: "The subscription failed; its owner can resend the confirmation",
+	},
+	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
+	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
+	internal: { status: 500, subcode: 500101, description: "Internal error" },
+	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks are not configured on this server" },
+} as const satisfies Record<string, { status: number; subcode: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export type ErrorDetail = { path: string; message: string };
+
+// What an error may carry besides its code: a description other than the catalogue's, one
+// detail per failing field, and headers the answer must bear (a challenge, a retry delay).
+export type ErrorOptions = {
+	description?: string;
+	details?: ErrorDetail[];
+	headers?: Record<string, string>;
+};
+
+// Thrown anywhere (handlers, the account's object, rules) and turned into the one envelope
+// by the HTTP layer.
+export class ApiError extends Error {
+	readonly status: number;
+	readonly subcode: number;
+	readonly details?: ErrorDetail[];
+	readonly headers?: Record<string, string>;
+
+	constructor(
+		readonly code: ErrorCode,
+		options: ErrorOptions = {},
+	) {
+		super(options.description ?? ERRORS[code].description);
+		this.status = ERRORS[code].status;
+		this.subcode = ERRORS[code].subcode;
+		this.details = options.details;
+		this.headers = options.headers;
+	}
+}
