@@ -160,8 +160,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// One ledger write of this account: conditions, checks and the batch, with no other write
-	// of the account in between.
-	// Its notification messages are handed to the queue right after the commit.
+	// of the account in between. Its notification messages go to the queue right after the commit.
 	writeLedger(write: LedgerWrite) {
 		const account = write.writer.account;
 		return this.serialized(async (db) => {

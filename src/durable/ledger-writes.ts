@@ -36,12 +36,13 @@ export function historyCutoff(history: string, at: number): number {
 	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
 }
 
-// `fanOut` bounds the messages per topic (MAX_SUBSCRIPTIONS, by default its default), and
-// `beforeCommit` runs before a batch with messages commits. Answers the entries and whether the
-// batch wrote notification messages for the account's object to drain.
+// The default of MAX_SUBSCRIPTIONS (wrangler.toml): at most this many messages per topic.
+const DEFAULT_FAN_OUT = 1000;
+
+// `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS), and
+// `notify.beforeCommit` runs before a batch with messages commits. Answers the entries and
+// whether the batch wrote notification messages for the account's object to drain.
 export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
-	const fanOut = notify.fanOut ?? 1000;
-	const beforeCommit = notify.beforeCommit ?? (async () => undefined);
 	const account = write.writer.account;
 	const rows = await readLedger(db, write.twin.uuid, account);
 	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
@@ -61,7 +62,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
 		const left = Object.fromEntries([...current.values()].filter((e) => !(e.name in answer)).map((e) => [e.name, e.value]));
 		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
-		return commit(db, statements, { write, trigger: "ledger.entry.deleted", events, ledger: left, at, fanOut, beforeCommit }, answer);
+		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left }, answer);
 	}
 
 	const after = new Map(current);
@@ -95,20 +96,13 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
 	const ledger = Object.fromEntries([...after.values()].map((e) => [e.name, e.value]));
-	return commit(db, statements, { write, trigger, events, ledger, at, fanOut, beforeCommit }, answer);
+	return commit(db, statements, { write, at, notify, trigger, events, ledger }, answer);
 }
 
 type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
 
-type Events = {
-	write: LedgerWrite;
-	trigger: Trigger;
-	events: EntryEvent[];
-	ledger: Record<string, Json>;
-	at: number;
-	fanOut: number;
-	beforeCommit: () => Promise<void>;
-};
+// The write's events: its trigger, each entry's change, and the ledger's values after it.
+type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Record<string, Json> };
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
 // rows, one per trigger, topic and subscription): an event commits exactly when its change does.
@@ -117,8 +111,9 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	const events = publications(writer, twin, e.trigger, e.events, e.ledger, e.at);
 	const published = Object.keys(events).length > 0;
 	if (published) {
-		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit: e.fanOut }));
-		await e.beforeCommit();
+		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
+		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit }));
+		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);
 	return { ...entriesOut(answer), published };
