@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/durable/account";
 import type { ConfirmationJob } from "../../src/webhooks/message";
 import type { NotificationJob } from "../../src/webhooks/notification";
-import { bootstrap } from "../helpers";
+import { bootstrap, call } from "../helpers";
 import { addEntries, newTwin } from "../ledgers/support";
 import { consume, received } from "../webhooks/support";
 import { confirmedSubscription, messagesFor, outboxOf } from "./support";
@@ -47,6 +47,38 @@ describe("the outbox between a committed write and the queue", () => {
 		expect(delivery.headers["webhook-id"]).toBe(row.message);
 		expect(JSON.parse(delivery.body)).toMatchObject({ message: row.message, event: { level: { new_value: 1, old_value: null } } });
 		expect((await outboxOf(sub.uuid))[0].queued_ts).not.toBeNull();
+	});
+
+	it("shares the account's one alarm with the cursor sweep: the drain comes first, the sweep stays due", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await newTwin(admin.secret);
+		const id = crypto.randomUUID();
+		await confirmedSubscription(admin, "events", id);
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		const alarm = () => runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.getAlarm());
+		// A scan cursor sets the alarm for its sweep, a day ahead.
+		const page = await call("GET", "/twins?count=1", { secret: admin.secret });
+		expect(page.body.cursor).toEqual(expect.any(String));
+		const sweep = (await alarm()) as number;
+		expect(sweep).toBeGreaterThan(Date.now() + 3_600_000);
+
+		await withQueue(admin.account, {
+			sendBatch: async () => {
+				throw new Error("the queue is down");
+			},
+		});
+		await addEntries(admin.secret, twin, { level: { value: 1, publish: { events: "true" } } });
+		const drain = (await alarm()) as number;
+		expect(drain).toBeLessThan(sweep);
+
+		await runInDurableObject(stub, (instance: AccountDO) => {
+			(instance as unknown as { env: Env }).env = env;
+		});
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		await messagesFor(id);
+		// Nothing left to drain: the alarm is the cursor's sweep again.
+		expect(await alarm()).toBeGreaterThan(Date.now() + 3_600_000);
 	});
 
 	it("sends the same message under the same webhook-id on every attempt, and nothing after delivery", async () => {
