@@ -1,20 +1,23 @@
 // `npm run bench`: seeds a local account with 100,000 twins, then measures scan_twins at the
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
 // and the throughput of GET /twins?count=100&details=true under load from a second process;
-// then reads and writes a 64 KiB ledger (bench-ledger.mjs). Prints tables and writes
-// bench/results.json. `-- --only ledger` runs the ledger part alone; `-- --port N` serves on N.
+// then reads and writes a 64 KiB ledger (bench-ledger.mjs) and measures notifications
+// (bench-notifications.mjs). Prints tables and writes bench/results.json. `-- --only ledger` or
+// `-- --only notifications` runs that part alone; `-- --port N` serves on N.
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { benchLedger, printLedger } from "./bench-ledger.mjs";
+import { benchNotifications, printNotifications } from "./bench-notifications.mjs";
 import { startDevServer } from "./dev-server.mjs";
 import { wranglerDone } from "./wrangler.mjs";
 
 const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
 const ledgerOnly = args.only === "ledger";
-const TWINS = ledgerOnly ? 0 : 100_000;
+const notificationsOnly = args.only === "notifications";
+const TWINS = ledgerOnly || notificationsOnly ? 0 : 100_000;
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
@@ -44,7 +47,8 @@ const seedFile = fileURLToPath(new URL("../.wrangler/bench-seed.sql", import.met
 mkdirSync(".wrangler", { recursive: true });
 writeFileSync(seedFile, seed);
 
-const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000 });
+// Notifications go to a receiver on this machine.
+const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000, vars: { CALLBACK_POLICY: "any" } });
 try {
 	// The server applied the migrations; the seed goes into the same local database.
 	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
@@ -55,6 +59,11 @@ try {
 		const ledger = await benchLedger(server.url, secret);
 		writeFileSync("bench/results.json", `${JSON.stringify({ ledger }, null, 2)}\n`);
 		printLedger(ledger);
+		console.log("\nwritten to bench/results.json");
+	} else if (notificationsOnly) {
+		const notifications = await benchNotifications(server.url, secret);
+		writeFileSync("bench/results.json", `${JSON.stringify({ notifications }, null, 2)}\n`);
+		printNotifications(notifications);
 		console.log("\nwritten to bench/results.json");
 	} else {
 		await benchAll(server, headers);
@@ -109,7 +118,8 @@ async function benchAll(server, headers) {
 	);
 
 	const ledger = await benchLedger(server.url, secret);
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger };
+	const notifications = await benchNotifications(server.url, secret);
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -121,5 +131,6 @@ async function benchAll(server, headers) {
 	console.log(`\nthroughput from a second process, 8 connections for 15 s: ${load.requests_per_second} requests/s`);
 	console.log(`(${load.requests} requests, statuses ${JSON.stringify(load.statuses)}, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms)`);
 	printLedger(ledger);
+	printNotifications(notifications);
 	console.log("\nwritten to bench/results.json");
 }

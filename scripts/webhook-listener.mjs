@@ -1,10 +1,11 @@
-// `npm run webhook-listener -- --secret <API key> [--topic T] [--url URL] [--port N]
-//   [--client-secret S] [--no-confirm] [--list]`
+// `npm run webhook-listener -- --secret <API key> [--topic T] [--account A] [--url URL]
+//   [--port N] [--client-secret S] [--no-confirm] [--list]`
 // A local receiver for developers: listens on 127.0.0.1, subscribes itself to a topic on the
 // given server, verifies each message's hash and Standard Webhooks signature, prints what
 // arrives, confirms the subscription (unless --no-confirm), and shows the subscription's state
 // and recorded delivery attempts after each message. Ctrl-C shows them once more and
-// unsubscribes. `--list` only prints the account's subscriptions and their states.
+// unsubscribes. `--account` subscribes to another account's topic (it must have granted it to
+// the caller's account). `--list` only prints the account's subscriptions and their states.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -15,6 +16,7 @@ const { values } = parseArgs({
 		url: { type: "string", default: "http://127.0.0.1:8787" },
 		secret: { type: "string", default: process.env.TWIN_SECRET },
 		topic: { type: "string", default: "twins" },
+		account: { type: "string" },
 		port: { type: "string", default: "0" },
 		"client-secret": { type: "string", default: randomBytes(12).toString("base64url") },
 		"no-confirm": { type: "boolean", default: false },
@@ -99,7 +101,7 @@ server.listen(Number(values.port), "127.0.0.1", async () => {
 	const res = await fetch(`${base}/notifications/webhooks`, {
 		method: "POST",
 		headers: { authorization: values.secret, "content-type": "application/json" },
-		body: JSON.stringify({ callback_url: callback, topic: values.topic, client_secret: clientSecret }),
+		body: JSON.stringify({ callback_url: callback, topic: values.topic, client_secret: clientSecret, account: values.account }),
 	}).catch((error) => {
 		console.error(`Cannot reach ${base}: ${error.cause?.message ?? error.message}`);
 		process.exit(1);
@@ -111,7 +113,8 @@ server.listen(Number(values.port), "127.0.0.1", async () => {
 	}
 	resolveServerSecret(answer.server_secret);
 	subscription = answer.subscription.uuid;
-	console.log(`listening on ${callback} for topic ${values.topic}; subscription ${answer.subscription.uuid}`);
+	const of = values.account ? ` of account ${values.account}` : "";
+	console.log(`listening on ${callback} for topic ${values.topic}${of}; subscription ${answer.subscription.uuid}`);
 });
 
 process.on("SIGINT", async () => {

@@ -6,7 +6,7 @@ import { ApiError } from "./base/errors";
 import { errorResponse } from "./http/errors";
 import { routes } from "./routes";
 import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
-import type { ConfirmationJob } from "./webhooks/message";
+import type { WebhookJob } from "./webhooks/notification";
 
 export { AccountDO } from "./durable/account";
 export { DeliveryDO } from "./durable/delivery";
@@ -45,4 +45,4 @@ export default {
 		if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
 		return consumeConfirmations(batch, env);
 	},
-} satisfies ExportedHandler<Env, ConfirmationJob>;
+} satisfies ExportedHandler<Env, WebhookJob>;

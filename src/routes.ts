@@ -34,6 +34,7 @@ import {
 	resendWebhookConfirmation,
 } from "./operations/webhook-subscriptions";
 import { whoAmI } from "./operations/whoami";
+import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
@@ -78,6 +79,8 @@ export const routes: Route[] = [
 	{ method: "DELETE", path: "/notifications/webhooks/subscriptions/:subscription", operation: deleteWebhookSubscription },
 	{ method: "GET", path: "/notifications/webhooks/subscriptions/:subscription/deliveries", operation: getWebhookDeliveries },
 	{ method: "POST", path: "/notifications/webhooks/subscriptions/:subscription/confirmation", operation: resendWebhookConfirmation },
+	{ method: "GET", path: "/notifications/webhooks/access", operation: getNotificationsAccess },
+	{ method: "PATCH", path: "/notifications/webhooks/access/accounts/:account", operation: updateNotificationsAccountAccess },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },

@@ -18,6 +18,11 @@ export const ERRORS = {
 		description: "The role would allow actions the caller is not allowed",
 	},
 	not_owner: { status: 403, subcode: 403103, description: "Only the owner's account may do this" },
+	topic_not_granted: {
+		status: 403,
+		subcode: 403104,
+		description: "The topic is not granted to the caller's account",
+	},
 	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
 	not_found: { status: 404, subcode: 404102, description: "No such resource" },
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },

@@ -11,7 +11,9 @@ export type NewDelivery = Omit<DeliveryRow, "seq">;
 
 // One attempt, in one batch: its record, the subscription's counters (a permanent failure of a
 // pending subscription's confirmation fails the subscription) and the pruning of old records.
-export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean) {
+// A notification's attempt (`confirmation` false) updates only the last attempt and outcome:
+// the counters and delivered_ts are the confirmation's, and only it can fail a subscription.
+export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean, confirmation = true) {
 	const at = entry.attempted_ts;
 	const s = subscriptions;
 	const d = webhookDeliveries;
@@ -20,12 +22,11 @@ export async function recordAttempt(db: Database, entry: NewDelivery, failsSubsc
 		db
 			.update(s)
 			.set({
-				attempts: sql`${s.attempts} + 1`,
 				last_attempt_ts: at,
 				last_outcome: entry.detail,
-				updated_ts: at,
-				...(entry.outcome === "delivered" ? { delivered_ts: at } : {}),
-				...(failsSubscription
+				...(confirmation ? { attempts: sql`${s.attempts} + 1`, updated_ts: at } : {}),
+				...(confirmation && entry.outcome === "delivered" ? { delivered_ts: at } : {}),
+				...(confirmation && failsSubscription
 					? {
 							status: sql`CASE WHEN ${s.status} = 'pending' THEN 'failed' ELSE ${s.status} END`,
 							failure_reason: sql`CASE WHEN ${s.status} = 'pending' THEN ${entry.detail} ELSE ${s.failure_reason} END`,

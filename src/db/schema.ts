@@ -105,7 +105,11 @@ export const subscriptions = sqliteTable(
 	"subscriptions",
 	{
 		uuid: text("uuid").primaryKey(),
+		// The subscribing account: it owns, lists, manages and counts the subscription.
 		account: text("account").notNull(),
+		// The account whose topic it is (the subscriber's own, or one that granted it the topic):
+		// `subscription.account` in answers and messages, and the confirmation URL's account.
+		publisher: text("publisher").notNull(),
 		user: text("user").notNull(),
 		topic: text("topic").notNull(),
 		callback_url: text("callback_url").notNull(),
@@ -130,7 +134,46 @@ export const subscriptions = sqliteTable(
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
 	},
-	(t) => [uniqueIndex("subscriptions_token").on(t.token_hash), index("subscriptions_account").on(t.account)],
+	(t) => [
+		uniqueIndex("subscriptions_token").on(t.token_hash),
+		index("subscriptions_account").on(t.account),
+		index("subscriptions_topic").on(t.publisher, t.topic, t.status),
+	],
+);
+
+// The topics `account` lets `grantee` subscribe to (a JSON array, never empty: revoking them all
+// deletes the row).
+export const notificationGrants = sqliteTable(
+	"notification_grants",
+	{
+		account: text("account").notNull(),
+		grantee: text("grantee").notNull(),
+		topics: text("topics", { mode: "json" }).$type<string[]>().notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.account, t.grantee] })],
+);
+
+// The outbox: one row per notification message (trigger, topic, subscription), written in the
+// same D1 batch as the ledger change that caused it. The parts of the message are fixed here,
+// so every attempt sends the same bytes under the same webhook-id (`message`). `queued_ts` is
+// set once the account's object has handed the row to the queue; rows stay a while after, for
+// the attempts that read them.
+export const notificationOutbox = sqliteTable(
+	"notification_outbox",
+	{
+		message: text("message").primaryKey(),
+		account: text("account").notNull(),
+		subscription: text("subscription").notNull(),
+		trigger: text("trigger").notNull(),
+		twin: text("twin").notNull(),
+		event: text("event").notNull(),
+		subscription_view: text("subscription_view").notNull(),
+		sent_ts: real("sent_ts").notNull(),
+		queued_ts: real("queued_ts"),
+		delivered_ts: real("delivered_ts"),
+	},
+	(t) => [index("notification_outbox_pending").on(t.account, t.queued_ts)],
 );
 
 // Every delivery attempt of every message to a subscription, newest kept (see

@@ -7,8 +7,9 @@ type Status = SubscriptionRow["status"];
 
 // Inserts the row only while the account holds fewer than `limit` live subscriptions (pending
 // or confirmed, unexpired), in one statement: two concurrent subscribes cannot both slip
-// under the limit. Answers undefined when the limit is reached.
-export async function insertSubscriptionWithin(db: Database, row: SubscriptionRow, limit: number, at: number) {
+// under the limit. `also` is a further condition that must hold when the row is written (a
+// grant of another account's topic). Answers undefined when either fails.
+export async function insertSubscriptionWithin(db: Database, row: SubscriptionRow, limit: number, at: number, also?: SQL) {
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values: SQL[] = Object.entries(getTableColumns(subscriptions)).map(([key, column]) => {
 		const value = (row as Record<string, unknown>)[key] ?? column.default ?? null;
@@ -20,7 +21,7 @@ export async function insertSubscriptionWithin(db: Database, row: SubscriptionRo
 			sql`SELECT ${sql.join(values, sql`, `)} WHERE (
 				SELECT count(*) FROM ${subscriptions}
 				WHERE ${subscriptions.account} = ${row.account} AND ${subscriptions.status} IN ('pending', 'confirmed')
-					AND ${subscriptions.validity_ts} > ${at}) < ${limit}`,
+					AND ${subscriptions.validity_ts} > ${at}) < ${limit}${also ? sql` AND ${also}` : sql``}`,
 		)
 		.returning();
 	return inserted;
@@ -81,11 +82,13 @@ export async function deleteSubscription(db: Database, uuid: string) {
 	await db.delete(subscriptions).where(eq(subscriptions.uuid, uuid));
 }
 
+// The token URL names the publishing account (the subscriber's own, or the one that granted it
+// the topic).
 export async function findByToken(db: Database, account: string, tokenHash: string) {
 	const [row] = await db
 		.select()
 		.from(subscriptions)
-		.where(and(eq(subscriptions.account, account), eq(subscriptions.token_hash, tokenHash)))
+		.where(and(eq(subscriptions.publisher, account), eq(subscriptions.token_hash, tokenHash)))
 		.limit(1);
 	return row;
 }

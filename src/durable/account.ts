@@ -7,6 +7,7 @@ import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
+import { DRAIN_GRACE_SECONDS, drainOutbox } from "./outbox-drain";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -17,6 +18,8 @@ import * as identities from "./identities";
 import * as writes from "./writes";
 
 const JOURNAL_LENGTH = 1000;
+// The account whose outbox the alarm drains (the object's name, kept where the alarm finds it).
+const OUTBOX_ACCOUNT = "outbox-account";
 
 // Writes take only who the caller is: what it may do is read again inside the serialized step.
 type CallerId = Pick<Caller, "account" | "user">;
@@ -24,9 +27,11 @@ type CallerId = Pick<Caller, "account" | "user">;
 // One object per account, addressed by the account uuid. Writes to roles, users and their
 // credentials, identities and ledgers run here one at a time, each with the checks that guard
 // it; all but ledger writes leave a line in the object's journal. Scan cursors are
-// issued and kept here too, with an alarm that sweeps the expired ones.
+// issued and kept here too, with an alarm that sweeps the expired ones; the same alarm drains
+// notification messages a ledger write committed (src/durable/outbox-drain.ts).
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
+	private draining: Promise<unknown> = Promise.resolve();
 	private readonly cursors: CursorStore;
 
 	constructor(ctx: DurableObjectState, env: Env) {
@@ -156,13 +161,38 @@ export class AccountDO extends DurableObject<Env> {
 		return { roles: Number(this.env.MAX_ROLES), users: Number(this.env.MAX_USERS) };
 	}
 
+	// One alarm serves both needs: sweeping expired cursors, and draining notification messages
+	// a write committed but could not hand to the queue. It is set for the earlier of the two.
 	async alarm() {
-		const next = this.cursors.sweep(now());
-		if (next !== undefined) await this.scheduleSweep(next);
+		const sweep = this.cursors.sweep(now());
+		const account = await this.ctx.storage.get<string>(OUTBOX_ACCOUNT);
+		const left = account !== undefined && (await this.drain(account));
+		const due = [sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000, left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined];
+		const next = Math.min(...due.filter((t) => t !== undefined));
+		if (Number.isFinite(next)) await this.ctx.storage.setAlarm(next);
 	}
 
 	private scheduleSweep(atSeconds: number) {
 		return this.ctx.storage.setAlarm(Math.ceil(atSeconds * 1000) + 1000);
+	}
+
+	// Before a batch with notification messages commits: an alarm at most DRAIN_GRACE_SECONDS
+	// away, so a crash right after the commit leaves nothing behind for good.
+	private async armDrain(account: string) {
+		await this.ctx.storage.put(OUTBOX_ACCOUNT, account);
+		const target = Date.now() + DRAIN_GRACE_SECONDS * 1000;
+		const current = await this.ctx.storage.getAlarm();
+		if (current === null || current > target) await this.ctx.storage.setAlarm(target);
+	}
+
+	// Drains run one at a time; answers whether messages are left for the alarm.
+	private drain(account: string): Promise<boolean> {
+		const run = this.draining.then(() => drainOutbox(database(this.env.DB), this.env.WEBHOOKS, account));
+		this.draining = run.catch(() => undefined);
+		return run.catch((error) => {
+			console.error(JSON.stringify({ outbox: account, error: String(error) }));
+			return true;
+		});
 	}
 
 	journal(limit = 100) {
@@ -175,9 +205,15 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// One ledger write of this account: conditions, checks and the batch, with no other write
-	// of the account in between.
+	// of the account in between. Its notification messages go to the queue right after the commit.
 	writeLedger(write: LedgerWrite) {
-		return this.serialized((db) => writeLedger(db, write, now()));
+		const account = write.writer.account;
+		return this.serialized(async (db) => {
+			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
+			const { published, ...value } = await writeLedger(db, write, now(), { fanOut, beforeCommit: () => this.armDrain(account) });
+			if (published) await this.drain(account);
+			return value;
+		});
 	}
 
 	private write<T extends { uuid: string } | { user: string }>(

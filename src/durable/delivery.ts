@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Settlement, attemptConfirmation } from "../webhooks/attempt";
+import { attemptNotification, type WebhookJob } from "../webhooks/notification";
 import { DELIVERY_TIMEOUT_MS, RETRY_SCHEDULE } from "../webhooks/delivery";
-import type { ConfirmationJob } from "../webhooks/message";
 
 // How long the queue consumer waits for an attempt before leaving it to this object. A queue
 // invocation ends only when its slowest message does, and the next batch waits for it (the
@@ -9,7 +9,11 @@ import type { ConfirmationJob } from "../webhooks/message";
 // grows), so an attempt that is not over by then must not keep the batch.
 export const HANDOVER_MS = 2000;
 
-type Pending = { job: ConfirmationJob; attempt: number };
+type Pending = { job: WebhookJob; attempt: number };
+
+function attemptJob(env: Env, job: WebhookJob, attempt: number) {
+	return job.kind === "notification" ? attemptNotification(env, job, attempt) : attemptConfirmation(env, job, attempt);
+}
 
 // One object per message (named by its uuid). It runs that message's attempts; an attempt
 // still running when the consumer stops waiting is finished here, and this object queues what
@@ -20,10 +24,10 @@ export class DeliveryDO extends DurableObject<Env> {
 	// Runs attempt `attempt` (or joins it if it is already running) and answers its settlement,
 	// or "handed-over" if it is still running after HANDOVER_MS: from then on, it is this
 	// object's to settle.
-	async run(job: ConfirmationJob, attempt: number): Promise<Settlement | "handed-over"> {
+	async run(job: WebhookJob, attempt: number): Promise<Settlement | "handed-over"> {
 		// The same attempt again (the queue may deliver a message twice) joins the running one.
 		if (this.current?.attempt !== attempt) {
-			const result = attemptConfirmation(this.env, job, attempt);
+			const result = attemptJob(this.env, job, attempt);
 			const current = { attempt, result, handedOver: false };
 			this.current = current;
 			// Runs after run() below has marked a lost race: the timer's win and the mark happen in
@@ -55,7 +59,7 @@ export class DeliveryDO extends DurableObject<Env> {
 		const pending = await this.ctx.storage.get<Pending>("pending");
 		if (!pending) return;
 		this.current = undefined;
-		await this.follow(pending, await attemptConfirmation(this.env, pending.job, pending.attempt));
+		await this.follow(pending, await attemptJob(this.env, pending.job, pending.attempt));
 	}
 
 	// What the consumer does with a settled message, done with a new queue message instead.

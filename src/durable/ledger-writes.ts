@@ -7,6 +7,8 @@ import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
+import { fanOut } from "../db/outbox";
+import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
@@ -34,7 +36,13 @@ export function historyCutoff(history: string, at: number): number {
 	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
 }
 
-export async function writeLedger(db: Database, write: LedgerWrite, at: number) {
+// The default of MAX_SUBSCRIPTIONS (wrangler.toml): at most this many messages per topic.
+const DEFAULT_FAN_OUT = 1000;
+
+// `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS), and
+// `notify.beforeCommit` runs before a batch with messages commits. Answers the entries and
+// whether the batch wrote notification messages for the account's object to drain.
+export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
 	const account = write.writer.account;
 	const rows = await readLedger(db, write.twin.uuid, account);
 	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
@@ -52,11 +60,13 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
-		await commit(db, statements);
-		return entriesOut(answer);
+		const left = Object.fromEntries([...current.values()].filter((e) => !(e.name in answer)).map((e) => [e.name, e.value]));
+		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
+		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left }, answer);
 	}
 
 	const after = new Map(current);
+	const events: EntryEvent[] = [];
 	refuseUnwritable(write, current, sight);
 	for (const [name, change] of Object.entries(write.entries)) {
 		const before = current.get(name);
@@ -67,6 +77,8 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 		}
 		after.set(name, next.entry);
 		answer[name] = next.entry;
+		// A value change is an event; a change of visibility, history or publish alone is not.
+		if (next.valueChanged) events.push({ name, entry: next.entry, old_value: before ? before.value : null, new_value: next.entry.value });
 		statements.push(upsertEntry(db, rowOf(write.twin.uuid, account, next.entry)));
 		const history = next.entry.history;
 		if (history === null) {
@@ -82,14 +94,29 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number) 
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
 		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
 	}
-	await commit(db, statements);
-	return entriesOut(answer);
+	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
+	const ledger = Object.fromEntries([...after.values()].map((e) => [e.name, e.value]));
+	return commit(db, statements, { write, at, notify, trigger, events, ledger }, answer);
 }
 
-// The change lands whole or not at all. Notifications will add their outbox rows (one per
-// added, updated or deleted value) to these statements, so an event commits with its change.
-function commit(db: Database, statements: BatchItem<"sqlite">[]) {
-	return runBatch(db, statements);
+type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
+
+// The write's events: its trigger, each entry's change, and the ledger's values after it.
+type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Record<string, Json> };
+
+// The change lands whole or not at all, and with it its notification messages (the outbox
+// rows, one per trigger, topic and subscription): an event commits exactly when its change does.
+async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
+	const { writer, twin } = e.write;
+	const events = publications(writer, twin, e.trigger, e.events, e.ledger, e.at);
+	const published = Object.keys(events).length > 0;
+	if (published) {
+		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
+		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit }));
+		await e.notify.beforeCommit?.();
+	}
+	await runBatch(db, statements);
+	return { ...entriesOut(answer), published };
 }
 
 function checkConditions(sight: EntrySight, conditions: Record<string, string>) {

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
+import { grantHolds, isGranted } from "../db/grants";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
@@ -8,7 +9,7 @@ import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
 import { subscriptionView } from "../webhooks/message";
 import { tokenUrl } from "../webhooks/seal";
 import { type Context, defineOperation } from "./operation";
-import { subscriptionOut } from "./schemas";
+import { subscriptionOut, uuid } from "./schemas";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 
 export const MAX_EXPIRES = 604_800;
@@ -51,8 +52,12 @@ export const webhookSubscribe = defineOperation({
 		topic,
 		client_secret: clientSecret.optional(),
 		expires: expires.optional().default(MAX_EXPIRES),
+		account: uuid.optional().meta({ description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
 	}),
 	async run({ body }, ctx) {
+		const publisher = body.account ?? ctx.caller.account;
+		const granted = publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
+		if (granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
 		if ("refused" in checked) {
@@ -66,6 +71,7 @@ export const webhookSubscribe = defineOperation({
 		const row = await insertSubscriptionWithin(ctx.db, {
 			uuid,
 			account: ctx.caller.account,
+			publisher,
 			user: ctx.caller.user,
 			topic: body.topic,
 			callback_url: checked.url,
@@ -82,7 +88,9 @@ export const webhookSubscribe = defineOperation({
 			previous_key_until: null,
 			created_ts: at,
 			updated_ts: at,
-		}, limit, at);
+		}, limit, at, granted);
+		// The grant was checked above; a revocation landing in between makes this a 403 too.
+		if (!row && granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");
 		if (!row) {
 			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 		}
@@ -110,7 +118,7 @@ export const confirmSubscription = defineOperation({
 	async run({ params, query }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
 		// Built first: a server without PUBLIC_URL refuses before it changes anything.
-		const url = tokenUrl(ctx.env, row.account, query.token);
+		const url = tokenUrl(ctx.env, row.publisher, query.token);
 		if (row.status === "confirmed") return managed(row, url);
 		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
 		const confirmed = await patchSubscription(ctx.db, row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });

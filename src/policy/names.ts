@@ -44,6 +44,8 @@ export const OPERATION_NAMES = [
 	"get_webhook_deliveries",
 	"resend_webhook_confirmation",
 	"delete_webhook_subscription",
+	"update_notifications_account_access",
+	"get_notifications_access",
 	"create_account",
 ] as const;
 

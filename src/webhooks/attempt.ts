@@ -1,8 +1,8 @@
-import { database } from "../db/client";
+import { type Database, database } from "../db/client";
 import { recordAttempt } from "../db/deliveries";
 import { findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { now } from "../base/time";
-import { deliver, retryDelay } from "./delivery";
+import { type DeliveryOutcome, deliver, retryDelay } from "./delivery";
 import { messageHash, standardWebhookHeaders } from "./hash";
 import { signingKeys } from "./keys";
 import { type ConfirmationJob, confirmationMessage } from "./message";
@@ -14,7 +14,7 @@ export type Settlement = { action: "done" } | { action: "retry"; delay: number }
 
 // The attempt number of a job on its `attempts`-th arrival from the queue. A job the delivery
 // object handed back to the queue (see src/durable/delivery.ts) carries how many came before.
-export function attemptNumber(job: ConfirmationJob, attempts: number) {
+export function attemptNumber(job: { after?: number }, attempts: number) {
 	return (job.after ?? 0) + attempts;
 }
 
@@ -38,16 +38,23 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(row.callback_url, body, headers);
 
-	const delay = outcome.kind === "retry" ? retryDelay(attempt, outcome.retryAfter) : null;
+	return settle(db, { subscription: row.uuid, message: row.message, attempt, at, confirmation: true }, outcome);
+}
+
+type Attempted = { subscription: string; message: string; attempt: number; at: number; confirmation: boolean };
+
+// Records an attempt's outcome in the subscription's deliveries and says what comes next.
+export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcome): Promise<Settlement> {
+	const delay = outcome.kind === "retry" ? retryDelay(a.attempt, outcome.retryAfter) : null;
 	const asked = outcome.retryAfter !== null ? ` (Retry-After: ${outcome.retryAfter})` : "";
 	const note = { delivered: "", permanent: ", not retried", retry: delay === null ? ", retries exhausted" : `, retry in ${delay} s${asked}` };
 	await recordAttempt(
 		db,
 		{
-			subscription: row.uuid,
-			message: row.message,
-			attempt,
-			attempted_ts: at,
+			subscription: a.subscription,
+			message: a.message,
+			attempt: a.attempt,
+			attempted_ts: a.at,
 			outcome: outcome.kind === "delivered" ? "delivered" : delay !== null ? "retry" : "failed",
 			http_status: outcome.status,
 			duration_ms: outcome.durationMs,
@@ -55,6 +62,7 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 			detail: `${outcome.detail}${note[outcome.kind]}`,
 		},
 		outcome.kind === "permanent",
+		a.confirmation,
 	);
 	if (outcome.kind !== "retry") return { action: "done" };
 	return delay === null ? { action: "dead" } : { action: "retry", delay };
@@ -63,6 +71,6 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 // The hash is keyed with the current key only; the signatures cover the previous one too.
 async function confirmationBody(env: Env, row: SubscriptionRow, at: number, key: Uint8Array | undefined) {
 	const token = await open(env, row.uuid, "token", row.sealed_token as string);
-	const content = confirmationMessage(row, tokenUrl(env, row.account, token), at);
+	const content = confirmationMessage(row, tokenUrl(env, row.publisher, token), at);
 	return JSON.stringify({ ...content, hash: key ? messageHash(content, key) : null });
 }

@@ -3,7 +3,7 @@ import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
 import { attemptNumber } from "./attempt";
 import { RETRY_SCHEDULE, retryDelay } from "./delivery";
-import type { ConfirmationJob } from "./message";
+import type { WebhookJob } from "./notification";
 
 export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
 
@@ -11,7 +11,7 @@ export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
 // batch at once, and acknowledged, retried or dead-lettered on its own. An attempt that takes
 // longer than the hand-over time is left to its object, so a hanging receiver holds neither
 // its batch nor the batches behind it.
-export async function consumeConfirmations(batch: MessageBatch<ConfirmationJob>, env: Env) {
+export async function consumeConfirmations(batch: MessageBatch<WebhookJob>, env: Env) {
 	await Promise.all(
 		batch.messages.map(async (message) => {
 			const attempt = attemptNumber(message.body, message.attempts);
@@ -30,10 +30,16 @@ export async function consumeConfirmations(batch: MessageBatch<ConfirmationJob>,
 	);
 }
 
-// What ran out of retries arrives here; the subscription says so, with the last outcome.
-export async function consumeDeadLetters(batch: MessageBatch<ConfirmationJob>, env: Env) {
+// What ran out of retries arrives here; for a confirmation the subscription says so, with the
+// last outcome. A notification's last attempt is already in its deliveries, and it fails no
+// subscription.
+export async function consumeDeadLetters(batch: MessageBatch<WebhookJob>, env: Env) {
 	const db = database(env.DB);
 	for (const message of batch.messages) {
+		if (message.body.kind === "notification") {
+			message.ack();
+			continue;
+		}
 		const row = await findSubscription(db, message.body.subscription);
 		const last = row?.last_outcome ? ` (last attempt: ${row.last_outcome})` : "";
 		await markFailed(db, message.body.subscription, message.body.message, `retries exhausted: the confirmation was not delivered${last}`, now());

@@ -14,7 +14,7 @@ const nasty = fc.oneof(
 );
 const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), nasty);
 const json = fc.letrec((tie) => ({
-	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "identities", "visibility", "RFID#1", "__proto__", "entries", "value", "history", "publish", "conditions", "transaction", "ref")), tie("value"), { maxKeys: 5 })),
+	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "identities", "visibility", "RFID#1", "__proto__", "entries", "value", "history", "publish", "conditions", "transaction", "ref", "topics", "account")), tie("value"), { maxKeys: 5 })),
 })).value;
 const deep = fc.integer({ min: 1, max: 20_000 }).map((n) => `{"description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`);
 const body = fc.oneof(json.map((v) => JSON.stringify(v)), deep, nasty, fc.constant("{\"name\": \"x\", \"role\":"));

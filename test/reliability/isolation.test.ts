@@ -101,7 +101,21 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	],
 	webhook_subscribe: (w) => [
 		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
+		// The first account granted the second "granted-topic" only.
+		{
+			method: "POST",
+			path: "/notifications/webhooks",
+			body: { topic: "abc", account: w.first.account, callback_url: "https://example.com/" },
+			secret: w.second.secret,
+			expect: [403],
+		},
 	],
+	// Grants are the caller's account's own: the second revoking what it grants the first leaves
+	// the first's grant to the second as it was, and the second's list shows only its own.
+	update_notifications_account_access: (w) => [
+		{ method: "PATCH", path: `/notifications/webhooks/access/accounts/${w.first.account}`, body: { topics: [] }, secret: w.second.secret, expect: [200] },
+	],
+	get_notifications_access: (w) => [{ method: "GET", path: "/notifications/webhooks/access", secret: w.second.secret, expect: [200] }],
 	confirm_a_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
 	webhook_refresh_subscription: (w) => [
 		{ method: "PATCH", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, body: {}, expect: [404] },
@@ -146,6 +160,8 @@ describe("the tenant-isolation matrix", () => {
 		const firstToken = new URL(url).searchParams.get("token") as string;
 		const firstSubscription = subscribed.body.subscription.uuid as string;
 		const firstIdentity = encodeURIComponent("RFID#first");
+		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${second.account}`, { secret: first.secret, body: { topics: ["granted-topic"] } });
+		expect(granted.status).toBe(200);
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
 		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin };
@@ -213,5 +229,8 @@ describe("the tenant-isolation matrix", () => {
 		expect((await call("GET", `/roles/${first.role}`, { secret: first.secret })).body.name).toBe("Administrator");
 		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 		expect((await call("POST", `/secrets/${first.account}/${firstPin}`)).status).toBe(201);
+		expect((await call("GET", "/notifications/webhooks/access", { secret: first.secret })).body).toEqual({
+			accounts: { [second.account]: { topics: ["granted-topic"] } },
+		});
 	});
 });

@@ -38,7 +38,7 @@ export async function subscribeRecording(admin: Account, body: Record<string, un
 // token, for tests that manage a subscription without delivering its message first.
 export async function confirmationUrl(uuid: string) {
 	const row = await storedSubscription(uuid);
-	return tokenUrl(env, row?.account as string, await open(env, uuid, "token", row?.sealed_token as string));
+	return tokenUrl(env, row?.publisher as string, await open(env, uuid, "token", row?.sealed_token as string));
 }
 
 // Runs the Worker's queue handler on one message, as the queue would on its `attempts`-th try.

@@ -1,0 +1,67 @@
+import { and, eq, isNull, lt, sql } from "drizzle-orm";
+import type { Database } from "./client";
+import { notificationOutbox } from "./schema";
+
+export type OutboxRow = typeof notificationOutbox.$inferSelect;
+
+// Queued rows are kept this long after they were handed to the queue: the attempts of a
+// message (about a day of retries) read its row.
+export const OUTBOX_KEEP_SECONDS = 2 * 86_400;
+
+// A random RFC 4122 version 4 uuid in lowercase, made by SQLite: one per inserted row.
+const NEW_UUID = sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
+	|| substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`);
+
+export type Publication = {
+	account: string;
+	twin: string;
+	trigger: string;
+	// Per topic, the event of the message: {<entry>: {new_value, old_value, changed_ts}}.
+	events: Record<string, Record<string, unknown>>;
+	at: number;
+	// At most this many messages per topic (MAX_SUBSCRIPTIONS), so one write stays bounded.
+	limit: number;
+};
+
+// The fan-out of one (trigger, topics) publication, as one statement for the ledger write's
+// batch: a row per subscription to each topic that is confirmed and unexpired right now.
+export function fanOut(db: Database, p: Publication) {
+	// INSERT ... SELECT names every column of the table, in the table's order.
+	return db.insert(notificationOutbox).select(sql`
+		SELECT ${NEW_UUID}, ${p.account}, uuid, ${p.trigger}, ${p.twin}, event, view, ${p.at}, NULL, NULL FROM (
+			SELECT s.uuid, j.value AS event,
+				json_object('uuid', s.uuid, 'topic', s.topic, 'account', s.publisher, 'status', 'confirmed', 'validity_ts', s.validity_ts) AS view,
+				row_number() OVER (PARTITION BY s.topic ORDER BY s.created_ts, s.uuid) AS n
+			FROM json_each(${JSON.stringify(p.events)}) AS j
+			JOIN subscriptions AS s ON s.publisher = ${p.account} AND s.topic = j.key AND s.status = 'confirmed' AND s.validity_ts > ${p.at}
+		) WHERE n <= ${p.limit}`);
+}
+
+export function pendingMessages(db: Database, account: string, limit: number) {
+	return db
+		.select({ message: notificationOutbox.message, subscription: notificationOutbox.subscription })
+		.from(notificationOutbox)
+		.where(and(eq(notificationOutbox.account, account), isNull(notificationOutbox.queued_ts)))
+		.limit(limit);
+}
+
+// Marks handed-over rows and drops those whose attempts are long over.
+export async function markQueued(db: Database, account: string, messages: string[], at: number) {
+	const o = notificationOutbox;
+	await db.batch([
+		db
+			.update(o)
+			.set({ queued_ts: at })
+			.where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(messages)}))`),
+		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, at - OUTBOX_KEEP_SECONDS))),
+	]);
+}
+
+export async function findMessage(db: Database, message: string) {
+	const [row] = await db.select().from(notificationOutbox).where(eq(notificationOutbox.message, message)).limit(1);
+	return row;
+}
+
+export async function markDelivered(db: Database, message: string, at: number) {
+	await db.update(notificationOutbox).set({ delivered_ts: at }).where(eq(notificationOutbox.message, message));
+}

@@ -1,0 +1,33 @@
+import type { Database } from "../db/client";
+import { markQueued, pendingMessages } from "../db/outbox";
+import { now } from "../base/time";
+import type { NotificationJob } from "../webhooks/notification";
+
+// How far ahead of a write with notifications the account's alarm is set: if the object goes
+// away between the commit and the drain, the alarm drains what it left.
+export const DRAIN_GRACE_SECONDS = 30;
+
+// A queue takes at most 100 messages per sendBatch.
+const DRAIN_PAGE = 100;
+
+// Hands the account's unsent outbox rows to the queue, page by page, marking each page once the
+// queue has it. A crash between the send and the mark sends that page again: delivery is at
+// least once, and the message uuid (webhook-id) lets a receiver drop the duplicate. Answers
+// whether rows are left (the queue failed us), for the alarm to try again.
+export async function drainOutbox(db: Database, queue: Queue, account: string): Promise<boolean> {
+	for (;;) {
+		const rows = await pendingMessages(db, account, DRAIN_PAGE);
+		if (rows.length === 0) return false;
+		const jobs = rows.map((row): { body: NotificationJob } => ({
+			body: { kind: "notification", message: row.message, subscription: row.subscription },
+		}));
+		try {
+			await queue.sendBatch(jobs);
+		} catch (error) {
+			console.error(JSON.stringify({ outbox: account, pending: rows.length, error: String(error) }));
+			return true;
+		}
+		await markQueued(db, account, rows.map((row) => row.message), now());
+		if (rows.length < DRAIN_PAGE) return false;
+	}
+}

@@ -1,0 +1,58 @@
+import type { Json, Rule } from "./ast";
+import type { Caller } from "../base/caller";
+import { entryScope } from "./entries";
+import { evaluate, type Scope } from "./evaluate";
+import { ruleOf } from "./stored";
+import { scopeOf } from "./visibility";
+
+export type Trigger = "ledger.entry.added" | "ledger.entry.updated" | "ledger.entry.deleted";
+
+type Published = {
+	name: string;
+	value: Json;
+	visibility: string | null;
+	publish: Record<string, string> | null;
+	entry_created_ts: number;
+	entry_updated_ts: number;
+	value_changed_ts: number;
+};
+
+// One entry's event: the entry as the rules see it (after an add or update, as it was before a
+// delete) and its values before and after.
+export type EntryEvent = { name: string; entry: Published; old_value: Json; new_value: Json };
+
+type EventBody = { new_value: Json; old_value: Json; changed_ts: number };
+
+// The messages one ledger write publishes, per topic: {<entry>: {new_value, old_value,
+// changed_ts}} for every entry whose publish rule for that topic is true. The rules read the
+// writer as USER, the entry, `trigger` and `old_value`, and LEDGER.<name> as the ledger stands
+// after the write. Visibility plays no part: setting `publish` is the owner's consent.
+export function publications(
+	writer: Caller,
+	twin: NonNullable<Scope["twin"]>,
+	trigger: Trigger,
+	events: EntryEvent[],
+	ledgerAfter: Record<string, Json>,
+	at: number,
+): Record<string, Record<string, EventBody>> {
+	const out: Record<string, Record<string, EventBody>> = {};
+	const rules = new Map<string, Rule | null>();
+	const base = scopeOf(writer, at);
+	for (const event of events) {
+		const publish = event.entry.publish;
+		if (!publish) continue;
+		const scope: Scope = {
+			...base,
+			twin,
+			entry: { ...entryScope(writer.account, event.name, event.entry, ledgerAfter), trigger, old_value: event.old_value },
+		};
+		for (const [topic, text] of Object.entries(publish)) {
+			if (!rules.has(text)) rules.set(text, ruleOf(text));
+			const rule = rules.get(text);
+			if (!rule || !evaluate(rule, scope)) continue;
+			out[topic] ??= {};
+			out[topic][event.name] = { new_value: event.new_value, old_value: event.old_value, changed_ts: at };
+		}
+	}
+	return out;
+}
