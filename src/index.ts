@@ -16,7 +16,11 @@ const router = buildRouter(routes, documentPages(routes));
 async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
 	try {
 		const body = await readBody(request);
-		return await router.fetch(request, env, ctx, { requestId, body, meter });
+		// One D1 session per request, begun at the primary: the credential check sees every
+		// revocation, and the request's later reads may come from a replica at least as new
+		// (see "Global callers" in the README).
+		const d1 = env.DB.withSession("first-primary");
+		return await router.fetch(request, env, ctx, { requestId, body, meter, d1 });
 	} catch (error) {
 		if (error instanceof ApiError) return errorResponse(error, requestId);
 		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
@@ -32,6 +36,8 @@ export default {
 		const response = await respond(request, env, ctx, requestId, meter);
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
+		const bookmark = meter.latestBookmark();
+		if (bookmark) response.headers.set("x-d1-bookmark", bookmark);
 		return response;
 	},
 

@@ -151,11 +151,19 @@ export async function walk(secret: string, query: string) {
 	return { seen, pages };
 }
 
+// A fault injected into D1 reaches its sessions too (the Worker runs each request in one).
+export function sessionsToo(target: D1Database, property: string | symbol, wrap: (db: D1Database) => D1Database) {
+	if (property !== "withSession") return undefined;
+	return (constraint?: string) => wrap(target.withSession(constraint) as unknown as D1Database);
+}
+
 // D1 whose batches fail after their first statement has run: D1 runs a batch as one
 // transaction, so nothing of it may remain.
 export function failingBatches(db: D1Database): D1Database {
 	return new Proxy(db, {
 		get(target, property) {
+			const session = sessionsToo(target, property, failingBatches);
+			if (session) return session;
 			if (property === "batch") {
 				return (statements: D1PreparedStatement[]) =>
 					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);

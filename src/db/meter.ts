@@ -9,19 +9,28 @@ import { selectedColumns } from "./columns";
 // same name would collapse into one key and shift every value after it, so raw() counts the
 // columns the statement selects and refuses rows with fewer keys: give one of them an alias.
 
-export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number };
+// `bookmark`: the newest D1 session bookmark the work saw (see the README's "Global callers").
+export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number; bookmark?: string | null };
 
 export class D1Meter implements D1Cost {
 	queries = 0;
 	rowsRead = 0;
 	rowsWritten = 0;
 	ms = 0;
+	private readonly sessions: D1DatabaseSession[] = [];
+	private latest: string | null = null;
 
 	add(cost: Partial<D1Cost>) {
 		this.queries += cost.queries ?? 0;
 		this.rowsRead += cost.rowsRead ?? 0;
 		this.rowsWritten += cost.rowsWritten ?? 0;
 		this.ms += cost.ms ?? 0;
+		this.latest = newest(this.latest, cost.bookmark ?? null);
+	}
+
+	// Bookmarks sort oldest to newest as strings.
+	latestBookmark(): string | null {
+		return this.sessions.reduce((latest, session) => newest(latest, session.getBookmark()), this.latest);
 	}
 
 	record(meta: D1Meta | undefined) {
@@ -35,15 +44,18 @@ export class D1Meter implements D1Cost {
 	}
 
 	snapshot(): D1Cost {
-		return { queries: this.queries, rowsRead: this.rowsRead, rowsWritten: this.rowsWritten, ms: this.ms };
+		const { queries, rowsRead, rowsWritten, ms } = this;
+		return { queries, rowsRead, rowsWritten, ms, bookmark: this.latestBookmark() };
 	}
 
 	serverTiming(): string {
 		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten}"`;
 	}
 
-	wrap(db: D1Database): D1Database {
+	// A session is wrapped like the database itself; its bookmark is followed.
+	wrap(db: D1Database | D1DatabaseSession): D1Database {
 		const meter = this;
+		if ("getBookmark" in db) this.sessions.push(db);
 		return new Proxy(db, {
 			get(target, property) {
 				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter, query);
@@ -57,8 +69,12 @@ export class D1Meter implements D1Cost {
 				const value = Reflect.get(target, property, target);
 				return typeof value === "function" ? value.bind(target) : value;
 			},
-		});
+		}) as D1Database;
 	}
+}
+
+function newest(a: string | null, b: string | null) {
+	return a === null || (b !== null && b > a) ? b : a;
 }
 
 class MeteredStatement {

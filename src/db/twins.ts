@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
 import { type Description, twins } from "./schema";
 
@@ -53,12 +54,18 @@ export type PageRow = {
 // index: no OFFSET, so a page costs the same wherever it is in the account. `verdict` is the
 // scan's rules compiled to SQL over TWIN_COLUMNS (1, 0 or NULL per twin); the detailed columns
 // come back only where they are needed: to show the twin, or to let the evaluator decide a NULL.
-export async function selectTwinPage(
-	db: Database,
-	page: { owner: string; after: string; count: number; verdict: string; details: boolean },
-): Promise<PageRow[]> {
+export type PageQuery = { owner: string; after: string; count: number; verdict: string; details: boolean };
+
+export async function selectTwinPage(db: Database, page: PageQuery): Promise<PageRow[]> {
+	return (await twinPageStatement(db.$client, page).all<PageRow>()).results;
+}
+
+const DIALECT = new SQLiteAsyncDialect();
+
+// The same read as a statement, to run in one batch with other reads.
+export function twinPageStatement(d1: D1Database, page: PageQuery): D1PreparedStatement {
 	const keep = sql.raw(page.details ? "verdict IS NOT 0" : "verdict IS NULL");
-	return (await db.all(sql`
+	const query = DIALECT.sqlToQuery(sql`
 		SELECT uuid, verdict,
 			CASE WHEN ${keep} THEN owner END AS owner,
 			CASE WHEN ${keep} THEN status END AS status,
@@ -71,5 +78,6 @@ export async function selectTwinPage(
 			WHERE owner = ${page.owner} AND uuid > ${page.after}
 			ORDER BY uuid LIMIT ${page.count}
 		)
-		ORDER BY uuid`)) as PageRow[];
+		ORDER BY uuid`);
+	return d1.prepare(query.sql).bind(...query.params);
 }

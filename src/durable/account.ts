@@ -9,7 +9,10 @@ import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import { DRAIN_GRACE_SECONDS, drainOutbox } from "./outbox-drain";
 import type { Outcome } from "./outcome";
-import { readPage, type ScanRequest } from "./scan";
+import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
+import { type PageRow, twinPageStatement } from "../db/twins";
+import { checkCredential, checkStatement } from "../policy/credential";
+import { type CheckedScan, cutPage, pageJson, planPage, readPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
 import * as identities from "./identities";
 import * as writes from "./writes";
@@ -90,26 +93,68 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
-	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest) {
+	// The page is read in a session that continues the request's: from a replica at least as
+	// new as the caller's credential check, or the primary.
+	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
 		const meter = new D1Meter();
-		const at = now();
+		return this.answer(meter, async (at) => {
+			const after = this.position(caller, cursor, request, at, true);
+			const d1 = meter.wrap(this.env.DB.withSession(bookmark ?? "first-primary"));
+			return this.finish(caller, request, at, await readPage(database(d1), caller, after, request, at));
+		});
+	}
+
+	// A scan whose credential this object checks (the Worker only guessed the account and the
+	// caller from it, from an earlier request): the credential row and the page come from one
+	// D1 batch at the primary, and nothing is answered, nor any cursor used, before the row
+	// shows the secret alive and its role allowing scan_twins. A page built from an outdated
+	// guess (another role, rules or description now) is read again. The fresh caller comes back
+	// with the page; `stale` when the secret is now another account's user's.
+	async checkedScan(hash: string, guess: Caller, cursor: string | undefined, request: ScanRequest) {
+		const meter = new D1Meter();
+		return this.answer(meter, async (at): Promise<CheckedScan> => {
+			const d1 = meter.wrap(this.env.DB.withSession("first-primary"));
+			const owner = { user: guess.user, binding: bindingOf(request.match, request.details) };
+			const after = cursor === undefined ? "" : this.cursors.find(cursor, owner, at);
+			const plan = after === undefined ? undefined : planPage(guess, after, request, at);
+			const statements = [credentialStatement(d1, hash), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
+			const [credential, rows] = await d1.batch(statements);
+			const caller = checkCredential(credentialOf(credential.results[0] as CredentialRow | undefined), at);
+			if (caller.account !== guess.account || caller.user !== guess.user) return { stale: true };
+			checkStatement(caller, "scan_twins");
+			const position = this.position(caller, cursor, request, at, true);
+			const same = JSON.stringify([caller.rules, caller.description, caller.role]) === JSON.stringify([guess.rules, guess.description, guess.role]);
+			const page = same && plan
+				? cutPage(rows.results as PageRow[], plan, caller, request, at)
+				: await readPage(database(d1), caller, position, request, at);
+			return { page: await this.finish(caller, request, at, page), caller };
+		});
+	}
+
+	// The position a cursor stands for; 400 when it is unknown, expired or another's.
+	private position(caller: Caller, cursor: string | undefined, request: ScanRequest, at: number, use: boolean): string {
+		if (cursor === undefined) return "";
 		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
-		const after = cursor === undefined ? "" : this.cursors.resolve(cursor, owner, at);
-		if (after === undefined) {
-			const description = "The cursor is unknown, expired, or belongs to another user or scan";
-			return { ok: false, code: "invalid_cursor", description, cost: meter.snapshot() } satisfies Outcome<never>;
-		}
-		let page: Awaited<ReturnType<typeof readPage>>;
-		try {
-			page = await readPage(database(meter.wrap(this.env.DB)), caller, after, request, at);
-		} catch (error) {
-			if (!(error instanceof ApiError)) throw error;
-			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() } satisfies Outcome<never>;
-		}
+		const after = use ? this.cursors.resolve(cursor, owner, at) : this.cursors.find(cursor, owner, at);
+		if (after === undefined) throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
+		return after;
+	}
+
+	private async finish(caller: Caller, request: ScanRequest, at: number, page: ReturnType<typeof cutPage>): Promise<string> {
+		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
 		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
 		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
-		const value = { cursor: next, twins: page.twins };
-		return { ok: true, value, cost: meter.snapshot() } satisfies Outcome<typeof value>;
+		return pageJson(next, page.twins);
+	}
+
+	// An API error crosses the RPC boundary as data, with what the work cost in D1.
+	private async answer<T>(meter: D1Meter, work: (at: number) => Promise<T>): Promise<Outcome<T>> {
+		try {
+			return { ok: true, value: await work(now()), cost: meter.snapshot() };
+		} catch (error) {
+			if (!(error instanceof ApiError)) throw error;
+			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() };
+		}
 	}
 
 	private limits(): writes.Limits {

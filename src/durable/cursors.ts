@@ -31,6 +31,13 @@ export class CursorStore {
 	// The position a cursor stands for, or undefined when it is unknown, expired or bound to
 	// another user or scan. Using a cursor keeps it alive for another idle period.
 	resolve(id: string, owner: CursorBinding, now: number): string | undefined {
+		const after = this.find(id, owner, now);
+		if (after !== undefined) this.touch(id, now);
+		return after;
+	}
+
+	// The same without the use: for a request whose credential is not yet checked.
+	find(id: string, owner: CursorBinding, now: number): string | undefined {
 		const [row] = this.sql
 			.exec<{ after: string; user: string; binding: string; expires_at: number }>(
 				"SELECT after, user, binding, expires_at FROM cursors WHERE id = ?",
@@ -38,8 +45,11 @@ export class CursorStore {
 			)
 			.toArray();
 		if (!row || row.expires_at <= now || row.user !== owner.user || row.binding !== owner.binding) return undefined;
-		this.sql.exec("UPDATE cursors SET expires_at = ? WHERE id = ?", now + CURSOR_IDLE_SECONDS, id);
 		return row.after;
+	}
+
+	touch(id: string, now: number) {
+		this.sql.exec("UPDATE cursors SET expires_at = ? WHERE id = ?", now + CURSOR_IDLE_SECONDS, id);
 	}
 
 	issue(owner: CursorBinding, after: string, now: number): string {

@@ -1,6 +1,6 @@
 import type { Database } from "../db/client";
-import { type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
-import { jsonBytes } from "../base/json";
+import { type PageQuery, type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
+import { utf8Bytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
 import { ApiError } from "../base/errors";
@@ -11,6 +11,10 @@ import { ruleOf } from "../rules/stored";
 import { scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
+
+// What a scan with its credential checked in the object answers: the page's JSON and the caller
+// as checked, or `stale` when the credential no longer stands for the guessed caller's user.
+export type CheckedScan = { stale: true } | { stale?: undefined; page: string; caller: Caller };
 
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
 // string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
@@ -25,17 +29,28 @@ export const WORK_UNITS = 1_000_000;
 // The page is cut here, not in SQL: a running sum in SQL (a window function) made D1 read
 // each row four times. The first twin always stays, so every page moves on.
 export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
+	const plan = planPage(caller, after, request, now);
+	return cutPage(await selectTwinPage(db, plan.query), plan, caller, request, now);
+}
+
+export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery };
+
+export function planPage(caller: Caller, after: string, request: ScanRequest, now: number): PagePlan {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
 	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
+	return { match, visible, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
+}
 
-	const rows = await selectTwinPage(db, { owner: caller.account, after, count: request.count, verdict, details: request.details });
-
+export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request: ScanRequest, now: number) {
+	const { match, visible } = plan;
 	const budget = new Budget(WORK_UNITS);
-	const twins: unknown[] = [];
+	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
+	// answered as it is, with no structured clone and no second parse.
+	const twins: string[] = [];
 	let bytes = ENVELOPE_BYTES;
 	let taken = 0;
 	for (const row of rows) {
@@ -49,8 +64,8 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 			break;
 		}
 		if (accepted) {
-			const twin = request.details ? detailed(row) : row.uuid;
-			bytes += jsonBytes(twin) + 1;
+			const twin = request.details ? detailed(row) : JSON.stringify(row.uuid);
+			bytes += utf8Bytes(twin) + 1;
 			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
 			twins.push(twin);
 		}
@@ -72,14 +87,18 @@ function accepts(row: PageRow, caller: Caller, match: Rule | null, visible: Rule
 	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
 }
 
-function detailed(row: PageRow) {
-	return {
-		uuid: row.uuid,
-		owner: row.owner,
-		status: row.status,
-		updated_ts: row.updated_ts,
-		description: JSON.parse(row.description ?? "{}"),
-		creation_certificate: JSON.parse(row.creation_certificate ?? "{}"),
-		termination_certificate: row.termination_certificate ? JSON.parse(row.termination_certificate) : null,
-	};
+// The detailed shape of scan_twins (twinRecord), built from the row's columns. The JSON
+// columns are spliced as stored: only this service writes them, always with JSON.stringify.
+function detailed(row: PageRow): string {
+	const text = JSON.stringify;
+	return (
+		`{"uuid":${text(row.uuid)},"owner":${text(row.owner)},"status":${text(row.status)},"updated_ts":${text(row.updated_ts)},` +
+		`"description":${row.description ?? "{}"},"creation_certificate":${row.creation_certificate ?? "{}"},` +
+		`"termination_certificate":${row.termination_certificate ?? "null"}}`
+	);
+}
+
+// The answer of scan_twins as JSON text.
+export function pageJson(cursor: string | null, twins: string[]): string {
+	return `{"cursor":${JSON.stringify(cursor)},"twins":[${twins.join(",")}]}`;
 }

@@ -4,8 +4,7 @@ import { findCredential } from "../db/auth";
 import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
-
-const challenge = { "www-authenticate": 'Bearer realm="twin-registry"' };
+import { CHALLENGE as challenge, checkCredential } from "../policy/credential";
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{64}$/;
 
 // `Authorization: <secret>` as the original service has it; `Bearer <secret>` too.
@@ -17,17 +16,21 @@ function credentialFrom(request: Request): string | null {
 }
 
 export async function authenticate(request: Request, db: Database): Promise<Caller> {
+	const hash = await credentialHash(request);
+	return checkCredential(await findCredential(db, hash), now());
+}
+
+// The SHA-256 of the request's secret; 401 when there is none or it cannot be one.
+export async function credentialHash(request: Request): Promise<string> {
 	const secret = credentialFrom(request);
 	if (!secret) throw new ApiError("missing_credential", { headers: challenge });
 	if (!SECRET_SHAPE.test(secret)) throw new ApiError("unknown_credential", { headers: challenge });
+	return sha256Hex(secret);
+}
 
-	const found = await findCredential(db, await sha256Hex(secret));
-	if (!found) throw new ApiError("unknown_credential", { headers: challenge });
-	if (found.validity_ts !== null && found.validity_ts <= now()) {
-		throw new ApiError("expired_credential", { headers: challenge });
-	}
-	const { validity_ts: _, ...caller } = found;
-	return caller;
+// A refusal the account's object sent back as data, answered as authenticate() answers it.
+export function refusedCredential(error: ApiError): ApiError {
+	return error.status === 401 ? new ApiError(error.code, { headers: challenge }) : error;
 }
 
 export const MIN_ADMIN_TOKEN_LENGTH = 32;

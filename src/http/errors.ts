@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ApiError } from "../base/errors";
 
 // The wire form of an ApiError (the catalogue and the class live in the base layer).

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
 import type { Route } from "./route";
 import { ERRORS } from "../base/errors";

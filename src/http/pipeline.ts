@@ -1,29 +1,34 @@
 import type { IRequest } from "itty-router";
 import { database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import type { Operation } from "../operations/operation";
-import { decide } from "../policy/statement";
+import { JsonText, type Operation } from "../operations/operation";
 import type { Caller } from "../base/caller";
-import { authenticate, authenticateAdmin } from "./auth";
+import { authenticate, authenticateAdmin, credentialHash, refusedCredential } from "./auth";
+import { forgetCaller, guessCaller, rememberCaller } from "./hints";
+import { checkStatement } from "../policy/credential";
 import { parseJson } from "./body";
 import { ApiError } from "../base/errors";
 import { spendAttempt } from "./rate-limit";
 import { validate } from "./validation";
 
-export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter };
+export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter; d1: D1DatabaseSession };
 
 // The order is the contract: authenticate, check the permission rule by operation name,
-// validate params, query and body, and only then run the handler.
+// validate params, query and body, and only then run the handler. An operation that checks the
+// credential itself (`direct`) is tried first for a caller seen before; it keeps that order.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
-		const db = database(state.meter.wrap(env.DB));
+		const db = database(state.meter.wrap(state.d1));
+		const url = new URL(request.url);
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
-			caller = await countingFailures(env, request, () => authenticate(request, db));
-			const decision = decide(caller.statement, operation.name);
-			if (!decision.allowed) {
-				throw new ApiError("operation_forbidden", { description: `The caller's role does not allow ${operation.name}` });
+			if (operation.direct) {
+				const answer = await direct(operation, request, env, url, state);
+				if (answer) return answer;
 			}
+			caller = await countingFailures(env, request, () => authenticate(request, db));
+			checkStatement(caller, operation.name);
+			if (operation.direct) rememberCaller(await credentialHash(request), caller);
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
 		} else {
@@ -31,12 +36,7 @@ export function pipeline(operation: Operation) {
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
 
-		const url = new URL(request.url);
-		const input = {
-			params: operation.params ? validate(operation.params, request.params) : {},
-			query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
-			body: operation.body ? validate(operation.body, parseJson(state.body) ?? {}) : undefined,
-		};
+		const input = readInput(operation, request, url, state);
 		const ctx = {
 			env,
 			db,
@@ -45,9 +45,49 @@ export function pipeline(operation: Operation) {
 			caller,
 		};
 		// The Operation type guarantees `caller` is present for "secret" routes.
-		const result = await operation.run(input as never, ctx as never);
-		return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
+		return answer(operation, await operation.run(input as never, ctx as never));
 	};
+}
+
+function readInput(operation: Operation, request: IRequest, url: URL, state: RequestState) {
+	return {
+		params: operation.params ? validate(operation.params, request.params) : {},
+		query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
+		body: operation.body ? validate(operation.body, parseJson(state.body) ?? {}) : undefined,
+	};
+}
+
+function answer(operation: Operation, result: unknown) {
+	if (result instanceof JsonText) {
+		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
+	}
+	return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
+}
+
+// The direct path, for a credential whose caller this isolate has seen. Undefined sends the
+// request down the usual path: no guess, input the usual path must refuse in its own order
+// (after the credential and the statement), or a guess the object found outdated.
+async function direct(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState) {
+	const hash = await credentialHash(request).catch(() => undefined);
+	const guess = hash === undefined ? undefined : guessCaller(hash);
+	if (hash === undefined || guess === undefined || !operation.direct) return undefined;
+	let input;
+	try {
+		input = readInput(operation, request, url, state);
+	} catch {
+		return undefined;
+	}
+	try {
+		const done = await operation.direct(input as never, { env, url, meter: state.meter, hash, guess });
+		if (!done) return undefined;
+		rememberCaller(hash, done.caller);
+		return answer(operation, done.result);
+	} catch (error) {
+		if (!(error instanceof ApiError) || error.status !== 401) throw error;
+		forgetCaller(hash);
+		await spendAttempt(env.AUTH_FAILURES, request);
+		throw refusedCredential(error);
+	}
 }
 
 // A failed authentication counts against the client's address; past the limit it is a 429.

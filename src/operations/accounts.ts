@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { newUserSecret } from "../base/crypto";
 import { insertAccount } from "../db/accounts";
 import { now } from "../base/time";

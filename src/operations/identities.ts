@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { findOwnIdentity, listForeignIdentities, listOwnIdentities } from "../db/identities";
 import type { TwinRow } from "../db/twins";
 import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../durable/identities";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { readHistory, readLedger } from "../db/ledgers";
 import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
 import type { Caller } from "../base/caller";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { jsonValue, ruleText, timestamp, timestampOut, uuid } from "./schemas";
 
 // Request and answer shapes of the ledger operations.

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { TwinRow } from "../db/twins";
 import type { EntryChange, LedgerWrite } from "../durable/ledger-writes";
 import { type Outcome, unwrap } from "../durable/outcome";

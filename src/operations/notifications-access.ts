@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { listGrants, replaceGrant } from "../db/grants";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";

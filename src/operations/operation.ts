@@ -36,7 +36,20 @@ export type Operation<
 	status?: 200 | 201;
 	response: z.ZodType;
 	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller } : Context): Promise<unknown>;
+	// For a credential whose caller the isolate has seen: the whole operation in the account's
+	// object, which checks the credential and the statement in the same D1 batch as its read.
+	// Answers the result and the caller as checked, or undefined to take the usual path.
+	direct?(input: Input<P, Q, B>, ctx: DirectContext): Promise<{ result: unknown; caller: Caller } | undefined>;
 };
+
+export type DirectContext = { env: Env; url: URL; meter: D1Meter; hash: string; guess: Caller };
+
+// An answer already serialized where it was built (a scan page, from the Durable Object):
+// sent as it is, without a second parse by the response schema. Its shape is still the
+// schema's; the tests check real answers against it.
+export class JsonText {
+	constructor(readonly text: string) {}
+}
 
 // Identity function that lets TypeScript infer the handler's input from the schemas.
 export function defineOperation<

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { type ResolvedRow, resolveIdentity } from "../db/identities";
 import { canSeeIdentity } from "../rules/identities";
 import { isVisible } from "../rules/visibility";

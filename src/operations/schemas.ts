@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ANY_JSON, jsonBytes } from "../base/json";
 import { parseRule } from "../rules/parse";
 

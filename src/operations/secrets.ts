@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { newUserSecret, randomPin, sha256Hex } from "../base/crypto";
 import { findSecret, redeemPin } from "../db/secrets";
 import { unwrap } from "../durable/outcome";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { findUser, listUsers } from "../db/users";
 import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";

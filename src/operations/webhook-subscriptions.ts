@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { listDeliveries } from "../db/deliveries";
 import { countLiveSubscriptions, effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, failingBatches, issueSecret } from "../helpers";
+import { bootstrap, call, createUser, expectError, failingBatches, issueSecret, sessionsToo } from "../helpers";
 import type { ConfirmationJob } from "../../src/webhooks/message";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
@@ -9,6 +9,8 @@ import { consume, received, receiver, storedSubscription, subscribeRecording } f
 function failingFor(db: D1Database, poisoned: string): D1Database {
 	return new Proxy(db, {
 		get(target, property) {
+			const session = sessionsToo(target, property, (inner) => failingFor(inner, poisoned));
+			if (session) return session;
 			if (property === "prepare") {
 				return (query: string) => {
 					const statement = target.prepare(query);

@@ -1,0 +1,23 @@
+import type { Caller } from "../base/caller";
+
+// Which caller a credential (its hash) stood for when it was last checked, per isolate. Only a
+// guess: it picks the account's object and the page SQL to try, and the object checks the
+// credential itself in the same D1 batch as its read (see `direct` in operation.ts), so a
+// deleted secret or a changed role counts from the very next request.
+const MAX_GUESSES = 10_000;
+const guesses = new Map<string, Caller>();
+
+export function guessCaller(hash: string): Caller | undefined {
+	return guesses.get(hash);
+}
+
+export function rememberCaller(hash: string, caller: Caller) {
+	guesses.delete(hash);
+	guesses.set(hash, caller);
+	// Insertion order: the first key is the one remembered longest ago.
+	if (guesses.size > MAX_GUESSES) guesses.delete(guesses.keys().next().value as string);
+}
+
+export function forgetCaller(hash: string) {
+	guesses.delete(hash);
+}
