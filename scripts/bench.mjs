@@ -2,9 +2,10 @@
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
 // and the throughput of GET /twins?count=100&details=true under load from a second process;
 // then reads and writes a 64 KiB ledger (bench-ledger.mjs) and measures notifications
-// (bench-notifications.mjs). Prints tables and writes bench/results.json. `-- --only ledger` or
+// (bench-notifications.mjs), and last runs the side-by-side comparison (compare.mjs). Prints
+// tables and writes bench/results.json. `-- --only ledger` or
 // `-- --only notifications` runs that part alone; `-- --port N` serves on N.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -70,6 +71,13 @@ try {
 	}
 } finally {
 	server.stop();
+}
+
+// The whole bench ends with the side-by-side comparison against a plain Worker.
+if (!args.only) {
+	console.log("\nside by side with a plain Worker (npm run bench:compare runs this part alone)\n");
+	const compare = spawn(process.execPath, [fileURLToPath(new URL("./compare.mjs", import.meta.url))], { stdio: "inherit" });
+	process.exitCode = await new Promise((resolve) => compare.on("exit", (code) => resolve(code ?? 1)));
 }
 
 async function benchAll(server, headers) {
