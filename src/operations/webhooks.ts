@@ -3,6 +3,7 @@ import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
+import { maySubscribe } from "../policy/grant";
 import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
@@ -55,6 +56,11 @@ export const webhookSubscribe = defineOperation({
 		account: uuid.optional().meta({ description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
 	}),
 	async run({ body }, ctx) {
+		if (!maySubscribe(ctx.caller)) {
+			throw new ApiError("escalation", {
+				description: "Notifications show entries whatever their visibility: a role with a twin or entry rule may not subscribe",
+			});
+		}
 		const publisher = body.account ?? ctx.caller.account;
 		const granted = publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
 		if (granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");

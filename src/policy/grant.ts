@@ -123,6 +123,13 @@ export function checkManageable(caller: Caller, target: Target, vocabulary: read
 	return differing.length ? { ok: false, reason: "inputs", inputs: differing } : OK;
 }
 
+// Notifications carry entry values and twin uuids whatever their visibility (publishing and
+// granting a topic are the owner's consent for its subscribers), so a role confined by a twin
+// or entry rule may not subscribe: its messages would show what its rules hide.
+export function maySubscribe(caller: Pick<Caller, "rules">): boolean {
+	return caller.rules.twin === null && caller.rules.entry === null;
+}
+
 // USER variables decide what a user sees: only the administrator, or a user whose role's rules
 // read none of them, may set its own.
 export function mayChangeOwnDescription(caller: Caller): boolean {

@@ -101,6 +101,18 @@ describe("a user confined by a twin rule", () => {
 	});
 });
 
+describe("notifications", () => {
+	it("are not open to a role confined by a twin or entry rule: messages carry what its rules hide", async () => {
+		const { admin, confined } = await confinedSetup();
+		const entryConfined = await member(admin, await role(admin, everything, { entry: "entry_name == 'public'" }, "Entries"));
+		const body = { callback_url: "https://example.com/hook", topic: "entries" };
+		for (const user of [confined, entryConfined]) {
+			expectError(await call("POST", "/notifications/webhooks", { secret: user.secret, body }), 403, 403102);
+		}
+		expect(Object.keys((await call("GET", "/notifications/webhooks", { secret: admin.secret })).body.subscriptions)).toEqual([]);
+	});
+});
+
 describe("the administrator", () => {
 	it("grants any rules, such as cross-account sharing by company", async () => {
 		const admin = await bootstrap();
