@@ -1,5 +1,4 @@
 import type { Description, RoleRules, Statement } from "./schema";
-import type { Database } from "./client";
 
 // One query resolves a secret to its user and role, so authentication costs one D1 round trip.
 // It runs on every authenticated request, so its text is fixed here rather than rebuilt by the
@@ -21,8 +20,8 @@ export type CredentialRow = {
 	validity_ts: number | null;
 };
 
-export async function findCredential(db: Database, hash: string) {
-	return credentialOf(await credentialStatement(db.$client, hash).first<CredentialRow>());
+export async function findCredential(d1: D1Database, hash: string) {
+	return credentialOf(await credentialStatement(d1, hash).first<CredentialRow>());
 }
 
 // The same lookup as a statement, to run in one batch with other reads.

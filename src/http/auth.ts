@@ -1,5 +1,4 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
-import type { Database } from "../db/client";
 import { findCredential } from "../db/auth";
 import type { Caller } from "../base/caller";
 import { now } from "../base/time";
@@ -15,9 +14,9 @@ function credentialFrom(request: Request): string | null {
 	return (match ? match[1] : header).trim();
 }
 
-export async function authenticate(request: Request, db: Database): Promise<Caller> {
+export async function authenticate(request: Request, d1: D1Database): Promise<Caller> {
 	const hash = await credentialHash(request);
-	return checkCredential(await findCredential(db, hash), now());
+	return checkCredential(await findCredential(d1, hash), now());
 }
 
 // The SHA-256 of the request's secret; 401 when there is none or it cannot be one.

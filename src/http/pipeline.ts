@@ -1,5 +1,5 @@
 import type { IRequest } from "itty-router";
-import { database } from "../db/client";
+import { type Database, database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import { JsonText, type Operation } from "../operations/operation";
 import type { Caller } from "../base/caller";
@@ -18,7 +18,7 @@ export type RequestState = { requestId: string; body: Uint8Array | undefined; me
 // credential itself (`direct`) is tried first for a caller seen before; it keeps that order.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
-		const db = database(state.meter.wrap(state.d1));
+		const d1 = state.meter.wrap(state.d1);
 		const url = new URL(request.url);
 		let caller: Caller | undefined;
 		if (operation.auth === "secret") {
@@ -26,7 +26,7 @@ export function pipeline(operation: Operation) {
 				const answer = await direct(operation, request, env, url, state);
 				if (answer) return answer;
 			}
-			caller = await countingFailures(env, request, () => authenticate(request, db));
+			caller = await countingFailures(env, request, () => authenticate(request, d1));
 			checkStatement(caller, operation.name);
 			if (operation.direct) rememberCaller(await credentialHash(request), caller);
 		} else if (operation.auth === "admin") {
@@ -37,9 +37,13 @@ export function pipeline(operation: Operation) {
 		}
 
 		const input = readInput(operation, request, url, state);
+		// drizzle is built only for an operation that queries through it (not /whoami).
+		let db: Database | undefined;
 		const ctx = {
 			env,
-			db,
+			get db() {
+				return (db ??= database(d1));
+			},
 			url,
 			meter: state.meter,
 			caller,
