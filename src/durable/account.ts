@@ -98,7 +98,7 @@ export class AccountDO extends DurableObject<Env> {
 	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
 		const meter = new D1Meter();
 		return this.answer(meter, async (at) => {
-			const after = this.position(caller, cursor, request, at, true);
+			const after = this.position(caller, cursor, request, at);
 			const d1 = meter.wrap(this.env.DB.withSession(bookmark ?? "first-primary"));
 			return this.finish(caller, request, at, await readPage(database(d1), caller, after, request, at));
 		});
@@ -115,14 +115,14 @@ export class AccountDO extends DurableObject<Env> {
 		return this.answer(meter, async (at): Promise<CheckedScan> => {
 			const d1 = meter.wrap(this.env.DB.withSession("first-primary"));
 			const owner = { user: guess.user, binding: bindingOf(request.match, request.details) };
-			const after = cursor === undefined ? "" : this.cursors.find(cursor, owner, at);
+			const after = cursor === undefined ? "" : this.cursors.find(cursor, owner, at)?.after;
 			const plan = after === undefined ? undefined : planPage(guess, after, request, at);
 			const statements = [credentialStatement(d1, hash), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
 			const [credential, rows] = await d1.batch(statements);
 			const caller = checkCredential(credentialOf(credential.results[0] as CredentialRow | undefined), at);
 			if (caller.account !== guess.account || caller.user !== guess.user) return { stale: true };
 			checkStatement(caller, "scan_twins");
-			const position = this.position(caller, cursor, request, at, true);
+			const position = this.position(caller, cursor, request, at);
 			const same = JSON.stringify([caller.rules, caller.description, caller.role]) === JSON.stringify([guess.rules, guess.description, guess.role]);
 			const page = same && plan
 				? cutPage(rows.results as PageRow[], plan, caller, request, at)
@@ -132,10 +132,10 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// The position a cursor stands for; 400 when it is unknown, expired or another's.
-	private position(caller: Caller, cursor: string | undefined, request: ScanRequest, at: number, use: boolean): string {
+	private position(caller: Caller, cursor: string | undefined, request: ScanRequest, at: number): string {
 		if (cursor === undefined) return "";
 		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
-		const after = use ? this.cursors.resolve(cursor, owner, at) : this.cursors.find(cursor, owner, at);
+		const after = this.cursors.resolve(cursor, owner, at);
 		if (after === undefined) throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
 		return after;
 	}
@@ -143,8 +143,8 @@ export class AccountDO extends DurableObject<Env> {
 	private async finish(caller: Caller, request: ScanRequest, at: number, page: ReturnType<typeof cutPage>): Promise<string> {
 		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
 		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
-		if (next && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
-		return pageJson(next, page.twins);
+		if (next?.created && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
+		return pageJson(next?.id ?? null, page.twins);
 	}
 
 	// An API error crosses the RPC boundary as data, with what the work cost in D1.

@@ -9,8 +9,13 @@ export const CURSOR_IDLE_SECONDS = 24 * 60 * 60;
 // Live cursors per user; one more evicts the least recently used (issued or resolved). A use
 // pushes expires_at forward by the same idle period, so it orders cursors by last use.
 export const MAX_CURSORS_PER_USER = 1000;
+// A use within this many seconds of the last one is not written again: a retried page changes
+// nothing in storage, so its answer does not wait for a write to commit. Recency is kept to
+// the second.
+const TOUCH_SECONDS = 1;
 
 export type CursorBinding = { user: string; binding: string };
+type Cursor = { id: string; after: string; expires_at: number };
 
 export function bindingOf(match: string | undefined, details: boolean) {
 	return JSON.stringify([match ?? null, details]);
@@ -31,39 +36,43 @@ export class CursorStore {
 	// The position a cursor stands for, or undefined when it is unknown, expired or bound to
 	// another user or scan. Using a cursor keeps it alive for another idle period.
 	resolve(id: string, owner: CursorBinding, now: number): string | undefined {
-		const after = this.find(id, owner, now);
-		if (after !== undefined) this.touch(id, now);
-		return after;
+		const row = this.find(id, owner, now);
+		if (row) this.touch(row, now);
+		return row?.after;
 	}
 
 	// The same without the use: for a request whose credential is not yet checked.
-	find(id: string, owner: CursorBinding, now: number): string | undefined {
-		const [row] = this.sql
-			.exec<{ after: string; user: string; binding: string; expires_at: number }>(
-				"SELECT after, user, binding, expires_at FROM cursors WHERE id = ?",
-				id,
-			)
-			.toArray();
+	find(id: string, owner: CursorBinding, now: number): Cursor | undefined {
+		const [row] = this.sql.exec<Cursor & { user: string; binding: string }>("SELECT id, after, user, binding, expires_at FROM cursors WHERE id = ?", id).toArray();
 		if (!row || row.expires_at <= now || row.user !== owner.user || row.binding !== owner.binding) return undefined;
-		return row.after;
+		return row;
 	}
 
-	touch(id: string, now: number) {
-		this.sql.exec("UPDATE cursors SET expires_at = ? WHERE id = ?", now + CURSOR_IDLE_SECONDS, id);
+	touch(cursor: Cursor, now: number) {
+		const expires = now + CURSOR_IDLE_SECONDS;
+		if (expires - cursor.expires_at < TOUCH_SECONDS) return;
+		this.sql.exec("UPDATE cursors SET expires_at = ? WHERE id = ?", expires, cursor.id);
 	}
 
-	issue(owner: CursorBinding, after: string, now: number): string {
-		const [row] = this.sql
-			.exec<{ id: string }>(
-				`INSERT INTO cursors (id, user, binding, after, expires_at) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (user, binding, after) DO UPDATE SET expires_at = excluded.expires_at RETURNING id`,
-				randomBase64Url(16),
-				owner.user,
-				owner.binding,
-				after,
-				now + CURSOR_IDLE_SECONDS,
-			)
+	// The cursor for a position, the same one while it lives. Answers whether it is new: the
+	// caller then makes sure an alarm will sweep it.
+	issue(owner: CursorBinding, after: string, now: number): { id: string; created: boolean } {
+		const [existing] = this.sql
+			.exec<Cursor>("SELECT id, after, expires_at FROM cursors WHERE user = ? AND binding = ? AND after = ?", owner.user, owner.binding, after)
 			.toArray();
+		if (existing) {
+			this.touch(existing, now);
+			return { id: existing.id, created: false };
+		}
+		const id = randomBase64Url(16);
+		this.sql.exec(
+			"INSERT INTO cursors (id, user, binding, after, expires_at) VALUES (?, ?, ?, ?, ?)",
+			id,
+			owner.user,
+			owner.binding,
+			after,
+			now + CURSOR_IDLE_SECONDS,
+		);
 		this.sql.exec(
 			`DELETE FROM cursors WHERE user = ? AND id IN (
 				SELECT id FROM cursors WHERE user = ? ORDER BY expires_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
@@ -71,7 +80,7 @@ export class CursorStore {
 			owner.user,
 			this.perUser,
 		);
-		return row.id;
+		return { id, created: true };
 	}
 
 	// Drops expired cursors; answers when the next one expires, if any remain.

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { CursorStore, MAX_CURSORS_PER_USER } from "../../src/durable/cursors";
+import { CURSOR_IDLE_SECONDS, CursorStore, MAX_CURSORS_PER_USER } from "../../src/durable/cursors";
 import type { AccountDO } from "../../src/durable/account";
 import { MAX_PAGE_BYTES } from "../../src/durable/scan";
 import { compileRule } from "../../src/rules/compile";
@@ -134,14 +134,35 @@ describe("cursors", () => {
 		await runInDurableObject(stub, (_: AccountDO, state) => {
 			const store = new CursorStore(state.storage.sql, 3);
 			const owner = { user: "u", binding: "b" };
-			const [a, b, c] = ["1", "2", "3"].map((after, i) => store.issue(owner, after, 100 + i));
+			const [a, b, c] = ["1", "2", "3"].map((after, i) => store.issue(owner, after, 100 + i).id);
 			expect(store.resolve(a, owner, 110)).toBe("1"); // a is now the most recently used
-			const d = store.issue(owner, "4", 111);
+			const d = store.issue(owner, "4", 111).id;
 			expect(store.resolve(b, owner, 112)).toBeUndefined();
 			expect([a, c, d].map((id) => store.resolve(id, owner, 113))).toEqual(["1", "3", "4"]);
 			// Another user's cursors are not counted against this one.
 			store.issue({ user: "v", binding: "b" }, "1", 114);
 			expect(store.resolve(a, owner, 115)).toBe("1");
+		});
+	});
+
+	it("a retried page reuses its cursor and rewrites it at most once a second", async () => {
+		const admin = await bootstrap();
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		await runInDurableObject(stub, (_: AccountDO, state) => {
+			const store = new CursorStore(state.storage.sql);
+			const owner = { user: "u", binding: "b" };
+			const expiry = (id: string) => state.storage.sql.exec<{ e: number }>("SELECT expires_at AS e FROM cursors WHERE id = ?", id).one().e;
+			const first = store.issue(owner, "1", 100);
+			expect(first.created).toBe(true);
+			const retried = store.issue(owner, "1", 100.5);
+			expect(retried).toEqual({ id: first.id, created: false });
+			expect(expiry(first.id)).toBe(100 + CURSOR_IDLE_SECONDS);
+			expect(store.resolve(first.id, owner, 100.9)).toBe("1");
+			expect(expiry(first.id)).toBe(100 + CURSOR_IDLE_SECONDS);
+			expect(store.resolve(first.id, owner, 101.5)).toBe("1");
+			expect(expiry(first.id)).toBe(101.5 + CURSOR_IDLE_SECONDS);
+			expect(store.issue(owner, "1", 103)).toEqual({ id: first.id, created: false });
+			expect(expiry(first.id)).toBe(103 + CURSOR_IDLE_SECONDS);
 		});
 	});
 });
