@@ -48,6 +48,13 @@ module.exports = {
 			to: { path: "^src/(index|routes)\\.ts$" },
 		},
 		{
+			name: "no-document-in-the-worker",
+			comment: "the API document is built at build time (scripts/openapi.mjs); the Worker must not bundle its generator",
+			severity: "error",
+			from: { path: "^src/" },
+			to: { path: "^src/http/openapi\\.ts$" },
+		},
+		{
 			name: "no-circular",
 			comment: "files that import each other in a loop cannot be layered",
 			severity: "error",

@@ -1,7 +1,6 @@
 import { D1Meter } from "./db/meter";
 import { readBody } from "./http/body";
 import { buildRouter } from "./http/router";
-import { documentPages } from "./http/docs";
 import { ApiError } from "./base/errors";
 import { errorResponse } from "./http/errors";
 import { routes } from "./routes";
@@ -11,7 +10,7 @@ import type { WebhookJob } from "./webhooks/notification";
 export { AccountDO } from "./durable/account";
 export { DeliveryDO } from "./durable/delivery";
 
-const router = buildRouter(routes, documentPages(routes));
+const router = buildRouter(routes);
 
 async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
 	try {

@@ -1,23 +1,18 @@
 import { type IRequest, Router } from "itty-router";
 import type { Route } from "./route";
-import type { Page } from "./docs";
 import { ApiError } from "../base/errors";
 import { pipeline, type RequestState } from "./pipeline";
 
 type Args = [Env, ExecutionContext, RequestState];
 
-// Builds the itty-router from the route table and the document pages. After them come, for
+// Builds the itty-router from the route table. After it come, for
 // every known path, a 405 that names the methods it does take, and last a 404 for the rest.
-export function buildRouter(routes: Route[], pages: Page[]) {
+export function buildRouter(routes: Route[]) {
 	const router = Router<IRequest, Args>();
 	const methodsByPath = new Map<string, string[]>();
 	for (const { method, path, operation } of routes) {
 		router[method.toLowerCase() as "get"](path, pipeline(operation));
 		methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
-	}
-	for (const { path, handler } of pages) {
-		router.get(path, handler);
-		methodsByPath.set(path, ["GET"]);
 	}
 	for (const [path, methods] of methodsByPath) {
 		router.all(path, () => {

@@ -1,14 +1,30 @@
 import { describe, expect, it } from "vitest";
+import { openApiDocument } from "../../src/http/openapi";
 import { routes } from "../../src/routes";
-import { call } from "../helpers";
 import { env, exports } from "cloudflare:workers";
 
+// Workers Static Assets answer /openapi.json and /docs before the Worker is invoked;
+// exports.default.fetch goes straight to the Worker, so they are fetched through the assets
+// binding, which applies the same html handling, _headers and method rules as the platform.
+const asset = (path: string, init?: RequestInit) => env.ASSETS.fetch(`https://registry.test${path}`, { redirect: "manual", ...init });
+
+async function apiDocument() {
+	const res = await asset("/openapi.json");
+	expect(res.status).toBe(200);
+	expect(res.headers.get("content-type")).toContain("application/json");
+	return (await res.json()) as Record<string, any>;
+}
+
 describe("the API document", () => {
+	// The file is written before every test run, build, start and deploy (scripts/assets.mjs).
+	it("is served as built from the route table and its schemas", async () => {
+		expect(await (await asset("/openapi.json")).text()).toBe(JSON.stringify(openApiDocument(routes)));
+	});
+
 	it("lists every route under its operation name, and nothing else", async () => {
-		const res = await call("GET", "/openapi.json");
-		expect(res.status).toBe(200);
+		const body = await apiDocument();
 		const documented: string[] = [];
-		for (const [path, methods] of Object.entries(res.body.paths as Record<string, Record<string, { operationId: string }>>)) {
+		for (const [path, methods] of Object.entries(body.paths as Record<string, Record<string, { operationId: string }>>)) {
 			for (const [method, operation] of Object.entries(methods)) documented.push(`${method.toUpperCase()} ${path} ${operation.operationId}`);
 		}
 		const routed = routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")} ${r.operation.name}`);
@@ -16,7 +32,7 @@ describe("the API document", () => {
 	});
 
 	it("describes parameters, bodies, answers, errors and security from the schemas", async () => {
-		const { body } = await call("GET", "/openapi.json");
+		const body = await apiDocument();
 		expect(body.openapi).toBe("3.1.0");
 		const scan = body.paths["/twins"].get;
 		expect(scan.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required])).toEqual([
@@ -37,12 +53,8 @@ describe("the API document", () => {
 		expect(body.components.schemas.Error.required).toEqual(["subcode", "trace", "description"]);
 	});
 
-	// Workers Static Assets answer /docs before the Worker is invoked; exports.default.fetch goes
-	// straight to the Worker, so the page is fetched through the assets binding, which applies
-	// the same html handling, _headers and method rules as the platform.
 	it("serves the reference page and its files as static assets, with their security policy", async () => {
 		const policy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
-		const asset = (path: string, init?: RequestInit) => env.ASSETS.fetch(`https://registry.test${path}`, { redirect: "manual", ...init });
 		const page = await asset("/docs");
 		expect(page.status).toBe(200);
 		expect(page.headers.get("content-type")).toContain("text/html");
@@ -61,14 +73,14 @@ describe("the API document", () => {
 		const init = await asset("/docs/init.js");
 		expect(await init.text()).toContain('url: "/openapi.json"');
 		expect((await asset("/docs", { method: "POST" })).status).toBe(405);
+		expect((await asset("/openapi.json", { method: "POST" })).status).toBe(405);
 	});
 
-	it("keeps swagger-ui out of the Worker, which still answers the document the page loads", async () => {
-		const bundle = await exports.default.fetch("https://registry.test/docs/swagger-ui-bundle.js");
-		expect(bundle.status).toBe(404);
-		expect(((await bundle.json()) as { subcode: number }).subcode).toBe(404101);
-		const document = await exports.default.fetch("https://registry.test/openapi.json");
-		expect(document.status).toBe(200);
-		expect(document.headers.get("content-type")).toBe("application/json");
+	it("keeps swagger-ui and the document out of the Worker", async () => {
+		for (const path of ["/docs/swagger-ui-bundle.js", "/openapi.json"]) {
+			const res = await exports.default.fetch(`https://registry.test${path}`);
+			expect(res.status).toBe(404);
+			expect(((await res.json()) as { subcode: number }).subcode).toBe(404101);
+		}
 	});
 });
