@@ -1,6 +1,6 @@
 // The API document (/openapi.json), built from the route table and its zod schemas at build
-// time rather than in every isolate: the Worker's bundle carries neither the document nor the
-// JSON Schema generator, and Workers Static Assets serve the file. The TypeScript sources are
+// time rather than in every isolate: the Worker neither carries the document's builder nor
+// spends an isolate's first request on it, and Workers Static Assets serve the file. The TypeScript sources are
 // bundled for Node in memory and run once in a child process that prints the document.
 import { execFileSync } from "node:child_process";
 import { buildSync } from "esbuild";
