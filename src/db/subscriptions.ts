@@ -17,14 +17,17 @@ export async function insertSubscriptionWithin(db: Database, row: SubscriptionRo
 	});
 	const [inserted] = await db
 		.insert(subscriptions)
-		.select(
-			sql`SELECT ${sql.join(values, sql`, `)} WHERE (
-				SELECT count(*) FROM ${subscriptions}
-				WHERE ${subscriptions.account} = ${row.account} AND ${subscriptions.status} IN ('pending', 'confirmed')
-					AND ${subscriptions.validity_ts} > ${at}) < ${limit}${also ? sql` AND ${also}` : sql``}`,
-		)
+		.select(sql`SELECT ${sql.join(values, sql`, `)} WHERE ${liveBelow(row.account, limit, at)}${also ? sql` AND ${also}` : sql``}`)
 		.returning();
 	return inserted;
+}
+
+// Whether the account holds fewer than `limit` live subscriptions, as a condition of the
+// statement that makes one live: checked and written in one step.
+function liveBelow(account: string, limit: number, at: number): SQL {
+	return sql`(SELECT count(*) FROM ${subscriptions}
+		WHERE ${subscriptions.account} = ${account} AND ${subscriptions.status} IN ('pending', 'confirmed')
+			AND ${subscriptions.validity_ts} > ${at}) < ${limit}`;
 }
 
 // Live subscriptions (pending or confirmed, unexpired): what MAX_SUBSCRIPTIONS limits.
@@ -117,8 +120,9 @@ export async function patchSubscription(
 	uuid: string,
 	changes: Changes,
 	at: number,
-	onlyIf?: { status?: Status; message?: string },
+	onlyIf?: { status?: Status; message?: string; liveBelow?: { account: string; limit: number } },
 ) {
+	const within = onlyIf?.liveBelow;
 	const [row] = await db
 		.update(subscriptions)
 		.set({ ...changes, updated_ts: at })
@@ -127,6 +131,7 @@ export async function patchSubscription(
 				eq(subscriptions.uuid, uuid),
 				onlyIf?.status === undefined ? undefined : eq(subscriptions.status, onlyIf.status),
 				onlyIf?.message === undefined ? undefined : eq(subscriptions.message, onlyIf.message),
+				within === undefined ? undefined : liveBelow(within.account, within.limit, at),
 			),
 		)
 		.returning();

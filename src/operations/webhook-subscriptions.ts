@@ -7,7 +7,7 @@ import { subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
 import { byUuid, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
-import { endSubscription, topic } from "./webhooks";
+import { endSubscription, subscriptionLimit, topic } from "./webhooks";
 
 // The owning account's view of its subscriptions, with a User Secret instead of the token.
 // Another account's subscription answers exactly as one that does not exist.
@@ -132,15 +132,15 @@ export const resendWebhookConfirmation = defineOperation({
 		if (status !== "pending" && status !== "failed") {
 			throw new ApiError("conflict", { description: `The subscription is ${status}: it takes no confirmation message` });
 		}
-		// A failed subscription made pending again is live: it counts against the limit.
+		// A failed subscription made pending again is live: it counts against the limit, in the
+		// same statement that revives it, so concurrent resends cannot pass the limit.
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
-		if (status === "failed" && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) {
-			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
-		}
+		const liveBelow = status === "failed" ? { account: row.account, limit } : undefined;
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);
 		const changes = { ...confirmation, status: "pending", attempts: 0, delivered_ts: null, failure_reason: null } as const;
-		const pending = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status, message: row.message });
+		const pending = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status, message: row.message, liveBelow });
+		if (!pending && liveBelow && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) throw subscriptionLimit(limit);
 		if (!pending) throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		const reason = "the new confirmation message could not be queued";
 		await queueConfirmation(ctx, pending, () => patchSubscription(ctx.db, row.uuid, { status: "failed", failure_reason: reason }, now()));

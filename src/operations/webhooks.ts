@@ -97,9 +97,7 @@ export const webhookSubscribe = defineOperation({
 		}, limit, at, granted);
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
 		if (!row && granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");
-		if (!row) {
-			throw new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
-		}
+		if (!row) throw subscriptionLimit(limit);
 		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
 		return {
 			callback_url: row.callback_url,
@@ -184,4 +182,9 @@ export const unsubscribe = defineOperation({
 export async function endSubscription(ctx: Context, row: SubscriptionRow) {
 	const changes = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
 	return (await patchSubscription(ctx.db, row.uuid, changes, now())) ?? row;
+}
+
+// Making one more subscription live would pass MAX_SUBSCRIPTIONS.
+export function subscriptionLimit(limit: number) {
+	return new ApiError("subscription_limit", { description: `The account already has ${limit} live webhook subscriptions, its limit (MAX_SUBSCRIPTIONS)` });
 }

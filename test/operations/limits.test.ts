@@ -70,6 +70,35 @@ describe("per-account limits", () => {
 		for (const res of refused) expectError(res, 409, 409105);
 		expect(refused[0].body.description).toContain("MAX_SUBSCRIPTIONS");
 	});
+
+	it("webhook subscriptions: concurrent resends revive failed ones only up to the limit", async () => {
+		const admin = await bootstrap();
+		const insert = env.DB.prepare(
+			`INSERT INTO subscriptions (uuid, account, user, topic, callback_url, token_hash, status, validity_ts, message, attempts, created_ts, updated_ts)
+			VALUES (?, ?, ?, 'abc', 'https://example.com/', ?, ?, ?, ?, 0, 0, 0)`,
+		);
+		const far = Date.now() / 1000 + 3600;
+		const failed = Array.from({ length: 6 }, () => crypto.randomUUID());
+		await env.DB.batch(failed.map((uuid) => insert.bind(uuid, admin.account, admin.user, crypto.randomUUID(), "failed", far, crypto.randomUUID())));
+		await env.DB.batch([insert.bind(crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), "confirmed", far, crypto.randomUUID())]);
+
+		const resend = (uuid: string) =>
+			call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, {
+				secret: admin.secret,
+				env: { MAX_SUBSCRIPTIONS: 3, WEBHOOKS: recordingQueue().binding },
+			});
+		const answers = await Promise.all(failed.map(resend));
+		expect(answers.filter((res) => res.status === 200)).toHaveLength(2);
+		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409105);
+		const { results } = await env.DB.prepare("SELECT status, count(*) AS n FROM subscriptions WHERE account = ? GROUP BY status ORDER BY status")
+			.bind(admin.account)
+			.all();
+		expect(results).toEqual([
+			{ status: "confirmed", n: 1 },
+			{ status: "failed", n: 4 },
+			{ status: "pending", n: 2 },
+		]);
+	});
 });
 
 describe("descriptions", () => {
