@@ -125,7 +125,8 @@ export function checkManageable(caller: Caller, target: Target, vocabulary: read
 
 // Notifications carry entry values and twin uuids whatever their visibility (publishing and
 // granting a topic are the owner's consent for its subscribers), so a role confined by a twin
-// or entry rule may not subscribe: its messages would show what its rules hide.
+// or entry rule may not subscribe, nor grant the account's topics to another account: its own
+// messages, or the other account's, would show what its rules hide.
 export function maySubscribe(caller: Pick<Caller, "rules">): boolean {
 	return caller.rules.twin === null && caller.rules.entry === null;
 }

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call } from "../helpers";
-import { addEntries, ledger, newTwin } from "../ledgers/support";
+import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
 import { consume, receiver, received, subscribeRecording } from "../webhooks/support";
 import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
 
@@ -103,6 +103,22 @@ describe("grants of topics to other accounts", () => {
 		expect((await call("PATCH", access, { secret: publisher.secret, body: { topics: [] } })).status).toBe(200);
 		expect((await call("GET", path, { secret: subscriber.secret })).body.status).toBe("unsubscribed");
 		expect((await call("POST", `${path}/confirmation`, { secret: subscriber.secret })).status).toBe(409);
+	});
+
+	it("refuses a role with a twin or entry rule: the grantee's messages would show what that role hides", async () => {
+		const publisher = await bootstrap();
+		const grantee = await bootstrap();
+		const access = `/notifications/webhooks/access/accounts/${grantee.account}`;
+		for (const rules of [{ twin: "TWIN.open == true" }, { entry: "entry_name == 'public'" }]) {
+			const confined = await userWithRules(publisher, rules);
+			for (const topics of [["news"], []]) {
+				const res = await call("PATCH", access, { secret: confined.secret, body: { topics } });
+				expect(res.status, JSON.stringify({ rules, topics })).toBe(403);
+				expect(res.body.subcode).toBe(403102);
+			}
+		}
+		expect((await call("GET", "/notifications/webhooks/access", { secret: publisher.secret })).body.accounts).toEqual({});
+		expect((await call("PATCH", access, { secret: publisher.secret, body: { topics: ["news"] } })).status).toBe(200);
 	});
 
 	it("refuses the caller's own account, both list names at once, and bad topics", async () => {
