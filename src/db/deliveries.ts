@@ -13,6 +13,9 @@ export type NewDelivery = Omit<DeliveryRow, "seq">;
 // pending subscription's confirmation fails the subscription) and the pruning of old records.
 // A notification's attempt (`confirmation` false) updates only the last attempt and outcome:
 // the counters and delivered_ts are the confirmation's, and only it can fail a subscription.
+// A confirmation attempt settles the subscription only while its message is still the current
+// one: an attempt of a message a resend replaced, finishing late, must neither mark the new
+// message delivered (it would never be sent) nor fail the subscription pending again.
 export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean, confirmation = true) {
 	const at = entry.attempted_ts;
 	const s = subscriptions;
@@ -33,7 +36,7 @@ export async function recordAttempt(db: Database, entry: NewDelivery, failsSubsc
 						}
 					: {}),
 			})
-			.where(eq(s.uuid, entry.subscription)),
+			.where(confirmation ? and(eq(s.uuid, entry.subscription), eq(s.message, entry.message)) : eq(s.uuid, entry.subscription)),
 		db.delete(d).where(
 			and(
 				eq(d.subscription, entry.subscription),
