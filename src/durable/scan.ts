@@ -80,11 +80,13 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 	};
 }
 
-// Whether the evaluator accepts a twin whose SQL verdict was NULL.
+// Whether the evaluator accepts a twin whose SQL verdict was NULL. Visibility is decided first:
+// `match` must not run on a hidden twin at all, or the work it spends there (a page cut short,
+// a 400 for too much work) would tell what the hidden description holds.
 function accepts(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number, budget: Budget) {
 	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
 	const scope = { ...scopeOf(caller, now), twin, budget };
-	return (!match || evaluate(match, scope)) && (!visible || evaluate(visible, scope));
+	return (!visible || evaluate(visible, scope)) && (!match || evaluate(match, scope));
 }
 
 // The detailed shape of scan_twins (twinRecord), built from the row's columns. The JSON

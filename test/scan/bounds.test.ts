@@ -7,6 +7,7 @@ import { MAX_PAGE_BYTES } from "../../src/durable/scan";
 import { compileRule } from "../../src/rules/compile";
 import { parseRule } from "../../src/rules/parse";
 import { bootstrap, call, expectError, insertRole, scan, seedTwins, userWith, walk } from "../helpers";
+import { userWithRules } from "../ledgers/support";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
 // account is answered meanwhile. (How fast is measured by `npm run bench:abuse`, not here.)
@@ -83,6 +84,27 @@ describe("substrings", () => {
 		const [ab, cd] = await seedTwins(admin.account, [{ x: "ab" }, { x: "cd" }]);
 		expect((await scan(admin.secret, `match=${q("TWIN.x in 'xxabxx'")}`)).body.twins).toEqual([ab]);
 		expect((await scan(admin.secret, `match=${q("'d' in TWIN.x")}`)).body.twins).toEqual([cd]);
+	});
+});
+
+describe("the work budget", () => {
+	it("is not spent by match on a twin the caller cannot see: a guess at its description tells nothing", async () => {
+		const admin = await bootstrap();
+		// The twin rule is a regular expression, so SQL leaves it to the evaluator.
+		const weak = await userWithRules(admin, { twin: "TWIN.label =~ '^pub'" });
+		await call("POST", "/twins", { secret: admin.secret, body: { description: { label: "private", s: `K${"q".repeat(30_000)}` } } });
+		// When the guess is wrong, `or` goes on to work that alone exceeds a request's budget
+		// (grouped in pairs, to stay within the rule's depth limit).
+		const pair = "(TWIN.s =~ 'z' or TWIN.s =~ 'z')";
+		const costly = Array.from({ length: 16 }, () => pair).join(" or ");
+		const probe = (guess: string) => scan(weak.secret, `count=1&match=${encodeURIComponent(`TWIN.s =~ '^${guess}' or ${costly}`)}`);
+		const [right, wrong] = [await probe("K"), await probe("J")];
+		expect(right.status).toBe(200);
+		expect(wrong.status).toBe(200);
+		// Each match has a cursor of its own; whether there is one, and the twins, must agree.
+		const seen = (page: typeof right) => [page.body.twins, page.body.cursor === null];
+		expect(seen(wrong)).toEqual(seen(right));
+		expect(right.body.twins).toEqual([]);
 	});
 });
 
