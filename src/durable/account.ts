@@ -222,7 +222,11 @@ export class AccountDO extends DurableObject<Env> {
 		work: (db: Database, current: Caller) => Promise<T>,
 	): Promise<Outcome<T>> {
 		return this.serialized(async (db) => {
-			const value = await work(db, await writes.currentCaller(db, caller));
+			// The Worker checked the statement before the call, but a role change queued ahead of
+			// this write may have taken the action away since: it counts here.
+			const current = await writes.currentCaller(db, caller);
+			checkStatement(current, action);
+			const value = await work(db, current);
 			this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
 			return value;
 		});

@@ -42,7 +42,8 @@ describe("AccountDO", () => {
 	it("checks user deletion, PIN issuance and another user's secret itself, in the write's own step", async () => {
 		const admin = await bootstrap();
 		const stub = env.ACCOUNTS.getByName(admin.account);
-		const weak = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions: ["delete_user"] }));
+		const actions = ["delete_user", "create_user_secret_pin", "update_user_secret", "delete_user_secret"];
+		const weak = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions }));
 		const caller = { account: admin.account, user: weak };
 		const pin = { hash: "x".repeat(64), secret_validity_ts: null, expires_ts: 1e10, created_ts: 1 };
 		expect(await stub.deleteUser(caller, admin.user)).toMatchObject({ ok: false, code: "escalation" });
@@ -50,6 +51,18 @@ describe("AccountDO", () => {
 		expect(await stub.changeSecretValidity(caller, admin.user, 1)).toMatchObject({ ok: false, code: "escalation" });
 		expect(await stub.removeSecret(caller, admin.user)).toMatchObject({ ok: false, code: "escalation" });
 		expect((await call("GET", "/whoami", { secret: admin.secret })).status).toBe(200);
+	});
+
+	it("checks the caller's statement again in the write's own step: a role narrowed meanwhile counts", async () => {
+		const admin = await bootstrap();
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		// The Worker let these requests through; the role lost the actions before their turn came.
+		const narrowed = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions: ["who_am_i"] }));
+		const caller = { account: admin.account, user: narrowed };
+		const role = { name: "Any", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow", actions: [] } } as const;
+		expect(await stub.createRole(caller, role)).toMatchObject({ ok: false, code: "operation_forbidden" });
+		expect(await stub.createIdentities(caller, crypto.randomUUID(), { identities: { "RFID#1": {} } } as never)).toMatchObject({ ok: false, code: "operation_forbidden" });
+		expect((await stub.journal()).filter((line) => line.actor === narrowed)).toEqual([]);
 	});
 
 	it("refuses a caller that is not a user of the account", async () => {
