@@ -20,8 +20,14 @@ export function allowedActions(statement: Statement, vocabulary: readonly string
 
 export type Grant = { ok: true } | { ok: false; reason: "escalation"; actions: string[] };
 
-// A caller may hand out a statement only when it allows nothing the caller's own does not.
+// How a refusal names the operations a `deny` statement allows beyond today's vocabulary.
+export const LATER_OPERATIONS = "(every operation added later)";
+
+// A caller may hand out a statement only when it allows nothing the caller's own does not,
+// now or later: `deny` also allows every operation the service gains, which an `allow` list
+// never does, so a caller allowing every operation by name still may not hand out `deny`.
 export function checkGrant(caller: Statement, granted: Statement, vocabulary: readonly string[]): Grant {
 	const extra = allowedActions(granted, vocabulary).filter((name) => !decide(caller, name).allowed);
+	if (granted.effect === "deny" && caller.effect === "allow") extra.push(LATER_OPERATIONS);
 	return extra.length === 0 ? { ok: true } : { ok: false, reason: "escalation", actions: extra };
 }

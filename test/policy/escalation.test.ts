@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
 import { type Account, bootstrap, call, createUser, expectError, member, role, type Statement } from "../helpers";
 
 // Each attack of a hostile user of a real account, through the Worker's fetch: the refusal,
@@ -114,6 +115,20 @@ describe("notifications", () => {
 });
 
 describe("the administrator", () => {
+	it("is not within reach of a role that allows every operation by name", async () => {
+		const admin = await bootstrap();
+		const named = await member(admin, await role(admin, { effect: "allow", actions: [...STATEMENT_VOCABULARY] }));
+		// Not the administrator: it may not grant rules wider than its own...
+		expectError(await call("POST", "/roles", { secret: named.secret, body: { name: "Wide", rules: { twin: "true" } } }), 403, 403102);
+		// ...nor hand out, take over or change the role that may.
+		expectError(await call("POST", `/users/${admin.user}/secrets`, { secret: named.secret, body: {} }), 403, 403102);
+		expectError(await call("POST", "/users", { secret: named.secret, body: { name: "n", role: admin.role } }), 403, 403102);
+		expectError(await call("POST", "/roles", { secret: named.secret, body: { name: "Everything" } }), 403, 403102);
+		expectError(await call("PATCH", `/users/${named.user}`, { secret: named.secret, body: { role: admin.role } }), 403, 403102);
+		// What it may: an allow list within its own.
+		expect((await call("POST", "/roles", { secret: named.secret, body: { name: "Some", statement: { effect: "allow", actions: ["get_twin"] } } })).status).toBe(201);
+	});
+
 	it("grants any rules, such as cross-account sharing by company", async () => {
 		const admin = await bootstrap();
 		const shared = await role(admin, everything, { twin: "TWIN.company == USER.company" }, "Shared");

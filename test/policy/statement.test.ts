@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allowedActions, checkGrant, decide } from "../../src/policy/statement";
+import { allowedActions, checkGrant, decide, LATER_OPERATIONS } from "../../src/policy/statement";
 
 const vocabulary = ["a", "b", "c"];
 
@@ -26,8 +26,18 @@ describe("checkGrant", () => {
 		expect(checkGrant(caller, { effect: "deny", actions: ["a"] }, vocabulary)).toEqual({
 			ok: false,
 			reason: "escalation",
-			actions: ["c"],
+			actions: ["c", LATER_OPERATIONS],
 		});
 		expect(checkGrant({ effect: "deny", actions: null }, { effect: "deny", actions: null }, vocabulary)).toEqual({ ok: true });
+	});
+
+	it("refuses a deny statement from a caller whose allow list names every operation: deny also allows later ones", () => {
+		const caller = { effect: "allow" as const, actions: [...vocabulary] };
+		expect(checkGrant(caller, { effect: "allow", actions: [...vocabulary] }, vocabulary)).toEqual({ ok: true });
+		expect(checkGrant(caller, { effect: "deny", actions: [...vocabulary] }, vocabulary)).toEqual({
+			ok: false,
+			reason: "escalation",
+			actions: [LATER_OPERATIONS],
+		});
 	});
 });
