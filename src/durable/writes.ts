@@ -73,7 +73,9 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>) {
 	const current = await manageableUser(db, caller, uuid);
 	if (uuid === caller.user && changes.description !== undefined && !mayChangeOwnDescription(caller)) {
-		throw new ApiError("escalation", { description: "The caller's role reads USER variables: only the administrator may change its description" });
+		throw new ApiError("escalation", {
+			description: "The caller's description decides what it sees (its role's rules or other accounts' visibility rules read it): only the administrator may change it",
+		});
 	}
 	const role = changes.role ? await grantableRole(db, caller, changes.role) : current.role;
 	const description = changes.description ?? current.user.description;

@@ -100,6 +100,13 @@ function readsOf(rules: RoleRules): Map<string, (string | number)[] | null> {
 	return reads;
 }
 
+// Other accounts' public entries and identities reach a reader whose role has an entry or
+// identity rule when their own visibility rules hold, and those rules, written by the other
+// account, may read any USER path: for such a role the whole description is an input.
+function seesForeignItems(rules: RoleRules): boolean {
+	return rules.entry !== null || rules.identity !== null;
+}
+
 export function readsUser(rules: RoleRules): boolean {
 	return [...readsOf(rules).keys()].some((name) => name.startsWith("USER"));
 }
@@ -120,6 +127,9 @@ export function checkManageable(caller: Caller, target: Target, vocabulary: read
 			differing.push(name);
 		}
 	}
+	if (seesForeignItems(caller.rules) && !deepEqual(target.description as Json, caller.description as Json)) {
+		differing.push("USER (other accounts' visibility rules may read any of it)");
+	}
 	return differing.length ? { ok: false, reason: "inputs", inputs: differing } : OK;
 }
 
@@ -131,10 +141,10 @@ export function maySubscribe(caller: Pick<Caller, "rules">): boolean {
 	return caller.rules.twin === null && caller.rules.entry === null;
 }
 
-// USER variables decide what a user sees: only the administrator, or a user whose role's rules
-// read none of them, may set its own.
+// USER variables decide what a user sees: only the administrator, or a user whose description
+// no rule reads (its role's rules, or other accounts' visibility rules), may set its own.
 export function mayChangeOwnDescription(caller: Caller): boolean {
-	return isAdministrator(caller) || !readsUser(caller.rules);
+	return isAdministrator(caller) || (!readsUser(caller.rules) && !seesForeignItems(caller.rules));
 }
 
 const sameTree = (a: Rule, b: Rule) => deepEqual(a as unknown as Json, b as unknown as Json);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
 import { type Account, bootstrap, call, createUser, expectError, member, role, type Statement } from "../helpers";
+import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
 
 // Each attack of a hostile user of a real account, through the Worker's fetch: the refusal,
 // and the state it leaves.
@@ -99,6 +100,39 @@ describe("a user confined by a twin rule", () => {
 		await member(admin, plain, { company: "b" });
 		const res = await call("PATCH", `/roles/${plain}`, { secret: confined.secret, body: { rules: { twin: COMPANY } } });
 		expectError(res, 403, 403102);
+	});
+});
+
+describe("a user shown other accounts' entries", () => {
+	// Account A gates an entry on a shared twin by the reader's USER.clearance; account B's
+	// partner role has an entry rule, so A's visibility rule decides what its holders see.
+	async function partner(clearance: string) {
+		const a = await bootstrap();
+		const b = await bootstrap();
+		const twin = await newTwin(a.secret, { shared: true });
+		await addEntries(a.secret, twin, { gated: { value: "for high clearance", visibility: "USER.clearance == 'high'" } });
+		const user = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" }, { clearance });
+		const sees = async (secret: string) => Object.keys((await call("GET", ledger(twin, a.account), { secret })).body.entries);
+		return { b, user, sees };
+	}
+
+	it("cannot change its own description, which that account's rule reads", async () => {
+		const { user, sees } = await partner("low");
+		const raise = await call("PATCH", `/users/${user.user}`, { secret: user.secret, body: { description: { clearance: "high" } } });
+		expectError(raise, 403, 403102);
+		expect(await sees(user.secret)).toEqual([]);
+	});
+
+	it("cannot give a user of its role another description, only its own", async () => {
+		const { b, user, sees } = await partner("low");
+		const made = await call("POST", "/users", { secret: user.secret, body: { name: "high", role: user.role, description: { clearance: "high" } } });
+		expectError(made, 403, 403102);
+		const same = await call("POST", "/users", { secret: user.secret, body: { name: "peer", role: user.role, description: { clearance: "low" } } });
+		expect(same.status).toBe(201);
+		// The administrator decides what its users see, including through other accounts' rules.
+		const admin = await call("PATCH", `/users/${user.user}`, { secret: b.secret, body: { description: { clearance: "high" } } });
+		expect(admin.status).toBe(200);
+		expect(await sees(user.secret)).toEqual(["gated"]);
 	});
 });
 
