@@ -57,8 +57,15 @@ function readInput(operation: Operation, request: IRequest, url: URL, state: Req
 	return {
 		params: operation.params ? validate(operation.params, request.params) : {},
 		query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
-		body: operation.body ? validate(operation.body, parseJson(state.body) ?? {}) : undefined,
+		body: operation.body ? validate(operation.body, bodyOf(state.body)) : undefined,
 	};
+}
+
+// No body is an empty object (every field optional is then fine); a body of JSON `null`, a
+// number or a list is validated as it is, and refused.
+function bodyOf(bytes: Uint8Array | undefined): unknown {
+	const parsed = parseJson(bytes);
+	return parsed === undefined ? {} : parsed;
 }
 
 function answer(operation: Operation, result: unknown) {

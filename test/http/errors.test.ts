@@ -49,6 +49,15 @@ describe("error envelope", () => {
 		expectError(await call("POST", "/users", { secret: admin.secret, body: "{not json" }), 400, 400102);
 	});
 
+	it("answers 400 for a body that is JSON but not an object, and takes no body as an empty one", async () => {
+		const admin = await bootstrap();
+		for (const body of ["null", "[]", "3"]) {
+			expectError(await call("PATCH", `/users/${admin.user}`, { secret: admin.secret, body }), 400, 400101);
+			expectError(await call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret, body }), 400, 400101);
+		}
+		expect((await call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret })).status).toBe(201);
+	});
+
 	it("reports each unknown field by name", async () => {
 		const admin = await bootstrap();
 		const res = await call("POST", "/users", {
