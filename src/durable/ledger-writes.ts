@@ -2,6 +2,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../base/errors";
+import { jsonBytes, utf8Bytes } from "../base/json";
 import type { Json } from "../rules/ast";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
@@ -169,7 +170,7 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 		name,
 		value: valueChanged ? value : (before?.value ?? null),
 		text,
-		size: entrySize(name, text),
+		size: entrySize(name, text, properties),
 		...properties,
 		entry_created_ts: before?.entry_created_ts ?? at,
 		entry_updated_ts: propertiesChanged ? at : (before?.entry_updated_ts ?? at),
@@ -178,11 +179,13 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 	return { entry, changed: valueChanged || propertiesChanged, valueChanged };
 }
 
-const encoder = new TextEncoder();
-
-// The bytes `"name":value` adds to the ledger's compact JSON.
-export function entrySize(name: string, valueText: string): number {
-	return encoder.encode(JSON.stringify(name)).length + 1 + encoder.encode(valueText).length;
+// What the entry's row holds, in bytes: `"name":value` (its share of the compact JSON of the
+// ledger's values), and its visibility, history and publish as stored. The rules count
+// because every read and write loads them with the value, and they may be far larger.
+export function entrySize(name: string, valueText: string, properties: Pick<StoredEntry, "visibility" | "history" | "publish">): number {
+	const { visibility, history, publish } = properties;
+	const stored = utf8Bytes(visibility ?? "") + utf8Bytes(history ?? "") + (publish === null ? 0 : jsonBytes(publish));
+	return jsonBytes(name) + 1 + utf8Bytes(valueText) + stored;
 }
 
 // `{` and `}`, the entries, and a comma between each two.
