@@ -222,8 +222,9 @@ export const twinIdentities = sqliteTable(
 );
 
 // One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
-// JSON text and `size` the bytes it adds to the ledger's compact JSON (`"name":value`), so the
-// 64 KiB limit is a sum of stored sizes rather than a serialization of every value.
+// JSON text and `size` the bytes the row holds (`"name":value`, and visibility, history and
+// publish as stored), so the 64 KiB limit, a sum of stored sizes rather than a serialization
+// of every entry, bounds what reading a ledger loads.
 export const ledgerEntries = sqliteTable(
 	"ledger_entries",
 	{

@@ -2,6 +2,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../base/errors";
+import { jsonBytes, utf8Bytes } from "../base/json";
 import type { Json } from "../rules/ast";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
@@ -60,7 +61,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
-		const left = Object.fromEntries([...current.values()].filter((e) => !(e.name in answer)).map((e) => [e.name, e.value]));
+		const left = new Map([...current].filter(([name]) => !(name in answer)));
 		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
 		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left }, answer);
 	}
@@ -95,20 +96,21 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
-	const ledger = Object.fromEntries([...after.values()].map((e) => [e.name, e.value]));
-	return commit(db, statements, { write, at, notify, trigger, events, ledger }, answer);
+	return commit(db, statements, { write, at, notify, trigger, events, ledger: after }, answer);
 }
 
 type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
 
-// The write's events: its trigger, each entry's change, and the ledger's values after it.
-type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Record<string, Json> };
+// The write's events: its trigger, each entry's change, and the ledger after it.
+type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Map<string, StoredEntry> };
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
 // rows, one per trigger, topic and subscription): an event commits exactly when its change does.
 async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
 	const { writer, twin } = e.write;
-	const events = publications(writer, twin, e.trigger, e.events, e.ledger, e.at);
+	// Publish rules are the writer's: they read the ledger after the write as the writer sees it.
+	const sight = new EntrySight(writer, twin, writer.account, e.ledger, e.at);
+	const events = publications(sight, e.trigger, e.events, e.at);
 	const published = Object.keys(events).length > 0;
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
@@ -168,7 +170,7 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 		name,
 		value: valueChanged ? value : (before?.value ?? null),
 		text,
-		size: entrySize(name, text),
+		size: entrySize(name, text, properties),
 		...properties,
 		entry_created_ts: before?.entry_created_ts ?? at,
 		entry_updated_ts: propertiesChanged ? at : (before?.entry_updated_ts ?? at),
@@ -177,11 +179,13 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 	return { entry, changed: valueChanged || propertiesChanged, valueChanged };
 }
 
-const encoder = new TextEncoder();
-
-// The bytes `"name":value` adds to the ledger's compact JSON.
-export function entrySize(name: string, valueText: string): number {
-	return encoder.encode(JSON.stringify(name)).length + 1 + encoder.encode(valueText).length;
+// What the entry's row holds, in bytes: `"name":value` (its share of the compact JSON of the
+// ledger's values), and its visibility, history and publish as stored. The rules count
+// because every read and write loads them with the value, and they may be far larger.
+export function entrySize(name: string, valueText: string, properties: Pick<StoredEntry, "visibility" | "history" | "publish">): number {
+	const { visibility, history, publish } = properties;
+	const stored = utf8Bytes(visibility ?? "") + utf8Bytes(history ?? "") + (publish === null ? 0 : jsonBytes(publish));
+	return jsonBytes(name) + 1 + utf8Bytes(valueText) + stored;
 }
 
 // `{` and `}`, the entries, and a comma between each two.

@@ -17,7 +17,7 @@ export type Entry = {
 type TwinView = NonNullable<Scope["twin"]>;
 
 // The variables a rule sees for the entry `name` of `ledger`; an absent entry reads null.
-export function entryScope(ledger: string, name: string, entry: Entry | undefined, values: Record<string, Json>): EntryScope {
+function entryScope(ledger: string, name: string, entry: Entry | undefined, values: Record<string, Json>): EntryScope {
 	return {
 		ledger,
 		name,
@@ -36,7 +36,8 @@ export function entryScope(ledger: string, name: string, entry: Entry | undefine
 //
 // LEDGER.<name> gives a rule the other entries' values. The owner's rules (visibility) read
 // them all; rules the reader's side wrote (its role's entry rule on another account's ledger,
-// a writer's conditions) read only entries the reader may see, so no rule can probe a hidden one.
+// a writer's conditions and publish rules) read only entries the reader may see, so no rule
+// can probe a hidden one.
 export class EntrySight {
 	private readonly roleRule: Rule | null;
 	private readonly all: Record<string, Json>;
@@ -67,8 +68,14 @@ export class EntrySight {
 	// The scope of a condition about `name`: an entry the writer cannot see reads as absent.
 	conditionScope(name: string): Scope {
 		const entry = this.entries.get(name);
-		this.seen ??= Object.fromEntries([...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]));
-		return this.scope(name, entry && this.sees(entry) ? entry : undefined, this.seen);
+		return this.scope(name, entry && this.sees(entry) ? entry : undefined, this.seenValues());
+	}
+
+	// The scope of a publish rule of `entry`, which the writer has just written or deleted (so
+	// it knows the entry itself): LEDGER.<name> holds only the entries the writer can see. A
+	// true rule adds a statement to the write's batch, which Server-Timing counts.
+	publishScope(entry: Entry, trigger: string, old_value: Json): Scope {
+		return this.scope(entry.name, entry, this.seenValues(), { trigger, old_value });
 	}
 
 	rule(text: string | null): Rule | null {
@@ -80,12 +87,17 @@ export class EntrySight {
 		return visibility !== null && evaluate(visibility, this.scope(entry.name, entry, this.all));
 	}
 
+	private seenValues(): Record<string, Json> {
+		this.seen ??= Object.fromEntries([...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]));
+		return this.seen;
+	}
+
 	private publicValues(): Record<string, Json> {
 		this.shown ??= Object.fromEntries([...this.entries.values()].filter((e) => this.public(e)).map((e) => [e.name, e.value]));
 		return this.shown;
 	}
 
-	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>): Scope {
-		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: entryScope(this.ledger, name, entry, values) };
+	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>, event: Pick<EntryScope, "trigger" | "old_value"> = {}): Scope {
+		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: { ...entryScope(this.ledger, name, entry, values), ...event } };
 	}
 }

@@ -1,9 +1,7 @@
 import type { Json, Rule } from "./ast";
-import type { Caller } from "../base/caller";
-import { entryScope } from "./entries";
-import { evaluate, type Scope } from "./evaluate";
+import type { EntrySight } from "./entries";
+import { evaluate } from "./evaluate";
 import { ruleOf } from "./stored";
-import { scopeOf } from "./visibility";
 
 export type Trigger = "ledger.entry.added" | "ledger.entry.updated" | "ledger.entry.deleted";
 
@@ -24,28 +22,17 @@ export type EntryEvent = { name: string; entry: Published; old_value: Json; new_
 type EventBody = { new_value: Json; old_value: Json; changed_ts: number };
 
 // The messages one ledger write publishes, per topic: {<entry>: {new_value, old_value,
-// changed_ts}} for every entry whose publish rule for that topic is true. The rules read the
-// writer as USER, the entry, `trigger` and `old_value`, and LEDGER.<name> as the ledger stands
-// after the write. Visibility plays no part: setting `publish` is the owner's consent.
-export function publications(
-	writer: Caller,
-	twin: NonNullable<Scope["twin"]>,
-	trigger: Trigger,
-	events: EntryEvent[],
-	ledgerAfter: Record<string, Json>,
-	at: number,
-): Record<string, Record<string, EventBody>> {
+// changed_ts}} for every entry whose publish rule for that topic is true. `sight` is the
+// writer's over the ledger as it stands after the write: the rules read the writer as USER,
+// the entry, `trigger` and `old_value`, and LEDGER.<name> of the entries the writer can see.
+// The entry's own visibility plays no part: setting `publish` is the owner's consent.
+export function publications(sight: EntrySight, trigger: Trigger, events: EntryEvent[], at: number): Record<string, Record<string, EventBody>> {
 	const out: Record<string, Record<string, EventBody>> = {};
 	const rules = new Map<string, Rule | null>();
-	const base = scopeOf(writer, at);
 	for (const event of events) {
 		const publish = event.entry.publish;
 		if (!publish) continue;
-		const scope: Scope = {
-			...base,
-			twin,
-			entry: { ...entryScope(writer.account, event.name, event.entry, ledgerAfter), trigger, old_value: event.old_value },
-		};
+		const scope = sight.publishScope(event.entry, trigger, event.old_value);
 		for (const [topic, text] of Object.entries(publish)) {
 			if (!rules.has(text)) rules.set(text, ruleOf(text));
 			const rule = rules.get(text);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
-import { addEntries, ledger, newTwin } from "../ledgers/support";
+import { bootstrap, call, d1Cost } from "../helpers";
+import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
 import { received } from "../webhooks/support";
 import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
 
@@ -91,5 +91,34 @@ describe("notifications of ledger entries", () => {
 		const [toB] = bodies(await messagesFor(b));
 		expect(Object.keys(toA.event).sort()).toEqual(["x", "y"]);
 		expect(Object.keys(toB.event)).toEqual(["x"]);
+	});
+
+	it("lets a writer's publish rules read only the entries the writer can see", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const id = crypto.randomUUID();
+		const sub = await confirmedSubscription(admin, "probe-topic", id);
+		await addEntries(admin.secret, twin, { secret: { value: "abc" }, open: { value: 1 } });
+		const weak = await userWithRules(admin, { entry: "entry_name != 'secret'" });
+		await addEntries(weak.secret, twin, { probe: { value: 0 } });
+		let value = 0;
+		const guess = (rule: string) =>
+			call("PATCH", ledger(twin), { secret: weak.secret, body: { entries: { probe: { value: ++value, publish: { "probe-topic": rule } } } } });
+
+		// A right guess at a hidden entry publishes nothing, and costs what a wrong one does:
+		// a true rule would add the outbox statement to the write's batch.
+		const right = await guess("LEDGER.secret == 'abc' or 'secret' in LEDGER");
+		const wrong = await guess("LEDGER.secret == 'xyz'");
+		expect([right.status, wrong.status]).toEqual([200, 200]);
+		const cost = (res: typeof right) => (["queries", "rows_read", "rows_written"] as const).map((f) => d1Cost(res, f));
+		expect(cost(right)).toEqual(cost(wrong));
+		expect(await outboxOf(sub.uuid)).toHaveLength(0);
+
+		// The hidden entry reads null; the entries the writer sees read as they are, on delete too.
+		expect((await guess("LEDGER.secret == null and LEDGER.open == 1")).status).toBe(200);
+		expect(await outboxOf(sub.uuid)).toHaveLength(1);
+		await guess("LEDGER.secret == 'abc' or 'secret' in LEDGER");
+		expect((await call("DELETE", ledger(twin, "personal", "?entries=probe"), { secret: weak.secret })).status).toBe(200);
+		expect(await outboxOf(sub.uuid)).toHaveLength(1);
 	});
 });
