@@ -4,10 +4,6 @@ import { notificationOutbox } from "./schema";
 
 export type OutboxRow = typeof notificationOutbox.$inferSelect;
 
-// Queued rows are kept this long after they were handed to the queue: the attempts of a
-// message (about a day of retries) read its row.
-export const OUTBOX_KEEP_SECONDS = 2 * 86_400;
-
 // A random RFC 4122 version 4 uuid in lowercase, made by SQLite: one per inserted row.
 const NEW_UUID = sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
 	|| substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`);
@@ -45,15 +41,15 @@ export function pendingMessages(db: Database, account: string, limit: number) {
 		.limit(limit);
 }
 
-// Marks handed-over rows and drops those whose attempts are long over.
-export async function markQueued(db: Database, account: string, messages: string[], at: number) {
+// Marks handed-over rows and drops those queued before `keptSince`: their attempts are over.
+export async function markQueued(db: Database, account: string, messages: string[], at: number, keptSince: number) {
 	const o = notificationOutbox;
 	await db.batch([
 		db
 			.update(o)
 			.set({ queued_ts: at })
 			.where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(messages)}))`),
-		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, at - OUTBOX_KEEP_SECONDS))),
+		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, keptSince))),
 	]);
 }
 

@@ -14,7 +14,9 @@ export type NotificationJob = {
 	kind: "notification";
 	message: string;
 	subscription: string;
+	// As in ConfirmationJob.
 	after?: number;
+	since?: number;
 };
 
 export type WebhookJob = ConfirmationJob | NotificationJob;
@@ -52,5 +54,5 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(subscription.callback_url, body, headers);
 	if (outcome.kind === "delivered") await markDelivered(db, row.message, at);
-	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, confirmation: false }, outcome);
+	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, since: job.since, confirmation: false }, outcome);
 }

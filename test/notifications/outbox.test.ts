@@ -99,6 +99,8 @@ describe("the outbox between a committed write and the queue", () => {
 		const job = jobs[0] as unknown as ConfirmationJob;
 		expect((await consume(job, 1)).retryMessages).toHaveLength(1);
 		expect((await consume(job, 2)).retryMessages).toHaveLength(0);
+		// The job carries when it was queued, which starts its retry window.
+		expect(jobs[0].since).toBe((await outboxOf(sub.uuid))[0].queued_ts);
 		// A duplicate of the queue message after delivery sends nothing more.
 		await consume(job, 2);
 
