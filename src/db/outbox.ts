@@ -4,10 +4,6 @@ import { notificationOutbox } from "./schema";
 
 export type OutboxRow = typeof notificationOutbox.$inferSelect;
 
-// Queued rows are kept this long after they were handed to the queue: the attempts of a
-// message (about a day of retries) read its row.
-export const OUTBOX_KEEP_SECONDS = 2 * 86_400;
-
 // A random RFC 4122 version 4 uuid in lowercase, made by SQLite: one per inserted row.
 const NEW_UUID = sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
 	|| substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`);
@@ -24,16 +20,22 @@ export type Publication = {
 };
 
 // The fan-out of one (trigger, topics) publication, as one statement for the ledger write's
-// batch: a row per subscription to each topic that is confirmed and unexpired right now.
+// batch: a row per subscription to each topic that is confirmed and unexpired right now, at
+// most `limit` per topic. Past the bound the publishing account's own subscriptions come first,
+// then the subscribing accounts' in turn (each one's oldest, then each one's second, ...):
+// taking the oldest across all accounts let one grantee at its own MAX_SUBSCRIPTIONS fill
+// every place. `own` compares the subscriber with the publisher, so no parameter is added.
 export function fanOut(db: Database, p: Publication) {
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	return db.insert(notificationOutbox).select(sql`
 		SELECT ${NEW_UUID}, ${p.account}, uuid, ${p.trigger}, ${p.twin}, event, view, ${p.at}, NULL, NULL FROM (
-			SELECT s.uuid, j.value AS event,
-				json_object('uuid', s.uuid, 'topic', s.topic, 'account', s.publisher, 'status', 'confirmed', 'validity_ts', s.validity_ts) AS view,
-				row_number() OVER (PARTITION BY s.topic ORDER BY s.created_ts, s.uuid) AS n
-			FROM json_each(${JSON.stringify(p.events)}) AS j
-			JOIN subscriptions AS s ON s.publisher = ${p.account} AND s.topic = j.key AND s.status = 'confirmed' AND s.validity_ts > ${p.at}
+			SELECT uuid, event, view, row_number() OVER (PARTITION BY topic ORDER BY own DESC, turn, created_ts, uuid) AS n FROM (
+				SELECT s.uuid, s.topic, s.created_ts, j.value AS event, s.account = s.publisher AS own,
+					json_object('uuid', s.uuid, 'topic', s.topic, 'account', s.publisher, 'status', 'confirmed', 'validity_ts', s.validity_ts) AS view,
+					row_number() OVER (PARTITION BY s.topic, s.account ORDER BY s.created_ts, s.uuid) AS turn
+				FROM json_each(${JSON.stringify(p.events)}) AS j
+				JOIN subscriptions AS s ON s.publisher = ${p.account} AND s.topic = j.key AND s.status = 'confirmed' AND s.validity_ts > ${p.at}
+			)
 		) WHERE n <= ${p.limit}`);
 }
 
@@ -45,15 +47,15 @@ export function pendingMessages(db: Database, account: string, limit: number) {
 		.limit(limit);
 }
 
-// Marks handed-over rows and drops those whose attempts are long over.
-export async function markQueued(db: Database, account: string, messages: string[], at: number) {
+// Marks handed-over rows and drops those queued before `keptSince`: their attempts are over.
+export async function markQueued(db: Database, account: string, messages: string[], at: number, keptSince: number) {
 	const o = notificationOutbox;
 	await db.batch([
 		db
 			.update(o)
 			.set({ queued_ts: at })
 			.where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(messages)}))`),
-		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, at - OUTBOX_KEEP_SECONDS))),
+		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, keptSince))),
 	]);
 }
 

@@ -1,11 +1,17 @@
 import type { Database } from "../db/client";
 import { markQueued, pendingMessages } from "../db/outbox";
 import { now } from "../base/time";
+import { RETRY_WINDOW } from "../webhooks/delivery";
 import type { NotificationJob } from "../webhooks/notification";
 
 // How far ahead of a write with notifications the account's alarm is set: if the object goes
 // away between the commit and the drain, the alarm drains what it left.
 export const DRAIN_GRACE_SECONDS = 30;
+
+// Queued rows are kept this long after they were handed to the queue: every attempt of a
+// message, all within its retry window, reads its row. The slack covers a queue delivering
+// late and a delivery object finishing the last attempt after a crash.
+export const OUTBOX_KEEP_SECONDS = RETRY_WINDOW + 86_400;
 
 // A queue takes at most 100 messages per sendBatch.
 const DRAIN_PAGE = 100;
@@ -18,8 +24,11 @@ export async function drainOutbox(db: Database, queue: Queue, account: string): 
 	for (;;) {
 		const rows = await pendingMessages(db, account, DRAIN_PAGE);
 		if (rows.length === 0) return false;
+		// The time the rows are marked queued is their retry window's start: the outbox keeps
+		// them long enough after it.
+		const at = now();
 		const jobs = rows.map((row): { body: NotificationJob } => ({
-			body: { kind: "notification", message: row.message, subscription: row.subscription },
+			body: { kind: "notification", message: row.message, subscription: row.subscription, since: at },
 		}));
 		try {
 			await queue.sendBatch(jobs);
@@ -27,7 +36,7 @@ export async function drainOutbox(db: Database, queue: Queue, account: string): 
 			console.error(JSON.stringify({ outbox: account, pending: rows.length, error: String(error) }));
 			return true;
 		}
-		await markQueued(db, account, rows.map((row) => row.message), now());
+		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
 		if (rows.length < DRAIN_PAGE) return false;
 	}
 }

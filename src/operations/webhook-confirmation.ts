@@ -1,4 +1,5 @@
 import { randomBase64Url, sha256Hex } from "../base/crypto";
+import { now } from "../base/time";
 import type { SubscriptionRow } from "../db/subscriptions";
 import type { ConfirmationJob } from "../webhooks/message";
 import { publicOrigin, seal } from "../webhooks/seal";
@@ -20,7 +21,7 @@ export async function newConfirmation(env: Env, subscription: string) {
 // Puts the confirmation of `row` on the queue; if the queue refuses it, `undo` takes back what
 // the request wrote, so no subscription waits for a message that will never come.
 export async function queueConfirmation(ctx: Context, row: SubscriptionRow, undo: () => Promise<unknown>) {
-	const job: ConfirmationJob = { kind: "confirmation", subscription: row.uuid, message: row.message };
+	const job: ConfirmationJob = { kind: "confirmation", subscription: row.uuid, message: row.message, since: now() };
 	try {
 		await ctx.env.WEBHOOKS.send(job);
 	} catch (error) {

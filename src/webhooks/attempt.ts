@@ -2,7 +2,7 @@ import { type Database, database } from "../db/client";
 import { recordAttempt } from "../db/deliveries";
 import { findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { now } from "../base/time";
-import { type DeliveryOutcome, deliver, retryDelay } from "./delivery";
+import { type DeliveryOutcome, deliver, RETRY_SCHEDULE, retryDelay, windowLeft } from "./delivery";
 import { messageHash, standardWebhookHeaders } from "./hash";
 import { signingKeys } from "./keys";
 import { type ConfirmationJob, confirmationMessage } from "./message";
@@ -38,16 +38,19 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(row.callback_url, body, headers);
 
-	return settle(db, { subscription: row.uuid, message: row.message, attempt, at, confirmation: true }, outcome);
+	return settle(db, { subscription: row.uuid, message: row.message, attempt, at, since: job.since, confirmation: true }, outcome);
 }
 
-type Attempted = { subscription: string; message: string; attempt: number; at: number; confirmation: boolean };
+// `since`: when the message was first queued, as its job carries it.
+type Attempted = { subscription: string; message: string; attempt: number; at: number; since?: number; confirmation: boolean };
 
-// Records an attempt's outcome in the subscription's deliveries and says what comes next.
+// Records an attempt's outcome in the subscription's deliveries and says what comes next. A
+// message whose retry window is over goes the way of one whose schedule is used up.
 export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcome): Promise<Settlement> {
-	const delay = outcome.kind === "retry" ? retryDelay(a.attempt, outcome.retryAfter) : null;
+	const delay = outcome.kind === "retry" ? retryDelay(a.attempt, outcome.retryAfter, windowLeft(a.since, now())) : null;
 	const asked = outcome.retryAfter !== null ? ` (Retry-After: ${outcome.retryAfter})` : "";
-	const note = { delivered: "", permanent: ", not retried", retry: delay === null ? ", retries exhausted" : `, retry in ${delay} s${asked}` };
+	const over = a.attempt > RETRY_SCHEDULE.length ? "" : " (the retry window is over)";
+	const note = { delivered: "", permanent: ", not retried", retry: delay === null ? `, retries exhausted${over}` : `, retry in ${delay} s${asked}` };
 	await recordAttempt(
 		db,
 		{

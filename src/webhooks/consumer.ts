@@ -2,7 +2,7 @@ import { database } from "../db/client";
 import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
 import { attemptNumber } from "./attempt";
-import { RETRY_SCHEDULE, retryDelay } from "./delivery";
+import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./delivery";
 import type { WebhookJob } from "./notification";
 
 export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
@@ -24,7 +24,7 @@ export async function consumeConfirmations(batch: MessageBatch<WebhookJob>, env:
 			} catch (error) {
 				// D1, the object or the configuration failed us, not the receiver: try again later.
 				console.error(JSON.stringify({ queue: batch.queue, message: message.id, error: String(error) }));
-				message.retry({ delaySeconds: retryDelay(attempt, null) ?? RETRY_SCHEDULE[0] });
+				message.retry({ delaySeconds: retryDelay(attempt, null, windowLeft(message.body.since, now())) ?? RETRY_SCHEDULE[0] });
 			}
 		}),
 	);

@@ -11,6 +11,8 @@ export type ConfirmationJob = {
 	message: string;
 	// Attempts made before this job was queued (a slow attempt's follow-up); absent means none.
 	after?: number;
+	// When the message was first queued: its retry window starts here. A follow-up keeps it.
+	since?: number;
 };
 
 // The "subscription" dictionary of the interface, in answers and messages alike.

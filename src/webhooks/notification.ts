@@ -14,7 +14,9 @@ export type NotificationJob = {
 	kind: "notification";
 	message: string;
 	subscription: string;
+	// As in ConfirmationJob.
 	after?: number;
+	since?: number;
 };
 
 export type WebhookJob = ConfirmationJob | NotificationJob;
@@ -38,13 +40,22 @@ export function notificationMessage(row: OutboxRow) {
 export async function attemptNotification(env: Env, job: NotificationJob, attempt: number): Promise<Settlement> {
 	const db = database(env.DB);
 	const row = await findMessage(db, job.message);
-	// Gone (long over) or delivered before (a queue message can arrive twice).
-	if (!row || row.delivered_ts !== null) return { action: "done" };
-	const subscription = await findSubscription(db, row.subscription);
+	// Delivered before (a queue message can arrive twice).
+	if (row && row.delivered_ts !== null) return { action: "done" };
+	const subscription = await findSubscription(db, job.subscription);
 	const at = now();
 	// Ended since the message was written (unsubscribed, revoked, expired): the receiver asked
 	// for nothing more, and its keys are gone.
 	if (!subscription || effectiveStatus(subscription, at) !== "confirmed") return { action: "done" };
+	// The outbox no longer keeps it: the attempt came past its retry window and the slack after
+	// it (a queue late by days, or a job from before retries were bounded). Nothing can be sent,
+	// but the attempt is recorded as failed in the subscription's deliveries like any other: that
+	// is where the owner looks for what became of its messages, which a log line would not tell.
+	if (!row) {
+		const detail = "not sent: the message is no longer kept, its retry window is long over";
+		const outcome = { kind: "permanent", detail, status: null, durationMs: 0, retryAfter: null } as const;
+		return settle(db, { subscription: subscription.uuid, message: job.message, attempt, at, since: job.since, confirmation: false }, outcome);
+	}
 
 	const keys = await signingKeys(env, subscription, at);
 	const content = notificationMessage(row);
@@ -52,5 +63,5 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(subscription.callback_url, body, headers);
 	if (outcome.kind === "delivered") await markDelivered(db, row.message, at);
-	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, confirmation: false }, outcome);
+	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, since: job.since, confirmation: false }, outcome);
 }

@@ -99,6 +99,8 @@ describe("the outbox between a committed write and the queue", () => {
 		const job = jobs[0] as unknown as ConfirmationJob;
 		expect((await consume(job, 1)).retryMessages).toHaveLength(1);
 		expect((await consume(job, 2)).retryMessages).toHaveLength(0);
+		// The job carries when it was queued, which starts its retry window.
+		expect(jobs[0].since).toBe((await outboxOf(sub.uuid))[0].queued_ts);
 		// A duplicate of the queue message after delivery sends nothing more.
 		await consume(job, 2);
 
@@ -106,5 +108,24 @@ describe("the outbox between a committed write and the queue", () => {
 		expect(log).toHaveLength(2);
 		expect(log.map((m) => m.headers["webhook-id"])).toEqual([jobs[0].message, jobs[0].message]);
 		expect(log[0].body).toBe(log[1].body);
+	});
+
+	it("records an attempt that comes after the outbox let its message go, instead of dropping it unseen", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const id = crypto.randomUUID();
+		const sub = await confirmedSubscription(admin, "events", id);
+		await addEntries(admin.secret, twin, { level: { value: 1, publish: { events: "true" } } });
+		await messagesFor(id);
+		const [row] = await outboxOf(sub.uuid);
+		// As a drain prunes it, OUTBOX_KEEP_SECONDS after it was queued.
+		await env.DB.prepare("DELETE FROM notification_outbox WHERE message = ?").bind(row.message).run();
+
+		// A fifth attempt of it, arriving from the queue later still.
+		const job: NotificationJob = { kind: "notification", message: row.message as string, subscription: sub.uuid, after: 4 };
+		expect(await consume(job as unknown as ConfirmationJob, 1)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect(await received(id)).toHaveLength(1);
+		const { body } = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: admin.secret });
+		expect(body.deliveries[0]).toMatchObject({ message: row.message, attempt: 5, outcome: "failed", http_status: null, detail: expect.stringMatching(/^not sent/) });
 	});
 });

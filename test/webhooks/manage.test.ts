@@ -98,7 +98,7 @@ describe("resend_webhook_confirmation", () => {
 		const resent = await call("POST", `${base}/${uuid}/confirmation`, { secret: admin.secret, env: { WEBHOOKS: binding } });
 		expect(resent.status).toBe(200);
 		expect(resent.body).toMatchObject({ uuid, status: "pending", attempts: 0, failure_reason: null });
-		expect(jobs).toEqual([{ kind: "confirmation", subscription: uuid, message: expect.any(String) }]);
+		expect(jobs).toEqual([{ kind: "confirmation", subscription: uuid, message: expect.any(String), since: expect.any(Number) }]);
 		expect(jobs[0].message).not.toBe(job.message);
 
 		// The old job is stale: acknowledged, nothing sent. The new one is delivered.

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { OUTBOX_KEEP_SECONDS } from "../../src/durable/outbox-drain";
+import { RETRY_WINDOW } from "../../src/webhooks/delivery";
 import { bootstrap, call, expectError } from "../helpers";
 import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
 
@@ -59,6 +61,33 @@ describe("the retry schedule", () => {
 		expect(Math.abs(delay - expected)).toBeLessThanOrEqual(2);
 		const [entry] = await deliveries(admin.secret, res.body.subscription.uuid);
 		expect(Math.abs(entry.next_attempt_ts - entry.attempted_ts - expected)).toBeLessThanOrEqual(3);
+	});
+
+	it("honours Retry-After only up to the end of the day's window, then dead-letters the message", async () => {
+		const admin = await bootstrap();
+		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/503~43200` });
+		// Each attempt as if made when the delays before it were over: the job queued that much earlier.
+		const delays: number[] = [];
+		const elapsed = () => delays.reduce((a, b) => a + b, 0);
+		for (let attempt = 1; attempt <= 20; attempt++) {
+			const result = await consume({ ...job, since: (job.since as number) - elapsed() }, attempt);
+			if (result.retryMessages.length === 0) break;
+			delays.push(...(result.retryDelays as number[]));
+		}
+		// 12 hours, then what is left of the day: the last attempt comes at the window's end.
+		expect(delays).toHaveLength(2);
+		expect(delays[0]).toBe(43_200);
+		expect(RETRY_WINDOW - elapsed()).toBeLessThanOrEqual(1);
+		expect(RETRY_WINDOW).toBeLessThanOrEqual(36 * 3600);
+		// The outbox keeps a notification's row past the window, for its last attempt to read.
+		expect(OUTBOX_KEEP_SECONDS).toBeGreaterThanOrEqual(RETRY_WINDOW + 3600);
+
+		// Recorded as failed and dead-lettered, as after the last delay of the schedule.
+		const uuid = res.body.subscription.uuid;
+		const [last] = await deliveries(admin.secret, uuid);
+		expect(last).toMatchObject({ attempt: 3, outcome: "failed", next_attempt_ts: null, detail: "HTTP 503, retries exhausted (the retry window is over)" });
+		expect((await consume(job, 1, "twin-webhooks-dlq")).explicitAcks).toHaveLength(1);
+		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/) });
 	});
 });
 

@@ -21,8 +21,8 @@ describe("webhook_subscribe", () => {
 		});
 		const signed = await subscribeRecording(admin, { callback_url: `${receiver()}/r/signed/ok`, client_secret: "abcdefghijklmn-_", expires: 60 });
 		expect(signed.res.body.server_secret).toMatch(/^[A-Za-z0-9_-]{16}$/);
-		// The queued job names the subscription and the message, and carries no secret.
-		expect(signed.job).toEqual({ kind: "confirmation", subscription: signed.res.body.subscription.uuid, message: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+		// The queued job names the subscription, the message and when it was queued; no secret.
+		expect(signed.job).toEqual({ kind: "confirmation", subscription: signed.res.body.subscription.uuid, message: expect.stringMatching(/^[0-9a-f-]{36}$/), since: expect.any(Number) });
 		expect(signed.url).toMatch(/^https:\/\/registry\.test\/notifications\/webhooks\/[0-9a-f-]{36}\?token=[A-Za-z0-9_-]{43}$/);
 	});
 
