@@ -2,8 +2,9 @@ import { RE2JS } from "re2js";
 
 // The rule language's string work (`in` on strings, `=~`, `!~`) in time linear in the text,
 // whatever the pattern: regular expressions run on RE2 (no backtracking), substrings are found
-// with Knuth-Morris-Pratt. A Budget counts the characters a request's rules have processed, so
-// a page can stop early instead of running on (see src/durable/scan.ts).
+// with Knuth-Morris-Pratt. A Budget counts the work a request's rules have done (a unit is
+// about one character of a substring search), so a page can stop early instead of running on
+// (see src/durable/scan.ts).
 
 // The check before each twin (`exhausted`) lets the twin that crosses the line finish; one
 // twin that alone would need more than `overrun` past it throws BudgetExceeded instead.
@@ -28,9 +29,6 @@ export class BudgetExceeded extends Error {
 		super("the rule needs more work than one request may do");
 	}
 }
-
-// RE2 in JavaScript costs a few times more per character than a substring search.
-export const REGEX_UNITS_PER_CHARACTER = 4;
 
 // Compiled patterns, per isolate, by text; a pattern RE2 refuses is remembered as null.
 const CACHE_SIZE = 256;
@@ -73,7 +71,10 @@ export function regexError(pattern: string): { offset: number; message: string }
 export function search(subject: string, pattern: string, budget?: Budget): boolean | undefined {
 	const regex = regexOf(pattern);
 	if (!regex) return undefined;
-	budget?.spend((subject.length + pattern.length) * REGEX_UNITS_PER_CHARACTER);
+	// RE2 steps every instruction of the compiled program once per character at worst (about
+	// as long as a substring search spends on a character), and a counted repetition such as
+	// `{999}` makes that program large while the pattern text stays short.
+	budget?.spend((subject.length + 1) * regex.programSize());
 	return regex.matcher(subject).find();
 }
 

@@ -37,6 +37,24 @@ describe("regular expressions run on RE2", () => {
 		expect(res.body.twins).toEqual([]);
 	});
 
+	it("a pattern is charged by its compiled program, which a counted repetition makes large", async () => {
+		const admin = await bootstrap();
+		const twins = await seedTwins(admin.account, Array.from({ length: 10 }, () => ({ s: "ab".repeat(1000) })));
+		// About 300 instructions over 2,000 characters: a few twins fill the page's budget.
+		const medium = `count=1000&match=${q("TWIN.s !~ '(?:[ab][ab]?){99}[cd]'")}`;
+		const first = await scan(admin.secret, medium);
+		expect(first.status).toBe(200);
+		expect(first.body.cursor).not.toBeNull();
+		expect((await walk(admin.secret, medium)).seen.sort()).toEqual([...twins].sort());
+
+		// About 3,000 instructions over 30,000 characters: one twin alone needs more than a request.
+		const other = await bootstrap();
+		await seedTwins(other.account, Array.from({ length: 3 }, () => ({ s: "ab".repeat(15_000) })));
+		const res = await scan(other.secret, `count=3&match=${q("TWIN.s =~ '(?:[ab][ab]?){999}[cd]'")}`);
+		expectError(res, 400, 400101);
+		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
+	});
+
 	it("refuses at parse a pattern RE2 cannot run, with its position", async () => {
 		const admin = await bootstrap();
 		const res = await scan(admin.secret, `match=${q("TWIN.s =~ '(a)\\\\1'")}`);
@@ -83,6 +101,19 @@ describe("substrings", () => {
 		const [ab, cd] = await seedTwins(admin.account, [{ x: "ab" }, { x: "cd" }]);
 		expect((await scan(admin.secret, `match=${q("TWIN.x in 'xxabxx'")}`)).body.twins).toEqual([ab]);
 		expect((await scan(admin.secret, `match=${q("'d' in TWIN.x")}`)).body.twins).toEqual([cd]);
+	});
+});
+
+describe("deep equality", () => {
+	it("is charged by the size it walks, and a page stops early past its work budget", async () => {
+		const admin = await bootstrap();
+		const list = Array.from({ length: 2_000 }, () => ({}));
+		const twins = await seedTwins(admin.account, Array.from({ length: 100 }, () => ({ x: list, y: list })));
+		const rule = `count=1000&match=${q("TWIN.x == TWIN.y")}`;
+		const first = await scan(admin.secret, rule);
+		expect(first.status).toBe(200);
+		expect(first.body.cursor).not.toBeNull();
+		expect((await walk(admin.secret, rule)).seen.sort()).toEqual([...twins].sort());
 	});
 });
 
