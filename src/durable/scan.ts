@@ -17,8 +17,8 @@ export type ScanRequest = { count: number; match?: string; details: boolean };
 export type CheckedScan = { stale: true } | { stale?: undefined; page: string; caller: Caller };
 
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
-// string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
-// expressions weighted), after which the page stops early with a cursor, as with the size.
+// work of the rules over the page (what compiling them decides, then the evaluator) stays
+// under WORK_UNITS, after which the page stops early with a cursor, as with the size.
 export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 // Room for the envelope and the cursor.
 const ENVELOPE_BYTES = 1024;
@@ -33,21 +33,22 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 	return cutPage(await selectTwinPage(db, plan.query), plan, caller, request, now);
 }
 
-export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery };
+export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery; budget: Budget };
 
 export function planPage(caller: Caller, after: string, request: ScanRequest, now: number): PagePlan {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
-	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), TWIN_COLUMNS));
+	const budget = new Budget(WORK_UNITS);
+	const scope = { ...scopeOf(caller, now), budget };
+	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scope, TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
-	return { match, visible, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
+	return { match, visible, budget, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
 }
 
 export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request: ScanRequest, now: number) {
-	const { match, visible } = plan;
-	const budget = new Budget(WORK_UNITS);
+	const { match, visible, budget } = plan;
 	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
 	// answered as it is, with no structured clone and no second parse.
 	const twins: string[] = [];

@@ -1,5 +1,6 @@
 import { classOf, type CompareOp, type Json, type Root, type Rule } from "./ast";
 import { compare, step } from "./evaluate";
+import { BudgetExceeded } from "./strings";
 import { type Scope, type TwinColumn, VARIABLES } from "./variables";
 
 // Compiles a rule to a SQL expression over one twin row that yields 1 (true), 0 (false) or
@@ -24,8 +25,17 @@ type Operand =
 	| { kind: "list"; items: Operand[] }
 	| { kind: "unknown" };
 
+// Comparisons of constants are decided here, charged to `scope.budget` as the evaluator's are.
+// A rule too costly to decide here is left to the evaluator, which charges the same budget
+// per twin and so stops the page (or refuses it) where it must.
 export function compileRule(rule: Rule, scope: Omit<Scope, "twin">, columns: Columns): string {
-	const sql = new Compiler(scope, columns).bool(rule);
+	let sql: string;
+	try {
+		sql = new Compiler(scope, columns).bool(rule);
+	} catch (error) {
+		if (error instanceof BudgetExceeded) return "NULL";
+		throw error;
+	}
 	return sql.length > MAX_SQL_LENGTH ? "NULL" : sql;
 }
 
@@ -121,7 +131,7 @@ class Compiler {
 
 	private compare(op: CompareOp, left: Operand, right: Operand): string {
 		if (left.kind === "unknown" || right.kind === "unknown") return "NULL";
-		if (left.kind === "const" && right.kind === "const") return compare(op, left.value, right.value) ? "1" : "0";
+		if (left.kind === "const" && right.kind === "const") return compare(op, left.value, right.value, this.scope.budget) ? "1" : "0";
 		switch (op) {
 			case "==":
 			case "!=":

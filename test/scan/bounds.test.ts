@@ -6,7 +6,7 @@ import type { AccountDO } from "../../src/durable/account";
 import { MAX_PAGE_BYTES } from "../../src/durable/scan";
 import { compileRule } from "../../src/rules/compile";
 import { parseRule } from "../../src/rules/parse";
-import { bootstrap, call, expectError, insertRole, scan, seedTwins, userWith, walk } from "../helpers";
+import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, walk } from "../helpers";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
 // account is answered meanwhile. (How fast is measured by `npm run bench:abuse`, not here.)
@@ -51,6 +51,16 @@ describe("regular expressions run on RE2", () => {
 		const other = await bootstrap();
 		await seedTwins(other.account, Array.from({ length: 3 }, () => ({ s: "ab".repeat(15_000) })));
 		const res = await scan(other.secret, `count=3&match=${q("TWIN.s =~ '(?:[ab][ab]?){999}[cd]'")}`);
+		expectError(res, 400, 400101);
+		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
+	});
+
+	it("over the caller's own description, decided before any twin is read, is charged too", async () => {
+		const admin = await bootstrap();
+		await seedTwins(admin.account, [{ a: 1 }]);
+		const user = await call("POST", "/users", { secret: admin.secret, body: { name: "big", role: admin.role, description: { s: "ab".repeat(15_000) } } });
+		const secret = await issueSecret(admin, user.body.uuid);
+		const res = await scan(secret, `count=1&match=${q("USER.s =~ '(?:[ab][ab]?){999}[cd]' or TWIN.a == 1")}`);
 		expectError(res, 400, 400101);
 		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
 	});
