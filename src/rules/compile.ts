@@ -19,6 +19,16 @@ export type Columns = Record<TwinColumn, string>;
 // D1 refuses statements over 100 KB; past this, the evaluator decides every row.
 const MAX_SQL_LENGTH = 50_000;
 
+// Thrown as soon as the SQL being built passes MAX_SQL_LENGTH: `in` over a list copies its
+// item's SQL once per element, so nested `in`s multiply the length, and a short rule would
+// build strings far past any limit (or past what the runtime can hold) before being measured.
+class SqlTooLong extends Error {}
+
+function sized(sql: string): string {
+	if (sql.length > MAX_SQL_LENGTH) throw new SqlTooLong();
+	return sql;
+}
+
 type Operand =
 	| { kind: "const"; value: Json }
 	| { kind: "dyn"; cls: string; val: string; json?: string }
@@ -26,17 +36,15 @@ type Operand =
 	| { kind: "unknown" };
 
 // Comparisons of constants are decided here, charged to `scope.budget` as the evaluator's are.
-// A rule too costly to decide here is left to the evaluator, which charges the same budget
-// per twin and so stops the page (or refuses it) where it must.
+// A rule too long in SQL or too costly to decide here is left to the evaluator, which charges
+// the same budget per twin and so stops the page (or refuses it) where it must.
 export function compileRule(rule: Rule, scope: Omit<Scope, "twin">, columns: Columns): string {
-	let sql: string;
 	try {
-		sql = new Compiler(scope, columns).bool(rule);
+		return new Compiler(scope, columns).bool(rule);
 	} catch (error) {
-		if (error instanceof BudgetExceeded) return "NULL";
+		if (error instanceof SqlTooLong || error instanceof BudgetExceeded) return "NULL";
 		throw error;
 	}
-	return sql.length > MAX_SQL_LENGTH ? "NULL" : sql;
 }
 
 export function sqlString(text: string): string {
@@ -72,6 +80,10 @@ class Compiler {
 	) {}
 
 	bool(rule: Rule): string {
+		return sized(this.unsized(rule));
+	}
+
+	private unsized(rule: Rule): string {
 		switch (rule.kind) {
 			case "not":
 				return `(NOT ${this.bool(rule.arg)})`;
@@ -172,19 +184,13 @@ class Compiler {
 	}
 
 	private contains(container: Operand, item: Operand): string {
-		if (container.kind === "list") {
-			const tests = container.items.map((element) => this.compare("==", item, element));
-			return tests.length ? `(${tests.join(" OR ")})` : "0";
-		}
+		if (container.kind === "list") return anyOf(container.items.map((element) => () => this.compare("==", item, element)));
 		if (item.kind === "list") item = { kind: "dyn", cls: "'array'", val: "NULL" };
 		if (container.kind === "const") {
 			const value = container.value;
 			const it = toDyn(item);
 			if (typeof value === "string") return `(CASE ${it.cls} WHEN 'string' THEN NULL ELSE 0 END)`;
-			if (Array.isArray(value)) {
-				const tests = value.map((element) => this.compare("==", item, { kind: "const", value: element }));
-				return tests.length ? `(${tests.join(" OR ")})` : "0";
-			}
+			if (Array.isArray(value)) return anyOf(value.map((element) => () => this.compare("==", item, { kind: "const", value: element })));
 			if (value !== null && typeof value === "object") {
 				const keys = Object.keys(value).map(sqlString);
 				return keys.length ? `(CASE ${it.cls} WHEN 'string' THEN ${it.val} IN (${keys.join(", ")}) ELSE 0 END)` : "0";
@@ -204,6 +210,19 @@ class Compiler {
 		}
 		return `(CASE ${container.cls} WHEN 'string' THEN ${asString} WHEN 'object' THEN ${asKey} WHEN 'array' THEN ${asElement} ELSE 0 END)`;
 	}
+}
+
+// The OR of one test per element, measured as each is added.
+function anyOf(tests: (() => string)[]): string {
+	let length = 0;
+	const built: string[] = [];
+	for (const test of tests) {
+		const sql = test();
+		length += sql.length + 4;
+		if (length > MAX_SQL_LENGTH) throw new SqlTooLong();
+		built.push(sql);
+	}
+	return built.length ? `(${built.join(" OR ")})` : "0";
 }
 
 function asConst(operand: Operand): Json {
