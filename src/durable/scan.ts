@@ -3,10 +3,9 @@ import { type PageQuery, type PageRow, selectTwinPage, TWIN_COLUMNS } from "../d
 import { utf8Bytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
-import { ApiError } from "../base/errors";
 import { evaluate } from "../rules/evaluate";
 import type { Caller } from "../base/caller";
-import { Budget, BudgetExceeded } from "../rules/strings";
+import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
 import { ruleOf } from "../rules/stored";
 import { scopeOf } from "../rules/visibility";
 
@@ -22,7 +21,6 @@ export type CheckedScan = { stale: true } | { stale?: undefined; page: string; c
 export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 // Room for the envelope and the cursor.
 const ENVELOPE_BYTES = 1024;
-export const WORK_UNITS = 1_000_000;
 
 // One page: the next `count` twins of the account after `after` (db/twins.ts reads them with
 // the rules compiled to SQL; 1, 0 or NULL per twin). The evaluator settles the NULLs here.
@@ -61,7 +59,7 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 			accepted = row.verdict === 1 || (row.verdict === null && accepts(row, caller, match, visible, now, budget));
 		} catch (error) {
 			if (!(error instanceof BudgetExceeded)) throw error;
-			if (taken === 0) throw new ApiError("validation", { description: `match: ${error.message} on one twin`, details: [{ path: "match", message: error.message }] });
+			if (taken === 0) throw overBudget("match", error, " on one twin");
 			break;
 		}
 		if (accepted) {

@@ -3,6 +3,7 @@ import type { Caller } from "../base/caller";
 import { entryScope } from "./entries";
 import { evaluate, type Scope } from "./evaluate";
 import { ruleOf } from "./stored";
+import { type Budget, refuseOverBudget } from "./strings";
 import { scopeOf } from "./visibility";
 
 export type Trigger = "ledger.entry.added" | "ledger.entry.updated" | "ledger.entry.deleted";
@@ -26,7 +27,9 @@ type EventBody = { new_value: Json; old_value: Json; changed_ts: number };
 // The messages one ledger write publishes, per topic: {<entry>: {new_value, old_value,
 // changed_ts}} for every entry whose publish rule for that topic is true. The rules read the
 // writer as USER, the entry, `trigger` and `old_value`, and LEDGER.<name> as the ledger stands
-// after the write. Visibility plays no part: setting `publish` is the owner's consent.
+// after the write. Visibility plays no part: setting `publish` is the owner's consent. A rule
+// that needs more than the write's `budget` refuses the write (400): a message silently left
+// out would be lost for good.
 export function publications(
 	writer: Caller,
 	twin: NonNullable<Scope["twin"]>,
@@ -34,6 +37,7 @@ export function publications(
 	events: EntryEvent[],
 	ledgerAfter: Record<string, Json>,
 	at: number,
+	budget: Budget,
 ): Record<string, Record<string, EventBody>> {
 	const out: Record<string, Record<string, EventBody>> = {};
 	const rules = new Map<string, Rule | null>();
@@ -43,13 +47,14 @@ export function publications(
 		if (!publish) continue;
 		const scope: Scope = {
 			...base,
+			budget,
 			twin,
 			entry: { ...entryScope(writer.account, event.name, event.entry, ledgerAfter), trigger, old_value: event.old_value },
 		};
 		for (const [topic, text] of Object.entries(publish)) {
 			if (!rules.has(text)) rules.set(text, ruleOf(text));
 			const rule = rules.get(text);
-			if (!rule || !evaluate(rule, scope)) continue;
+			if (!rule || !refuseOverBudget(`entries.${event.name}.publish.${topic}`, () => evaluate(rule, scope))) continue;
 			out[topic] ??= {};
 			out[topic][event.name] = { new_value: event.new_value, old_value: event.old_value, changed_ts: at };
 		}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
+import { bootstrap, call, expectError } from "../helpers";
 import { addEntries, ledger, newTwin } from "../ledgers/support";
 import { received } from "../webhooks/support";
 import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
@@ -91,5 +91,15 @@ describe("notifications of ledger entries", () => {
 		const [toB] = bodies(await messagesFor(b));
 		expect(Object.keys(toA.event).sort()).toEqual(["x", "y"]);
 		expect(Object.keys(toB.event)).toEqual(["x"]);
+	});
+
+	it("refuses, naming it, a write whose publish rule needs more work than one request may do", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const publish = { readings: "entry_value !~ '(?:[ab][ab]?){999}[cd]'" };
+		const res = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { big: { value: "ab".repeat(30_000), publish } } } });
+		expectError(res, 400, 400101);
+		expect(res.body.details).toEqual([{ path: "entries.big.publish.readings", message: expect.stringContaining("more work") }]);
+		expect((await call("GET", ledger(twin), { secret: admin.secret })).body).toEqual({ entries: {} });
 	});
 });
