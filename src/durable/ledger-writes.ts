@@ -10,6 +10,7 @@ import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
 import { fanOut } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
+import { refuseOverBudget } from "../rules/strings";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
@@ -47,6 +48,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	const account = write.writer.account;
 	const rows = await readLedger(db, write.twin.uuid, account);
 	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
+	// One budget for every rule of the write; past it the write is refused, naming the rule.
 	const sight = new EntrySight(write.writer, write.twin, account, current, at);
 	checkConditions(sight, write.conditions);
 
@@ -57,13 +59,13 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	if (write.kind === "delete") {
 		for (const name of write.names ?? [...current.keys()]) {
 			const entry = current.get(name);
-			if (entry && sight.sees(entry)) answer[name] = entry;
+			if (entry && refuseOverBudget(`entries.${name}`, () => sight.sees(entry))) answer[name] = entry;
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
 		const left = new Map([...current].filter(([name]) => !(name in answer)));
 		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
-		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left }, answer);
+		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, sight }, answer);
 	}
 
 	const after = new Map(current);
@@ -96,20 +98,22 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
-	return commit(db, statements, { write, at, notify, trigger, events, ledger: after }, answer);
+	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, sight }, answer);
 }
 
 type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
 
-// The write's events: its trigger, each entry's change, and the ledger after it.
-type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Map<string, StoredEntry> };
+// The write's events: its trigger, each entry's change, the ledger after it, and the sight
+// the write was checked with (its budget is the request's).
+type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Map<string, StoredEntry>; sight: EntrySight };
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
 // rows, one per trigger, topic and subscription): an event commits exactly when its change does.
 async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
 	const { writer, twin } = e.write;
-	// Publish rules are the writer's: they read the ledger after the write as the writer sees it.
-	const sight = new EntrySight(writer, twin, writer.account, e.ledger, e.at);
+	// Publish rules are the writer's: they read the ledger after the write as the writer sees it,
+	// within the request's budget.
+	const sight = new EntrySight(writer, twin, writer.account, e.ledger, e.at, e.sight.budget);
 	const events = publications(sight, e.trigger, e.events, e.at);
 	const published = Object.keys(events).length > 0;
 	if (published) {
@@ -125,7 +129,8 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 	const failed: ErrorDetail[] = [];
 	for (const [name, text] of Object.entries(conditions)) {
 		const rule = sight.rule(text);
-		if (!rule || !evaluate(rule, sight.conditionScope(name))) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
+		const holds = rule !== null && refuseOverBudget(`conditions.${name}`, () => evaluate(rule, sight.conditionScope(name)));
+		if (!holds) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
 	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
 }
@@ -142,7 +147,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 	}
 	const unknown = names.filter((name) => {
 		const entry = current.get(name);
-		return !entry || !sight.sees(entry);
+		return !entry || !refuseOverBudget(`entries.${name}`, () => sight.sees(entry));
 	});
 	if (unknown.length) {
 		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));

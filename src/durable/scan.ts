@@ -3,10 +3,9 @@ import { type PageQuery, type PageRow, selectTwinPage, TWIN_COLUMNS } from "../d
 import { utf8Bytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
-import { ApiError } from "../base/errors";
 import { evaluate } from "../rules/evaluate";
 import type { Caller } from "../base/caller";
-import { Budget, BudgetExceeded } from "../rules/strings";
+import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
 import { ruleOf } from "../rules/stored";
 import { scopeOf } from "../rules/visibility";
 
@@ -17,12 +16,11 @@ export type ScanRequest = { count: number; match?: string; details: boolean };
 export type CheckedScan = { stale: true } | { stale?: undefined; page: string; caller: Caller };
 
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
-// string work of `in` and `=~` over the page stays under WORK_UNITS (characters, regular
-// expressions weighted), after which the page stops early with a cursor, as with the size.
+// work of the rules over the page (what compiling them decides, then the evaluator) stays
+// under WORK_UNITS, after which the page stops early with a cursor, as with the size.
 export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 // Room for the envelope and the cursor.
 const ENVELOPE_BYTES = 1024;
-export const WORK_UNITS = 1_000_000;
 
 // One page: the next `count` twins of the account after `after` (db/twins.ts reads them with
 // the rules compiled to SQL; 1, 0 or NULL per twin). The evaluator settles the NULLs here.
@@ -33,21 +31,22 @@ export async function readPage(db: Database, caller: Caller, after: string, requ
 	return cutPage(await selectTwinPage(db, plan.query), plan, caller, request, now);
 }
 
-export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery };
+export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery; budget: Budget };
 
 export function planPage(caller: Caller, after: string, request: ScanRequest, now: number): PagePlan {
 	const match = ruleOf(request.match);
 	// Every twin of the page is the caller's account's, so without a twin rule all are visible.
 	// `match` only ever sees visible twins: otherwise it would probe hidden descriptions.
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
-	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scopeOf(caller, now), TWIN_COLUMNS));
+	const budget = new Budget(WORK_UNITS);
+	const scope = { ...scopeOf(caller, now), budget };
+	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scope, TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
-	return { match, visible, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
+	return { match, visible, budget, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
 }
 
 export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request: ScanRequest, now: number) {
-	const { match, visible } = plan;
-	const budget = new Budget(WORK_UNITS);
+	const { match, visible, budget } = plan;
 	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
 	// answered as it is, with no structured clone and no second parse.
 	const twins: string[] = [];
@@ -60,7 +59,7 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 			accepted = row.verdict === 1 || (row.verdict === null && accepts(row, caller, match, visible, now, budget));
 		} catch (error) {
 			if (!(error instanceof BudgetExceeded)) throw error;
-			if (taken === 0) throw new ApiError("validation", { description: `match: ${error.message} on one twin`, details: [{ path: "match", message: error.message }] });
+			if (taken === 0) throw overBudget("match", error, " on one twin");
 			break;
 		}
 		if (accepted) {

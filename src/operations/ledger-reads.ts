@@ -31,7 +31,7 @@ async function visibleEntries(ctx: Context & { caller: Caller }, params: Params,
 	const all = new Map(rows.map((row) => [row.name, storedOf(row)]));
 	const sight = new EntrySight(ctx.caller, twinView(twin), ledger, all, now());
 	const wanted = names ? names.map((name) => all.get(name)).filter((e) => e !== undefined) : [...all.values()];
-	return { twin, ledger, sight, entries: wanted.filter((entry) => sight.sees(entry)) };
+	return { twin, ledger, sight, entries: wanted.filter((entry) => sight.shows(entry)) };
 }
 
 function ledgerAccount(ledger: Params["ledger"], caller: Caller, twin: { owner: string; creation_certificate: Record<string, unknown> }) {

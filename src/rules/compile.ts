@@ -1,5 +1,6 @@
 import { classOf, type CompareOp, type Json, type Root, type Rule } from "./ast";
 import { compare, step } from "./evaluate";
+import { BudgetExceeded } from "./strings";
 import { type Scope, type TwinColumn, VARIABLES } from "./variables";
 
 // Compiles a rule to a SQL expression over one twin row that yields 1 (true), 0 (false) or
@@ -18,15 +19,32 @@ export type Columns = Record<TwinColumn, string>;
 // D1 refuses statements over 100 KB; past this, the evaluator decides every row.
 const MAX_SQL_LENGTH = 50_000;
 
+// Thrown as soon as the SQL being built passes MAX_SQL_LENGTH: `in` over a list copies its
+// item's SQL once per element, so nested `in`s multiply the length, and a short rule would
+// build strings far past any limit (or past what the runtime can hold) before being measured.
+class SqlTooLong extends Error {}
+
+function sized(sql: string): string {
+	if (sql.length > MAX_SQL_LENGTH) throw new SqlTooLong();
+	return sql;
+}
+
 type Operand =
 	| { kind: "const"; value: Json }
 	| { kind: "dyn"; cls: string; val: string; json?: string }
 	| { kind: "list"; items: Operand[] }
 	| { kind: "unknown" };
 
+// Comparisons of constants are decided here, charged to `scope.budget` as the evaluator's are.
+// A rule too long in SQL or too costly to decide here is left to the evaluator, which charges
+// the same budget per twin and so stops the page (or refuses it) where it must.
 export function compileRule(rule: Rule, scope: Omit<Scope, "twin">, columns: Columns): string {
-	const sql = new Compiler(scope, columns).bool(rule);
-	return sql.length > MAX_SQL_LENGTH ? "NULL" : sql;
+	try {
+		return new Compiler(scope, columns).bool(rule);
+	} catch (error) {
+		if (error instanceof SqlTooLong || error instanceof BudgetExceeded) return "NULL";
+		throw error;
+	}
 }
 
 export function sqlString(text: string): string {
@@ -62,6 +80,10 @@ class Compiler {
 	) {}
 
 	bool(rule: Rule): string {
+		return sized(this.unsized(rule));
+	}
+
+	private unsized(rule: Rule): string {
 		switch (rule.kind) {
 			case "not":
 				return `(NOT ${this.bool(rule.arg)})`;
@@ -121,7 +143,7 @@ class Compiler {
 
 	private compare(op: CompareOp, left: Operand, right: Operand): string {
 		if (left.kind === "unknown" || right.kind === "unknown") return "NULL";
-		if (left.kind === "const" && right.kind === "const") return compare(op, left.value, right.value) ? "1" : "0";
+		if (left.kind === "const" && right.kind === "const") return compare(op, left.value, right.value, this.scope.budget) ? "1" : "0";
 		switch (op) {
 			case "==":
 			case "!=":
@@ -162,19 +184,13 @@ class Compiler {
 	}
 
 	private contains(container: Operand, item: Operand): string {
-		if (container.kind === "list") {
-			const tests = container.items.map((element) => this.compare("==", item, element));
-			return tests.length ? `(${tests.join(" OR ")})` : "0";
-		}
+		if (container.kind === "list") return anyOf(container.items.map((element) => () => this.compare("==", item, element)));
 		if (item.kind === "list") item = { kind: "dyn", cls: "'array'", val: "NULL" };
 		if (container.kind === "const") {
 			const value = container.value;
 			const it = toDyn(item);
 			if (typeof value === "string") return `(CASE ${it.cls} WHEN 'string' THEN NULL ELSE 0 END)`;
-			if (Array.isArray(value)) {
-				const tests = value.map((element) => this.compare("==", item, { kind: "const", value: element }));
-				return tests.length ? `(${tests.join(" OR ")})` : "0";
-			}
+			if (Array.isArray(value)) return anyOf(value.map((element) => () => this.compare("==", item, { kind: "const", value: element })));
 			if (value !== null && typeof value === "object") {
 				const keys = Object.keys(value).map(sqlString);
 				return keys.length ? `(CASE ${it.cls} WHEN 'string' THEN ${it.val} IN (${keys.join(", ")}) ELSE 0 END)` : "0";
@@ -194,6 +210,19 @@ class Compiler {
 		}
 		return `(CASE ${container.cls} WHEN 'string' THEN ${asString} WHEN 'object' THEN ${asKey} WHEN 'array' THEN ${asElement} ELSE 0 END)`;
 	}
+}
+
+// The OR of one test per element, measured as each is added.
+function anyOf(tests: (() => string)[]): string {
+	let length = 0;
+	const built: string[] = [];
+	for (const test of tests) {
+		const sql = test();
+		length += sql.length + 4;
+		if (length > MAX_SQL_LENGTH) throw new SqlTooLong();
+		built.push(sql);
+	}
+	return built.length ? `(${built.join(" OR ")})` : "0";
 }
 
 function asConst(operand: Operand): Json {

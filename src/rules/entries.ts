@@ -2,6 +2,7 @@ import type { Caller } from "../base/caller";
 import type { Json, Rule } from "./ast";
 import { type EntryScope, evaluate, type Scope } from "./evaluate";
 import { ruleOf } from "./stored";
+import { Budget, WORK_UNITS, withinBudget } from "./strings";
 import { scopeOf } from "./visibility";
 
 // A ledger entry as the rules see it, with its value already parsed.
@@ -38,6 +39,10 @@ function entryScope(ledger: string, name: string, entry: Entry | undefined, valu
 // them all; rules the reader's side wrote (its role's entry rule on another account's ledger,
 // a writer's conditions and publish rules) read only entries the reader may see, so no rule
 // can probe a hidden one.
+//
+// Every rule the sight evaluates is charged to `budget`, the request's. Past it, `sees` throws
+// BudgetExceeded (a write must then be refused: a guessed "no" could pass a condition such as
+// `entry_value == null` on an entry that is there), while `shows`, for reads, hides the entry.
 export class EntrySight {
 	private readonly roleRule: Rule | null;
 	private readonly all: Record<string, Json>;
@@ -50,6 +55,7 @@ export class EntrySight {
 		private readonly ledger: string,
 		private readonly entries: Map<string, Entry>,
 		private readonly now: number,
+		readonly budget = new Budget(WORK_UNITS),
 	) {
 		this.roleRule = ruleOf(reader.rules.entry);
 		this.all = Object.fromEntries([...entries.values()].map((e) => [e.name, e.value]));
@@ -63,6 +69,12 @@ export class EntrySight {
 		if (!this.roleRule) return this.own;
 		if (this.own) return evaluate(this.roleRule, this.scope(entry.name, entry, this.all));
 		return this.public(entry) && evaluate(this.roleRule, this.scope(entry.name, entry, this.publicValues()));
+	}
+
+	// For reads: an entry whose rules need more work than the request may do is not shown, so
+	// a read answers less, never more, and the entries after it still get their turn.
+	shows(entry: Entry): boolean {
+		return withinBudget(() => this.sees(entry), false);
 	}
 
 	// The scope of a condition about `name`: an entry the writer cannot see reads as absent.
@@ -82,9 +94,12 @@ export class EntrySight {
 		return text === null ? null : ruleOf(text);
 	}
 
+	// Only reads of another account's ledger ask this (writes are on the writer's own), and
+	// there an entry whose visibility cannot be decided within the budget is private: neither
+	// shown nor read by the reader's entry rule through LEDGER.
 	private public(entry: Entry): boolean {
 		const visibility = this.rule(entry.visibility);
-		return visibility !== null && evaluate(visibility, this.scope(entry.name, entry, this.all));
+		return visibility !== null && withinBudget(() => evaluate(visibility, this.scope(entry.name, entry, this.all)), false);
 	}
 
 	private seenValues(): Record<string, Json> {
@@ -98,6 +113,7 @@ export class EntrySight {
 	}
 
 	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>, event: Pick<EntryScope, "trigger" | "old_value"> = {}): Scope {
-		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: { ...entryScope(this.ledger, name, entry, values), ...event } };
+		const scope = { ...entryScope(this.ledger, name, entry, values), ...event };
+		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: scope, budget: this.budget };
 	}
 }

@@ -48,17 +48,17 @@ export function step(value: Json, key: string | number): Json {
 export function compare(op: CompareOp, left: Json, right: Json, budget?: Budget): boolean {
 	switch (op) {
 		case "==":
-			return equality(left, right) === "equal";
+			return equality(left, right, budget) === "equal";
 		case "!=":
-			return equality(left, right) === "different";
+			return equality(left, right, budget) === "different";
 		case "<":
-			return order(left, right, (c) => c < 0);
+			return order(left, right, (c) => c < 0, budget);
 		case "<=":
-			return order(left, right, (c) => c <= 0);
+			return order(left, right, (c) => c <= 0, budget);
 		case ">":
-			return order(left, right, (c) => c > 0);
+			return order(left, right, (c) => c > 0, budget);
 		case ">=":
-			return order(left, right, (c) => c >= 0);
+			return order(left, right, (c) => c >= 0, budget);
 		case "in":
 			return contains(right, left, budget);
 		case "=~":
@@ -68,29 +68,43 @@ export function compare(op: CompareOp, left: Json, right: Json, budget?: Budget)
 	}
 }
 
+// A value walked by deep equality costs several characters' worth of work (an object's member
+// most: a key lookup), and `in` over a list compares every element.
+const UNITS_PER_VALUE = 8;
+
 // null compares with anything (equal only to null); otherwise both sides must be of one type.
-function equality(left: Json, right: Json): "equal" | "different" | "incomparable" {
+function equality(left: Json, right: Json, budget?: Budget): "equal" | "different" | "incomparable" {
+	budget?.spend(UNITS_PER_VALUE);
 	const l = classOf(left);
 	const r = classOf(right);
 	if (l === "null" || r === "null") return l === r ? "equal" : "different";
 	if (l !== r) return "incomparable";
-	return deepEqual(left, right) ? "equal" : "different";
+	return deepEqual(left, right, budget) ? "equal" : "different";
 }
 
-export function deepEqual(a: Json, b: Json): boolean {
+// Each member is charged before it is walked, so a walk over large values stops within the budget.
+export function deepEqual(a: Json, b: Json, budget?: Budget): boolean {
 	if (a === b) return true;
 	if (classOf(a) !== classOf(b) || a === null || b === null || typeof a !== "object" || typeof b !== "object") {
 		return false;
 	}
-	if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+	const same = (x: Json, y: Json) => {
+		budget?.spend(UNITS_PER_VALUE);
+		return deepEqual(x, y, budget);
+	};
+	if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
 	const ak = Object.keys(a);
 	const bo = b as Record<string, Json>;
-	return ak.length === Object.keys(bo).length && ak.every((k) => Object.hasOwn(bo, k) && deepEqual((a as Record<string, Json>)[k], bo[k]));
+	return ak.length === Object.keys(bo).length && ak.every((k) => Object.hasOwn(bo, k) && same((a as Record<string, Json>)[k], bo[k]));
 }
 
-function order(left: Json, right: Json, test: (c: number) => boolean): boolean {
+function order(left: Json, right: Json, test: (c: number) => boolean, budget?: Budget): boolean {
 	if (typeof left === "number" && typeof right === "number") return test(left < right ? -1 : left > right ? 1 : 0);
-	if (typeof left === "string" && typeof right === "string") return test(compareCodePoints(left, right));
+	if (typeof left === "string" && typeof right === "string") {
+		// Both strings are split into code points first.
+		budget?.spend(left.length + right.length);
+		return test(compareCodePoints(left, right));
+	}
 	return false;
 }
 
@@ -107,7 +121,7 @@ export function compareCodePoints(a: string, b: string): number {
 
 // `in`: an element of a list, a substring of a string, a key of an object.
 function contains(container: Json, item: Json, budget?: Budget): boolean {
-	if (Array.isArray(container)) return container.some((element) => equality(item, element) === "equal");
+	if (Array.isArray(container)) return container.some((element) => equality(item, element, budget) === "equal");
 	if (typeof container === "string") return typeof item === "string" && includes(container, item, budget);
 	if (container !== null && typeof container === "object") return typeof item === "string" && Object.hasOwn(container, item);
 	return false;

@@ -1,9 +1,14 @@
 import { RE2JS } from "re2js";
+import { ApiError } from "../base/errors";
 
 // The rule language's string work (`in` on strings, `=~`, `!~`) in time linear in the text,
 // whatever the pattern: regular expressions run on RE2 (no backtracking), substrings are found
-// with Knuth-Morris-Pratt. A Budget counts the characters a request's rules have processed, so
-// a page can stop early instead of running on (see src/durable/scan.ts).
+// with Knuth-Morris-Pratt. A Budget counts the work a request's rules have done (a unit is
+// about one character of a substring search), so a page can stop early and any other
+// evaluation can give up instead of running on (see src/durable/scan.ts).
+
+// What the rules of one request may cost: some tens of milliseconds at the measured rates.
+export const WORK_UNITS = 1_000_000;
 
 // The check before each twin (`exhausted`) lets the twin that crosses the line finish; one
 // twin that alone would need more than `overrun` past it throws BudgetExceeded instead.
@@ -13,9 +18,11 @@ export class Budget {
 		private readonly overrun = remaining,
 	) {}
 
+	// A charge refused is not deducted: its work is not done, and a caller that treats the
+	// refusal as "no" (a read hiding one entry) can still afford the cheaper rules after it.
 	spend(units: number) {
+		if (this.remaining - units < -this.overrun) throw new BudgetExceeded();
 		this.remaining -= units;
-		if (this.remaining < -this.overrun) throw new BudgetExceeded();
 	}
 
 	get exhausted() {
@@ -29,8 +36,29 @@ export class BudgetExceeded extends Error {
 	}
 }
 
-// RE2 in JavaScript costs a few times more per character than a substring search.
-export const REGEX_UNITS_PER_CHARACTER = 4;
+// The request is refused (400) naming the rule at `path`: no part of its answer may be guessed.
+export function overBudget(path: string, error: BudgetExceeded, where = ""): ApiError {
+	return new ApiError("validation", { description: `${path}: ${error.message}${where}`, details: [{ path, message: error.message }] });
+}
+
+// The answer of `work`, or `otherwise` where that needs more work than the budget allows.
+export function withinBudget<T>(work: () => T, otherwise: T): T {
+	try {
+		return work();
+	} catch (error) {
+		if (error instanceof BudgetExceeded) return otherwise;
+		throw error;
+	}
+}
+
+export function refuseOverBudget<T>(path: string, work: () => T): T {
+	try {
+		return work();
+	} catch (error) {
+		if (error instanceof BudgetExceeded) throw overBudget(path, error);
+		throw error;
+	}
+}
 
 // Compiled patterns, per isolate, by text; a pattern RE2 refuses is remembered as null.
 const CACHE_SIZE = 256;
@@ -73,7 +101,10 @@ export function regexError(pattern: string): { offset: number; message: string }
 export function search(subject: string, pattern: string, budget?: Budget): boolean | undefined {
 	const regex = regexOf(pattern);
 	if (!regex) return undefined;
-	budget?.spend((subject.length + pattern.length) * REGEX_UNITS_PER_CHARACTER);
+	// RE2 steps every instruction of the compiled program once per character at worst (about
+	// as long as a substring search spends on a character), and a counted repetition such as
+	// `{999}` makes that program large while the pattern text stays short.
+	budget?.spend((subject.length + 1) * regex.programSize());
 	return regex.matcher(subject).find();
 }
 

@@ -59,7 +59,7 @@ describe("AccountDO", () => {
 		// The Worker let these requests through; the role lost the actions before their turn came.
 		const narrowed = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions: ["who_am_i"] }));
 		const caller = { account: admin.account, user: narrowed };
-		const role = { name: "Any", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow", actions: [] } } as const;
+		const role = { name: "Any", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow" as const, actions: [] } };
 		expect(await stub.createRole(caller, role)).toMatchObject({ ok: false, code: "operation_forbidden" });
 		expect(await stub.createIdentities(caller, crypto.randomUUID(), { identities: { "RFID#1": {} } } as never)).toMatchObject({ ok: false, code: "operation_forbidden" });
 		expect((await stub.journal()).filter((line) => line.actor === narrowed)).toEqual([]);

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin } from "./support";
+import { addEntries, ledger, newTwin, userWithRules } from "./support";
+
+// About 3,000 instructions of program over 60,000 characters: far more than one request may do.
+const COSTLY = "entry_value !~ '(?:[ab][ab]?){999}[cd]'";
 
 describe("conditions on ledger writes", () => {
 	it("writes nothing when a condition is false, and names every false one", async () => {
@@ -68,5 +71,21 @@ describe("conditions on ledger writes", () => {
 		const history = await call("GET", ledger(twin, "personal", "/history?entries=counter"), { secret: admin.secret });
 		const values = Object.entries(history.body.entries.counter).sort(([a], [b]) => Number(b) - Number(a));
 		expect(values.map(([, v]) => (v as { n: number }).n)).toEqual([4, 3, 2, 1, 0].slice(0, rounds + 1));
+	});
+
+	it("refuses, naming the rule, a write whose rules need more work than one request may do", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { big: { value: "ab".repeat(30_000) } });
+		const guarded = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { small: { value: 1 } }, conditions: { big: COSTLY } } });
+		expectError(guarded, 400, 400101);
+		expect(guarded.body.details).toEqual([{ path: "conditions.big", message: expect.stringContaining("more work") }]);
+
+		// The writer's role decides which entries it may write: its rule is charged too.
+		const writer = await userWithRules(admin, { entry: COSTLY });
+		const update = await call("PATCH", ledger(twin, "personal", "/value"), { secret: writer.secret, body: { entries: { big: { value: 1 } } } });
+		expectError(update, 400, 400101);
+		expect(update.body.details).toEqual([{ path: "entries.big", message: expect.stringContaining("more work") }]);
+		expect(Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries)).toEqual(["big"]);
 	});
 });

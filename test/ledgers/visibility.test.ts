@@ -100,4 +100,17 @@ describe("who sees which ledger entries", () => {
 		expect(names(await call("GET", ledger(twin, b.account), { secret: curious.secret }))).toEqual(["remark"]);
 		expect(names(await call("GET", ledger(twin), { secret: curious.secret }))).toEqual(["gated", "never", "note", "price", "published", "status"]);
 	});
+
+	it("hides from a read an entry whose visibility needs more work than one request may do, and only that one", async () => {
+		const a = await bootstrap();
+		const twin = await newTwin(a.secret, { shared: true });
+		await addEntries(a.secret, twin, {
+			big: { value: "ab".repeat(30_000), visibility: "entry_value !~ '(?:[ab][ab]?){999}[cd]'" },
+			small: { value: 1, visibility: "true" },
+		});
+		const reader = await userWithRules(await bootstrap(), { twin: "TWIN.shared == true", entry: "true" });
+		const read = await call("GET", ledger(twin, a.account), { secret: reader.secret });
+		expect(read.status).toBe(200);
+		expect(names(read)).toEqual(["small"]);
+	});
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost } from "../helpers";
+import { bootstrap, call, d1Cost, expectError } from "../helpers";
 import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
 import { received } from "../webhooks/support";
 import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
@@ -120,5 +120,15 @@ describe("notifications of ledger entries", () => {
 		await guess("LEDGER.secret == 'abc' or 'secret' in LEDGER");
 		expect((await call("DELETE", ledger(twin, "personal", "?entries=probe"), { secret: weak.secret })).status).toBe(200);
 		expect(await outboxOf(sub.uuid)).toHaveLength(1);
+	});
+
+	it("refuses, naming it, a write whose publish rule needs more work than one request may do", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const publish = { readings: "entry_value !~ '(?:[ab][ab]?){999}[cd]'" };
+		const res = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { big: { value: "ab".repeat(30_000), publish } } } });
+		expectError(res, 400, 400101);
+		expect(res.body.details).toEqual([{ path: "entries.big.publish.readings", message: expect.stringContaining("more work") }]);
+		expect((await call("GET", ledger(twin), { secret: admin.secret })).body).toEqual({ entries: {} });
 	});
 });

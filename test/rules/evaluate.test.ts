@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { evaluate, type Scope } from "../../src/rules/evaluate";
 import { parseRule } from "../../src/rules/parse";
+import { Budget, BudgetExceeded } from "../../src/rules/strings";
 
 const scope: Scope = {
 	twin: {
@@ -58,5 +59,23 @@ describe("evaluate", () => {
 
 	it("compares strings by code point, as SQLite does", () => {
 		expect(check("'\uffff' < '😀'")).toBe(true);
+	});
+
+	it("charges the work it does to the budget, whatever the operator", () => {
+		// Twice 5,000 units: a few thousand characters of plain work, not a hundred times that.
+		const description = {
+			x: Array.from({ length: 2_000 }, () => ({})),
+			y: Array.from({ length: 2_000 }, () => ({})),
+			p: "x".repeat(6_000),
+			q: "x".repeat(6_001),
+			// 1,000 characters, but about 900 instructions of program for each.
+			s: "ab".repeat(500),
+		};
+		for (const text of ["TWIN.x == TWIN.y", "TWIN.p < TWIN.q", "TWIN.s =~ '(?:[ab][ab]?){300}[cd]'"]) {
+			const parsed = parseRule(text);
+			if (!parsed.ok) throw new Error(parsed.message);
+			const big = { ...scope, twin: { ...scope.twin!, description }, budget: new Budget(5_000) };
+			expect(() => evaluate(parsed.rule, big), text).toThrow(BudgetExceeded);
+		}
 	});
 });

@@ -6,7 +6,7 @@ import type { AccountDO } from "../../src/durable/account";
 import { MAX_PAGE_BYTES } from "../../src/durable/scan";
 import { compileRule } from "../../src/rules/compile";
 import { parseRule } from "../../src/rules/parse";
-import { bootstrap, call, expectError, insertRole, scan, seedTwins, userWith, walk } from "../helpers";
+import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, walk } from "../helpers";
 import { userWithRules } from "../ledgers/support";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
@@ -36,6 +36,34 @@ describe("regular expressions run on RE2", () => {
 		const [res] = await Promise.all([scan(scanner.secret, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`), otherAccountAnswers()]);
 		expect(res.status).toBe(200);
 		expect(res.body.twins).toEqual([]);
+	});
+
+	it("a pattern is charged by its compiled program, which a counted repetition makes large", async () => {
+		const admin = await bootstrap();
+		const twins = await seedTwins(admin.account, Array.from({ length: 10 }, () => ({ s: "ab".repeat(1000) })));
+		// About 300 instructions over 2,000 characters: a few twins fill the page's budget.
+		const medium = `count=1000&match=${q("TWIN.s !~ '(?:[ab][ab]?){99}[cd]'")}`;
+		const first = await scan(admin.secret, medium);
+		expect(first.status).toBe(200);
+		expect(first.body.cursor).not.toBeNull();
+		expect((await walk(admin.secret, medium)).seen.sort()).toEqual([...twins].sort());
+
+		// About 3,000 instructions over 30,000 characters: one twin alone needs more than a request.
+		const other = await bootstrap();
+		await seedTwins(other.account, Array.from({ length: 3 }, () => ({ s: "ab".repeat(15_000) })));
+		const res = await scan(other.secret, `count=3&match=${q("TWIN.s =~ '(?:[ab][ab]?){999}[cd]'")}`);
+		expectError(res, 400, 400101);
+		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
+	});
+
+	it("over the caller's own description, decided before any twin is read, is charged too", async () => {
+		const admin = await bootstrap();
+		await seedTwins(admin.account, [{ a: 1 }]);
+		const user = await call("POST", "/users", { secret: admin.secret, body: { name: "big", role: admin.role, description: { s: "ab".repeat(15_000) } } });
+		const secret = await issueSecret(admin, user.body.uuid);
+		const res = await scan(secret, `count=1&match=${q("USER.s =~ '(?:[ab][ab]?){999}[cd]' or TWIN.a == 1")}`);
+		expectError(res, 400, 400101);
+		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
 	});
 
 	it("refuses at parse a pattern RE2 cannot run, with its position", async () => {
@@ -105,6 +133,32 @@ describe("the work budget", () => {
 		const seen = (page: typeof right) => [page.body.twins, page.body.cursor === null];
 		expect(seen(wrong)).toEqual(seen(right));
 		expect(right.body.twins).toEqual([]);
+	});
+});
+
+describe("deep equality", () => {
+	it("is charged by the size it walks, and a page stops early past its work budget", async () => {
+		const admin = await bootstrap();
+		const list = Array.from({ length: 2_000 }, () => ({}));
+		const twins = await seedTwins(admin.account, Array.from({ length: 100 }, () => ({ x: list, y: list })));
+		const rule = `count=1000&match=${q("TWIN.x == TWIN.y")}`;
+		const first = await scan(admin.secret, rule);
+		expect(first.status).toBe(200);
+		expect(first.body.cursor).not.toBeNull();
+		expect((await walk(admin.secret, rule)).seen.sort()).toEqual([...twins].sort());
+	});
+});
+
+describe("SQL of nested lists", () => {
+	it("is measured while it is built: a short rule whose SQL would grow ninefold per level is left to the evaluator", async () => {
+		const admin = await bootstrap();
+		const [twin] = await seedTwins(admin.account, [{ a: 1 }]);
+		let rule = "TWIN.a";
+		for (let i = 0; i < 8; i++) rule = `(${rule} in [1, 2, 3, 4, 5, 6, 7, 8, true])`;
+		expect(rule.length).toBeLessThan(300);
+		const res = await scan(admin.secret, `match=${q(rule)}`);
+		expect(res.status).toBe(200);
+		expect(res.body.twins).toEqual([twin]);
 	});
 });
 
