@@ -7,9 +7,9 @@ export type EntryRow = typeof ledgerEntries.$inferSelect;
 
 export const MAX_HISTORY_RECORDS = 1000;
 
-// The whole ledger of one account on one twin. A ledger is at most 64 KiB, so this read is
-// bounded, and reading it whole makes what a request costs independent of which names it
-// asks for: a hidden entry costs what an absent one does.
+// The whole ledger of one account on one twin, one row_read per entry. A ledger is at most
+// 64 KiB, so this read is bounded, and reading it whole makes what a request costs
+// independent of which names it asks for.
 export function readLedger(db: Database, twin: string, account: string): Promise<EntryRow[]> {
 	return db
 		.select()

@@ -43,6 +43,28 @@ export class D1Meter implements D1Cost {
 		this.rowsRead = before.rowsRead;
 	}
 
+	// A list read drops the rows the caller may not see and reports what it would have read had
+	// they not existed, so Server-Timing cannot count them. Each dropped row cost its statement
+	// `perRow` rows_read: its index entry, plus one for each table joined to it by key. The rows
+	// fall in ranges of an index (`range` names a row's; one range by default), and a scan steps
+	// onto the entry past the end of a range it found rows in: a range whose rows are all hidden
+	// would have found none, so that step goes too. At the very end of an index there is no such
+	// entry; the figure then stays at what the statement had read before its rows (`before`).
+	concealRows<T>(before: D1Cost, rows: T[], visible: (row: T) => boolean, cost: { perRow: number; range?: (row: T) => string }): T[] {
+		const kept: T[] = [];
+		const ranges = new Map<string, boolean>();
+		for (const row of rows) {
+			const key = cost.range?.(row) ?? "";
+			const shown = visible(row);
+			if (shown) kept.push(row);
+			ranges.set(key, shown || ranges.get(key) === true);
+		}
+		const emptied = [...ranges.values()].filter((shown) => !shown).length;
+		const hidden = (rows.length - kept.length) * cost.perRow + emptied;
+		this.rowsRead = Math.max(before.rowsRead, this.rowsRead - hidden);
+		return kept;
+	}
+
 	snapshot(): D1Cost {
 		const { queries, rowsRead, rowsWritten, ms } = this;
 		return { queries, rowsRead, rowsWritten, ms, bookmark: this.latestBookmark() };

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { findOwnIdentity, listForeignIdentities, listOwnIdentities } from "../db/identities";
+import { findOwnIdentity, type IdentityRow, listOwnIdentities, listPublicIdentities } from "../db/identities";
 import type { TwinRow } from "../db/twins";
 import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../durable/identities";
 import { unwrap } from "../durable/outcome";
@@ -97,8 +97,10 @@ export const getTwinIdentities = defineOperation({
 		const at = now();
 		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
 		if (query.show_personal) {
-			for (const row of await listOwnIdentities(ctx.db, twin.uuid, reader.account)) {
-				if (!canSeeIdentity(reader, row, twin, at)) continue;
+			// The identities the reader's role hides cost nothing, as if absent (one row each).
+			const before = ctx.meter.snapshot();
+			const rows = await listOwnIdentities(ctx.db, twin.uuid, reader.account);
+			for (const row of ctx.meter.concealRows(before, rows, (r) => canSeeIdentity(reader, r, twin, at), { perRow: 1 })) {
 				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
 				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
 				answer.identities[row.identity] = listed(row);
@@ -116,10 +118,11 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	if (reader.rules.identity === null || only === reader.account) return foreign;
 	const at = now();
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
-	const rows = await listForeignIdentities(ctx.db, twin.uuid, reader.account, only, at, MAX_IDENTITIES_PER_TWIN);
-	for (const row of rows) {
-		if (canSeeIdentity(reader, row, twin, at)) (foreign[row.account] ??= {})[row.identity] = listed(row);
-	}
+	// What the rows it may not see cost is taken out of Server-Timing, as if they were absent.
+	const before = ctx.meter.snapshot();
+	const rows = await listPublicIdentities(ctx.db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN);
+	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at);
+	for (const row of ctx.meter.concealRows(before, rows, sees, { perRow: 1 })) (foreign[row.account] ??= {})[row.identity] = listed(row);
 	return foreign;
 }
 

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { type ResolvedRow, resolveIdentity } from "../db/identities";
-import { canSeeIdentity } from "../rules/identities";
+import { canSeeIdentity, isExpired } from "../rules/identities";
 import { isVisible } from "../rules/visibility";
 import { now } from "../base/time";
 import { identityParam } from "./identities";
@@ -46,15 +46,19 @@ export const resolveTwinIdentity = defineOperation({
 		const own = accounts === null || accounts.includes(me) ? me : null;
 		// A role without an identity rule sees no other account's identity: none is read.
 		const others = accounts?.filter((account) => account !== me) ?? null;
-		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { except: me, only: others } : null;
+		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { only: others } : null;
 
 		const at = now();
-		const rows = await resolveIdentity(ctx.db, params.identity, own, foreign, at, MAX_RESOLVED);
+		const before = ctx.meter.snapshot();
+		const rows = await resolveIdentity(ctx.db, params.identity, own, foreign, MAX_RESOLVED);
+		const sees = (row: ResolvedRow) =>
+			!isExpired(row, at) && (row.part === "own" || row.account !== me) && canSeeIdentity(reader, row, twinOf(row), at);
+		// Each part reads one range of an identity index, or one per account when accounts are listed.
+		const range = (row: ResolvedRow) => (row.part === "foreign" && foreign?.only ? row.account : row.part);
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
-		for (const row of rows) {
-			if (twins.has(row.twin)) continue;
-			const twin = twinOf(row);
-			if (canSeeIdentity(reader, row, twin, at)) twins.set(row.twin, twin);
+		const visible = ctx.meter.concealRows(before, rows, sees, { perRow: 2, range });
+		for (const row of visible.sort((x, y) => (x.twin < y.twin ? -1 : x.twin > y.twin ? 1 : 0))) {
+			if (!twins.has(row.twin)) twins.set(row.twin, twinOf(row));
 		}
 		// Without details every twin is named, even one the caller cannot see; with details
 		// only the visible ones, as scan_twins shows them.

@@ -144,3 +144,57 @@ describe("other accounts' private identities", () => {
 		expect(await cost()).toEqual(before);
 	});
 });
+
+// CONTRACT §8: Server-Timing must not count what the caller cannot see. Each read is measured
+// before and after hidden identities are added, next to a visible one (so each hidden row's
+// cost is taken out exactly) and alone (so a range that finds only hidden rows costs nothing).
+// A public identity of another account that sorts right after them is there from the start,
+// as a neighbour nearly always is: an index lookup reads one entry past its range.
+describe("lists and resolve cost the same with or without identities the caller cannot see", () => {
+	const read = (secret: string, paths: string[]) =>
+		Promise.all(
+			paths.map(async (path) => {
+				const res = await call("GET", path, { secret });
+				expect(res.status).toBe(200);
+				return fingerprint(res);
+			}),
+		);
+	const resolvePath = (identity: string, context: string) => `/resolve/${encodeURIComponent(identity)}?context=${context}`;
+
+	async function unchangedBy(hide: () => Promise<unknown>, look: () => Promise<unknown>) {
+		const before = await look();
+		await hide();
+		expect(await look()).toEqual(before);
+	}
+
+	it("another account's: its visibility rule is false for the reader, or it expired", async () => {
+		for (const alongside of [false, true]) {
+			const { a, c, twin, bReader } = await threeAccounts();
+			await attach(c.secret, await newTwin(c.secret), { "RFID#x0": { visibility: "true" } });
+			if (alongside) await attach(a.secret, twin, { "RFID#x": { visibility: "true" } });
+			const lists = [`${idPath(twin)}?show_foreign=true`, `${idPath(twin)}?show_foreign=${a.account}`];
+			const paths = [...lists, resolvePath("RFID#x", "system"), resolvePath("RFID#x", a.account)];
+			const look = () => read(bReader, paths);
+			await unchangedBy(() => attach(a.secret, twin, { "RFID#v": { visibility: "USER.partner == false" } }), look);
+			await unchangedBy(() => attach(a.secret, twin, { "RFID#u": { visibility: "true", validity_ts: 1 } }), look);
+			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret, { shared: true }), { "RFID#x": { visibility: "USER.partner == false" } }), look);
+			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret, { shared: true }), { "RFID#x": { visibility: "true", validity_ts: 1 } }), look);
+		}
+	});
+
+	it("the reader's own account's, hidden by the role's identity rule", async () => {
+		for (const alongside of [false, true]) {
+			const { a, c } = await threeAccounts();
+			const twin = await newTwin(a.secret, { open: true });
+			const reader = await userWithRules(a, { identity: "'RFID#' in identity and TWIN.open == true" });
+			await attach(c.secret, await newTwin(c.secret), { "RFID#10": { visibility: "true" } });
+			if (alongside) await attach(a.secret, twin, { "RFID#1": {} });
+			const paths = [idPath(twin), `${idPath(twin)}?show_foreign=true`, resolvePath("RFID#1", "personal"), resolvePath("RFID#1", "system")];
+			const look = () => read(reader, paths);
+			await unchangedBy(() => attach(a.secret, twin, { "SN#1": {} }), look);
+			// Public, it is also among the rows the foreign list scans.
+			await unchangedBy(() => attach(a.secret, twin, { "SN#2": { visibility: "true" } }), look);
+			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret), { "RFID#1": { visibility: "true" } }), look);
+		}
+	});
+});

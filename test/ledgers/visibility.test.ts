@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, d1Cost, expectError } from "../helpers";
+import { fingerprint } from "../identities/support";
 import { addEntries, ledger, newTwin, userWithRules } from "./support";
 
 // Account A keeps entries on its twin; account B sees the twin only through its role's twin
@@ -71,6 +72,31 @@ describe("who sees which ledger entries", () => {
 		expect(history.body.entries.note).toBe("Entry not accessible.");
 		expect(history.body.entries.nope).toBe("Entry not accessible.");
 		expect(Object.values(history.body.entries.status)).toEqual(["ok"]);
+	});
+
+	// CONTRACT §8: rows_read counts no entry the reader cannot see, next to a visible one (each
+	// hidden row is taken out exactly) or alone (a ledger of hidden entries costs an empty one).
+	it("costs, on every read, the same with or without entries the reader cannot see", async () => {
+		for (const alongside of [false, true]) {
+			const a = await bootstrap();
+			const b = await bootstrap();
+			const twin = await newTwin(a.secret, { shared: true });
+			if (alongside) await addEntries(a.secret, twin, { open: { value: 1, visibility: "true", history: "INF" } });
+			const reader = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" }, { clearance: "low" });
+			const own = await userWithRules(a, { entry: "entry_name == 'open'" });
+			const reads = (which: string) => ["", "/value", "/history?entries=open,hidden"].map((tail) => ledger(twin, which, tail));
+			const look = async () => {
+				const answers = [];
+				for (const [secret, which] of [[reader.secret, a.account], [own.secret, "personal"]]) {
+					for (const path of reads(which)) answers.push(fingerprint(await call("GET", path, { secret })));
+				}
+				return answers;
+			};
+			const before = await look();
+			const gated = { value: 7, visibility: "USER.clearance == 'high'" };
+			await addEntries(a.secret, twin, { hidden: { value: "secret", history: "INF" }, gated });
+			expect(await look()).toEqual(before);
+		}
 	});
 
 	it("gives rules written on the reader's side no view of entries the reader cannot see", async () => {
