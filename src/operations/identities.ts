@@ -6,6 +6,7 @@ import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
+import { Budget, WORK_UNITS } from "../rules/strings";
 import { canSeeIdentity, isExpired } from "../rules/identities";
 import { now } from "../base/time";
 import type { Context } from "./operation";
@@ -95,24 +96,26 @@ export const getTwinIdentities = defineOperation({
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const reader = ctx.caller;
 		const at = now();
+		// Every rule the lists evaluate, over up to twice MAX_IDENTITIES_PER_TWIN rows, shares one budget.
+		const budget = new Budget(WORK_UNITS);
 		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
 		if (query.show_personal) {
 			// The identities the reader's role hides cost nothing, as if absent (one row each).
 			const before = ctx.meter.snapshot();
 			const rows = await listOwnIdentities(ctx.db, twin.uuid, reader.account);
-			for (const row of ctx.meter.concealRows(before, rows, (r) => canSeeIdentity(reader, r, twin, at), { perRow: 1 })) {
+			for (const row of ctx.meter.concealRows(before, rows, (r) => canSeeIdentity(reader, r, twin, at, budget), { perRow: 1 })) {
 				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
 				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
 				answer.identities[row.identity] = listed(row);
 			}
 		}
-		if (query.show_foreign !== false) answer.foreign = await foreignOf(ctx, twin, query.show_foreign === true ? null : query.show_foreign);
+		if (query.show_foreign !== false) answer.foreign = await foreignOf(ctx, twin, query.show_foreign === true ? null : query.show_foreign, budget);
 		return answer;
 	},
 });
 
 // Without an identity rule a role sees no other account's identity, so nothing is read.
-async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only: string | null) {
+async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only: string | null, budget: Budget) {
 	const reader = ctx.caller;
 	const foreign: Record<string, Record<string, unknown>> = {};
 	if (reader.rules.identity === null || only === reader.account) return foreign;
@@ -121,7 +124,7 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	// What the rows it may not see cost is taken out of Server-Timing, as if they were absent.
 	const before = ctx.meter.snapshot();
 	const rows = await listPublicIdentities(ctx.db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN);
-	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at);
+	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
 	for (const row of ctx.meter.concealRows(before, rows, sees, { perRow: 1 })) (foreign[row.account] ??= {})[row.identity] = listed(row);
 	return foreign;
 }

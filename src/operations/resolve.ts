@@ -2,6 +2,7 @@ import * as z from "zod";
 import { type ResolvedRow, resolveIdentity } from "../db/identities";
 import { canSeeIdentity, isExpired } from "../rules/identities";
 import { isVisible } from "../rules/visibility";
+import { Budget, WORK_UNITS } from "../rules/strings";
 import { now } from "../base/time";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
@@ -49,10 +50,12 @@ export const resolveTwinIdentity = defineOperation({
 		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { only: others } : null;
 
 		const at = now();
+		// Every rule this request evaluates, over up to MAX_RESOLVED rows, shares one budget.
+		const budget = new Budget(WORK_UNITS);
 		const before = ctx.meter.snapshot();
 		const rows = await resolveIdentity(ctx.db, params.identity, own, foreign, MAX_RESOLVED);
 		const sees = (row: ResolvedRow) =>
-			!isExpired(row, at) && (row.part === "own" || row.account !== me) && canSeeIdentity(reader, row, twinOf(row), at);
+			!isExpired(row, at) && (row.part === "own" || row.account !== me) && canSeeIdentity(reader, row, twinOf(row), at, budget);
 		// Each part reads one range of an identity index, or one per account when accounts are listed.
 		const range = (row: ResolvedRow) => (row.part === "foreign" && foreign?.only ? row.account : row.part);
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
@@ -63,6 +66,6 @@ export const resolveTwinIdentity = defineOperation({
 		// Without details every twin is named, even one the caller cannot see; with details
 		// only the visible ones, as scan_twins shows them.
 		if (!query.details) return { twins: [...twins.keys()] };
-		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at)) };
+		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at, budget)) };
 	},
 });

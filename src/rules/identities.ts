@@ -2,6 +2,7 @@ import type { Caller } from "../base/caller";
 import type { Json } from "./ast";
 import { evaluate, type Scope } from "./evaluate";
 import { ruleOf } from "./stored";
+import { Budget, WORK_UNITS, withinBudget } from "./strings";
 
 export type IdentityView = { identity: string; account: string; visibility: string | null; validity_ts: number | null };
 type TwinView = { uuid: string; owner: string; status: string; description: unknown };
@@ -13,8 +14,13 @@ export function isExpired(item: Pick<IdentityView, "validity_ts">, now: number) 
 // The reader's own account's identities are visible unless its role's identity rule says no.
 // Another account's identity needs a role rule that accepts it and its own visibility rule,
 // both evaluated with the reader as USER; a private, or expired, one is never shown. A role
-// without an identity rule sees its own account's identities only.
-export function canSeeIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: number): boolean {
+// without an identity rule sees its own account's identities only. Rules that need more work
+// than `budget` (the request's, when it decides on many) allow nothing, as in isVisible.
+export function canSeeIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: number, budget = new Budget(WORK_UNITS)): boolean {
+	return withinBudget(() => seesIdentity(caller, item, twin, now, budget), false);
+}
+
+function seesIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: number, budget: Budget): boolean {
 	const personal = item.account === caller.account;
 	if (!personal && (item.visibility === null || isExpired(item, now))) return false;
 	const role = ruleOf(caller.rules.identity);
@@ -25,6 +31,7 @@ export function canSeeIdentity(caller: Caller, item: IdentityView, twin: TwinVie
 		twin: { ...twin, description: twin.description as Json },
 		identity: item.identity,
 		now,
+		budget,
 	};
 	if (!evaluate(role, scope)) return false;
 	if (personal) return true;

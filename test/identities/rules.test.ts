@@ -3,7 +3,7 @@ import { compileRule } from "../../src/rules/compile";
 import { evaluate, type Scope } from "../../src/rules/evaluate";
 import { parseRule } from "../../src/rules/parse";
 import { bootstrap, call } from "../helpers";
-import { newTwin } from "./support";
+import { attach, idPath, newTwin, userWithRules } from "./support";
 
 const scope: Scope = { user: { account: "a", user: "u", role: "r", description: {} }, now: 1 };
 const rule = (text: string) => {
@@ -29,5 +29,22 @@ describe("the identity variable", () => {
 			(await call("GET", `/twins?match=${encodeURIComponent(match)}`, { secret: admin.secret })).body.twins;
 		expect(await scan("identity == null")).toEqual([twin]);
 		expect(await scan("identity != null")).toEqual([]);
+	});
+});
+
+describe("identity rules that need more work than one request may do", () => {
+	it("show nothing, in lists, lookups and resolve alike", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const long = `RFID#${"ab".repeat(60)}`;
+		await attach(admin.secret, twin, { [long]: {}, "RFID#1": {} });
+		// Each pattern compiles to a program of about 6,000 steps per character: three of them
+		// over the 125 characters of the long identity are more than a request may do.
+		const pattern = "identity =~ '(?:[ab][ab]?){999}(?:[ab][ab]?){999}[cd]'";
+		const secret = await userWithRules(admin, { identity: `${pattern} or ${pattern} or ${pattern} or true` });
+		const listed = await call("GET", `/twins/${twin}/identities`, { secret });
+		expect(Object.keys(listed.body.identities)).toEqual(["RFID#1"]);
+		expect((await call("GET", idPath(twin, long), { secret })).status).toBe(404);
+		expect((await call("GET", `/resolve/${encodeURIComponent(long)}`, { secret })).body.twins).toEqual([]);
 	});
 });

@@ -61,6 +61,16 @@ describe("create_twin and get_twin", () => {
 		expect((await call("GET", `/twins/${north.uuid}`, { secret: reader })).status).toBe(200);
 		expectError(await call("GET", `/twins/${south.uuid}`, { secret: reader }), 404, 404102);
 	});
+
+	it("hides a twin whose rule needs more work than one request may do, as it hides any other", async () => {
+		const admin = await bootstrap();
+		// RE2 steps through a large program per character: over 30,000 characters, far too much.
+		const costly = await createTwin(admin.secret, { open: true, s: "ab".repeat(15_000) });
+		const cheap = await createTwin(admin.secret, { open: true, s: "ab" });
+		const reader = await userWithTwinRule(admin, "TWIN.s =~ '(?:[ab][ab]?){999}[cd]' or TWIN.open == true");
+		expect((await call("GET", `/twins/${cheap.uuid}`, { secret: reader })).status).toBe(200);
+		expectError(await call("GET", `/twins/${costly.uuid}`, { secret: reader }), 404, 404102);
+	});
 });
 
 describe("update_twin and terminate_twin", () => {
