@@ -1,11 +1,10 @@
 import * as z from "zod";
 import { listGrants, replaceGrant } from "../db/grants";
 import { ApiError } from "../base/errors";
-import { maySubscribe } from "../policy/grant";
 import { now } from "../base/time";
 import { defineOperation } from "./operation";
 import { uuid } from "./schemas";
-import { topic } from "./webhooks";
+import { requireNotificationStanding, topic } from "./webhooks";
 
 export const MAX_GRANTED_TOPICS = 100;
 
@@ -24,11 +23,7 @@ export const updateNotificationsAccountAccess = defineOperation({
 	body: accessBody,
 	response: z.object({ topics: z.array(z.string()) }),
 	async run({ params, body }, ctx) {
-		if (!maySubscribe(ctx.caller)) {
-			throw new ApiError("escalation", {
-				description: "Notifications show entries whatever their visibility: a role with a twin or entry rule may not grant topics",
-			});
-		}
+		requireNotificationStanding(ctx.caller, "grant topics");
 		// Whether the account exists is not checked: no answer may tell that it does.
 		if (params.account === ctx.caller.account) {
 			const message = "Must be another account";

@@ -2,6 +2,7 @@ import * as z from "zod";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { maySubscribe } from "../policy/grant";
 import { now } from "../base/time";
@@ -42,6 +43,16 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 	return row;
 }
 
+// 403102 unless the caller may open the account's notifications to anyone (policy/grant.ts):
+// by subscribing, or by granting its topics to another account.
+export function requireNotificationStanding(caller: Caller, what: string) {
+	if (!maySubscribe(caller)) {
+		throw new ApiError("escalation", {
+			description: `Notifications show entries whatever their visibility: a role with a twin or entry rule may not ${what}`,
+		});
+	}
+}
+
 export const webhookSubscribe = defineOperation({
 	name: "webhook_subscribe",
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
@@ -56,11 +67,7 @@ export const webhookSubscribe = defineOperation({
 		account: uuid.optional().meta({ description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
 	}),
 	async run({ body }, ctx) {
-		if (!maySubscribe(ctx.caller)) {
-			throw new ApiError("escalation", {
-				description: "Notifications show entries whatever their visibility: a role with a twin or entry rule may not subscribe",
-			});
-		}
+		requireNotificationStanding(ctx.caller, "subscribe");
 		const publisher = body.account ?? ctx.caller.account;
 		const granted = publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
 		if (granted && !(await isGranted(ctx.db, publisher, ctx.caller.account, body.topic))) throw new ApiError("topic_not_granted");
