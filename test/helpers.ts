@@ -173,3 +173,14 @@ export function failingBatches(db: D1Database): D1Database {
 		},
 	});
 }
+
+// Everything a client could compare between two answers, except the request's own id, the time
+// in Server-Timing, and the D1 bookmark's value (the database's state when the request ran, not
+// the resource). `swap` replaces names that differ between the two requests by design.
+export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: string) => string = (text) => text) {
+	const { trace: _, ...body } = res.body ?? {};
+	const headers = [...res.headers.entries()]
+		.filter(([name]) => name !== "x-request-id")
+		.map(([name, value]) => [name, name === "server-timing" ? value.replace(/dur=[\d.]+/, "dur=") : name === "x-d1-bookmark" ? "bookmark" : value]);
+	return JSON.parse(swap(JSON.stringify({ status: res.status, body, headers })));
+}

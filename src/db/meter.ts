@@ -37,32 +37,28 @@ export class D1Meter implements D1Cost {
 		this.add({ queries: 1, rowsRead: meta?.rows_read ?? 0, rowsWritten: meta?.rows_written ?? 0, ms: meta?.duration ?? 0 });
 	}
 
-	// A lookup that found a row the caller may not see reports the rows an absent one reads
-	// (none, by primary key): otherwise Server-Timing would tell the two apart.
-	concealReadsSince(before: D1Cost) {
-		this.rowsRead = before.rowsRead;
+	// The one way a read over items the caller may not all see is counted. What D1 reports for
+	// it would count the hidden rows, and the index steps around them, so that figure is
+	// dropped: rows_read gains `perRow` for each row the caller sees (its index entry, plus one
+	// for each table joined to it by key) and nothing for the others. A hidden item and an
+	// absent one cost the same in Server-Timing because the figure is made from what the
+	// caller sees, not by subtracting what it may not. Statements and time still count. The
+	// read must not run beside other metered work of the same request, whose rows would go too.
+	async sighted<T>(read: () => Promise<T[]>, sees: (row: T) => boolean, perRow = 1): Promise<T[]> {
+		const before = this.rowsRead;
+		const rows = await read();
+		const kept = rows.filter(sees);
+		this.rowsRead = before + kept.length * perRow;
+		return kept;
 	}
 
-	// A list read drops the rows the caller may not see and reports what it would have read had
-	// they not existed, so Server-Timing cannot count them. Each dropped row cost its statement
-	// `perRow` rows_read: its index entry, plus one for each table joined to it by key. The rows
-	// fall in ranges of an index (`range` names a row's; one range by default), and a scan steps
-	// onto the entry past the end of a range it found rows in: a range whose rows are all hidden
-	// would have found none, so that step goes too. At the very end of an index there is no such
-	// entry; the figure then stays at what the statement had read before its rows (`before`).
-	concealRows<T>(before: D1Cost, rows: T[], visible: (row: T) => boolean, cost: { perRow: number; range?: (row: T) => string }): T[] {
-		const kept: T[] = [];
-		const ranges = new Map<string, boolean>();
-		for (const row of rows) {
-			const key = cost.range?.(row) ?? "";
-			const shown = visible(row);
-			if (shown) kept.push(row);
-			ranges.set(key, shown || ranges.get(key) === true);
-		}
-		const emptied = [...ranges.values()].filter((shown) => !shown).length;
-		const hidden = (rows.length - kept.length) * cost.perRow + emptied;
-		this.rowsRead = Math.max(before.rowsRead, this.rowsRead - hidden);
-		return kept;
+	// The same for a lookup of one item: it, when found and seen, else undefined.
+	async sightedOne<T>(read: () => Promise<T | undefined>, sees: (row: T) => boolean, perRow = 1): Promise<T | undefined> {
+		const [row] = await this.sighted(async () => {
+			const found = await read();
+			return found === undefined ? [] : [found];
+		}, sees, perRow);
+		return row;
 	}
 
 	snapshot(): D1Cost {

@@ -48,8 +48,9 @@ const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
 // absent or hidden by the caller's identity rule.
 async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: string, identity: string) {
 	const twin = await visibleTwin(ctx, ctx.caller, twinId);
-	const row = await findOwnIdentity(ctx.db, twin.uuid, ctx.caller.account, identity);
-	if (!row || !canSeeIdentity(ctx.caller, row, twin, now())) throw new ApiError("not_found", { description: "No such identity" });
+	const at = now();
+	const row = await ctx.meter.sightedOne(() => findOwnIdentity(ctx.db, twin.uuid, ctx.caller.account, identity), (r) => canSeeIdentity(ctx.caller, r, twin, at));
+	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { twin, row };
 }
 
@@ -100,10 +101,9 @@ export const getTwinIdentities = defineOperation({
 		const budget = new Budget(WORK_UNITS);
 		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
 		if (query.show_personal) {
-			// The identities the reader's role hides cost nothing, as if absent (one row each).
-			const before = ctx.meter.snapshot();
-			const rows = await listOwnIdentities(ctx.db, twin.uuid, reader.account);
-			for (const row of ctx.meter.concealRows(before, rows, (r) => canSeeIdentity(reader, r, twin, at, budget), { perRow: 1 })) {
+			// The identities the reader's role hides cost nothing, as if absent.
+			const rows = await ctx.meter.sighted(() => listOwnIdentities(ctx.db, twin.uuid, reader.account), (r) => canSeeIdentity(reader, r, twin, at, budget));
+			for (const row of rows) {
 				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
 				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
 				answer.identities[row.identity] = listed(row);
@@ -121,11 +121,10 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	if (reader.rules.identity === null || only === reader.account) return foreign;
 	const at = now();
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
-	// What the rows it may not see cost is taken out of Server-Timing, as if they were absent.
-	const before = ctx.meter.snapshot();
-	const rows = await listPublicIdentities(ctx.db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN);
+	// The rows it may not see cost nothing in Server-Timing, as if they were absent.
 	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
-	for (const row of ctx.meter.concealRows(before, rows, sees, { perRow: 1 })) (foreign[row.account] ??= {})[row.identity] = listed(row);
+	const rows = await ctx.meter.sighted(() => listPublicIdentities(ctx.db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN), sees);
+	for (const row of rows) (foreign[row.account] ??= {})[row.identity] = listed(row);
 	return foreign;
 }
 

@@ -21,19 +21,21 @@ import { visibleTwin } from "./twins";
 
 // Reads of any ledger on a twin the caller sees. The whole ledger (at most 64 KiB) is read
 // and filtered here, so which names a request asks for changes nothing of what it costs, and
-// the rows of the entries the caller may not see are taken out of Server-Timing: such an
-// entry looks, and costs, like an absent one.
+// Server-Timing counts only the entries the caller sees (D1Meter.sighted): an entry it may not
+// see looks, and costs, like an absent one.
 
 type Params = z.infer<typeof ledgerParams>;
 
 async function visibleEntries(ctx: Context & { caller: Caller }, params: Params, names: string[] | undefined) {
 	const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 	const ledger = ledgerAccount(params.ledger, ctx.caller, twin);
-	const before = ctx.meter.snapshot();
-	const rows = await readLedger(ctx.db, twin.uuid, ledger);
-	const all = new Map(rows.map((row) => [row.name, storedOf(row)]));
-	const sight = new EntrySight(ctx.caller, twinView(twin), ledger, all, now());
-	const visible = ctx.meter.concealRows(before, [...all.values()], (entry) => sight.shows(entry), { perRow: 1 });
+	// The sight is made from the whole ledger: the owner's visibility rules read every entry.
+	let sight!: EntrySight;
+	const visible = await ctx.meter.sighted(async () => {
+		const all = (await readLedger(ctx.db, twin.uuid, ledger)).map(storedOf);
+		sight = new EntrySight(ctx.caller, twinView(twin), ledger, new Map(all.map((entry) => [entry.name, entry])), now());
+		return all;
+	}, (entry) => sight.shows(entry));
 	const seen = new Map(visible.map((entry) => [entry.name, entry]));
 	const entries = names ? names.map((name) => seen.get(name)).filter((e) => e !== undefined) : [...seen.values()];
 	return { twin, ledger, sight, entries };

@@ -1,15 +1,24 @@
 import * as z from "zod";
-import { type ResolvedRow, resolveIdentity } from "../db/identities";
+import { type ResolvedRow, type ResolvePosition, resolveIdentity } from "../db/identities";
+import { readsRoot } from "../rules/ast";
 import { canSeeIdentity, isExpired } from "../rules/identities";
+import { ruleOf } from "../rules/stored";
 import { isVisible } from "../rules/visibility";
 import { Budget, WORK_UNITS } from "../rules/strings";
 import { now } from "../base/time";
+import { ApiError } from "../base/errors";
+import type { Caller } from "../base/caller";
+import { MAX_PAGE_BYTES } from "../durable/scan";
+import { open, seal } from "../webhooks/seal";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
-import { queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
 
-// At most this many attachments are examined, and so at most this many twins answered.
-const MAX_RESOLVED = 1000;
+// At most this many attachments are examined per page, and so at most this many twins answered.
+export const MAX_RESOLVED = 1000;
+// A page that reads descriptions (up to 32 KiB each, with their certificates) stays under
+// MAX_PAGE_BYTES by examining fewer attachments.
+export const MAX_RESOLVED_DESCRIBED = Math.floor(MAX_PAGE_BYTES / (MAX_DESCRIPTION_BYTES + 1024));
 const MAX_CONTEXT_ACCOUNTS = 10;
 
 // `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
@@ -27,19 +36,41 @@ function twinOf(row: ResolvedRow) {
 		owner: row.owner,
 		status: row.status,
 		updated_ts: row.twin_updated_ts,
-		description: JSON.parse(row.description),
-		creation_certificate: JSON.parse(row.creation_certificate),
+		description: row.description === null ? null : JSON.parse(row.description),
+		creation_certificate: row.creation_certificate === null ? null : JSON.parse(row.creation_certificate),
 		termination_certificate: row.termination_certificate ? JSON.parse(row.termination_certificate) : null,
 	};
 }
 
+// The cursor is the position of the page's last examined attachment, sealed: it may be one the
+// caller cannot see, and it holds only for the request it came from (identity, context, details,
+// caller), so it can be neither read nor moved to another query.
+function cursorScope(caller: Caller, identity: string, query: { context: unknown; details: boolean }) {
+	return `resolve/${caller.user}/${identity}/${JSON.stringify(query.context)}/${query.details}`;
+}
+
+async function positionOf(env: Env, scope: string, cursor: string | undefined): Promise<ResolvePosition | null> {
+	if (cursor === undefined) return null;
+	try {
+		const [part, account, twin] = JSON.parse(await open(env, scope, "cursor", cursor)) as string[];
+		if ((part === "own" || part === "foreign") && typeof account === "string" && typeof twin === "string") return { part, account, twin };
+	} catch {
+		// Not one of ours, or not for this request: the same answer as a malformed one.
+	}
+	throw new ApiError("invalid_cursor", { description: "The cursor is invalid, or belongs to another request" });
+}
+
 export const resolveTwinIdentity = defineOperation({
 	name: "resolve_twin_identity",
-	summary: "The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity",
+	summary: "The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity; paged",
 	auth: "secret",
 	params: z.strictObject({ identity: identityParam }),
-	query: z.strictObject({ context: context.optional().default("personal"), details: queryBoolean.optional().default(false) }),
-	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])) }),
+	query: z.strictObject({
+		context: context.optional().default("personal"),
+		details: queryBoolean.optional().default(false),
+		cursor: z.string().max(1024).optional(),
+	}),
+	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_RESOLVED), cursor: z.string().nullable() }),
 	async run({ params, query }, ctx) {
 		const reader = ctx.caller;
 		const me = reader.account;
@@ -47,25 +78,33 @@ export const resolveTwinIdentity = defineOperation({
 		const own = accounts === null || accounts.includes(me) ? me : null;
 		// A role without an identity rule sees no other account's identity: none is read.
 		const others = accounts?.filter((account) => account !== me) ?? null;
-		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { only: others } : null;
+		const foreign = reader.rules.identity !== null && others?.length !== 0 ? { only: others, except: me } : null;
+		// Descriptions are read when the answer holds them or a rule may read them: the role's
+		// identity rule, or the visibility rules of other accounts' identities.
+		const descriptions = query.details || foreign !== null || readsRoot(ruleOf(reader.rules.identity), "TWIN");
+		const limit = descriptions ? MAX_RESOLVED_DESCRIBED : MAX_RESOLVED;
+		const scope = cursorScope(reader, params.identity, query);
+		const after = await positionOf(ctx.env, scope, query.cursor);
 
 		const at = now();
-		// Every rule this request evaluates, over up to MAX_RESOLVED rows, shares one budget.
+		// Every rule this page evaluates shares one budget.
 		const budget = new Budget(WORK_UNITS);
-		const before = ctx.meter.snapshot();
-		const rows = await resolveIdentity(ctx.db, params.identity, own, foreign, MAX_RESOLVED);
-		const sees = (row: ResolvedRow) =>
-			!isExpired(row, at) && (row.part === "own" || row.account !== me) && canSeeIdentity(reader, row, twinOf(row), at, budget);
-		// Each part reads one range of an identity index, or one per account when accounts are listed.
-		const range = (row: ResolvedRow) => (row.part === "foreign" && foreign?.only ? row.account : row.part);
+		let examined: ResolvedRow[] = [];
+		const read = async () => (examined = await resolveIdentity(ctx.db, { identity: params.identity, own, foreign, descriptions }, after, limit));
+		// Expired identities no longer identify; the others as the reader's sight decides.
+		const sees = (row: ResolvedRow) => !isExpired(row, at) && canSeeIdentity(reader, row, twinOf(row), at, budget);
+		// Each attachment costs its index entry and its twin.
+		const visible = await ctx.meter.sighted(read, sees, 2);
+
+		const last = examined.at(-1);
+		const cursor = examined.length < limit || !last ? null : await seal(ctx.env, scope, "cursor", JSON.stringify([last.part, last.account, last.twin]));
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
-		const visible = ctx.meter.concealRows(before, rows, sees, { perRow: 2, range });
 		for (const row of visible.sort((x, y) => (x.twin < y.twin ? -1 : x.twin > y.twin ? 1 : 0))) {
 			if (!twins.has(row.twin)) twins.set(row.twin, twinOf(row));
 		}
 		// Without details every twin is named, even one the caller cannot see; with details
 		// only the visible ones, as scan_twins shows them.
-		if (!query.details) return { twins: [...twins.keys()] };
-		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at, budget)) };
+		if (!query.details) return { twins: [...twins.keys()], cursor };
+		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at, budget)), cursor };
 	},
 });

@@ -14,10 +14,9 @@ const twinParams = z.strictObject({ twin: uuid });
 
 // A twin the caller may not see answers exactly as a twin that does not exist.
 export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
-	const before = ctx.meter.snapshot();
-	const twin = await findTwin(ctx.db, uuid);
-	if (twin && isVisible(caller, twin, now())) return twin;
-	ctx.meter.concealReadsSince(before);
+	const at = now();
+	const twin = await ctx.meter.sightedOne(() => findTwin(ctx.db, uuid), (row) => isVisible(caller, row, at));
+	if (twin) return twin;
 	throw new ApiError("not_found", { description: "No such twin" });
 }
 

@@ -41,13 +41,9 @@ function detail(row: SubscriptionRow, at = now()) {
 }
 
 async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
-	const before = ctx.meter.snapshot();
-	const row = await findOwnSubscription(ctx.db, ctx.caller.account, subscription);
-	if (!row) {
-		// Another account's subscription reports what an absent one costs.
-		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", { description: "No such subscription" });
-	}
+	// Another account's subscription reports what an absent one costs.
+	const row = await ctx.meter.sightedOne(() => findOwnSubscription(ctx.db, ctx.caller.account, subscription), () => true);
+	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	return row;
 }
 

@@ -28,13 +28,11 @@ const tokenQuery = z.strictObject({ token: z.string() });
 // past its validity 400, failed 409: failed, unsubscribed and expired are final for a token,
 // and only the owner's resend_webhook_confirmation issues a new one.
 async function liveSubscription(ctx: Context, account: string, token: string): Promise<SubscriptionRow> {
-	const before = ctx.meter.snapshot();
-	const row = token ? await findByToken(ctx.db, account, await sha256Hex(token)) : undefined;
-	if (!row || row.status === "unsubscribed") {
-		// Another account's token, or a dead one, reports what an unknown token costs.
-		ctx.meter.concealReadsSince(before);
-		throw new ApiError("not_found", { description: "No such subscription" });
-	}
+	// Another account's token, or a dead one, reports what an unknown token costs.
+	const hash = token ? await sha256Hex(token) : undefined;
+	const read = async () => (hash === undefined ? undefined : await findByToken(ctx.db, account, hash));
+	const row = await ctx.meter.sightedOne(read, (found) => found.status !== "unsubscribed");
+	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
 		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now(), { status: row.status });

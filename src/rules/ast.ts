@@ -47,3 +47,20 @@ export function classOf(value: Json): JsonClass {
 			return "object";
 	}
 }
+
+// Whether a rule reads the variable `root` anywhere (to know whether a read must fetch it).
+export function readsRoot(rule: Rule | null, root: Root): boolean {
+	if (rule === null) return false;
+	switch (rule.kind) {
+		case "literal":
+			return false;
+		case "var":
+			return rule.root === root;
+		case "list":
+			return rule.items.some((item) => readsRoot(item, root));
+		case "not":
+			return readsRoot(rule.arg, root);
+		default:
+			return readsRoot(rule.left, root) || readsRoot(rule.right, root);
+	}
+}

@@ -25,7 +25,7 @@ async function aesKey(secret: string | undefined): Promise<CryptoKey> {
 	);
 }
 
-export type Purpose = "token" | "key";
+export type Purpose = "token" | "key" | "cursor";
 
 export async function seal(env: Env, subscription: string, purpose: Purpose, plain: string): Promise<string> {
 	const iv = crypto.getRandomValues(new Uint8Array(12));

@@ -36,12 +36,4 @@ export async function seedIdentities(account: string, rows: { twin: string; iden
 	}
 }
 
-// Everything a client could compare between two answers, except the request's own id and the
-// D1 bookmark's value (the database's state when the request ran, not the resource).
-export function fingerprint(res: Awaited<ReturnType<typeof call>>) {
-	const { trace: _, ...body } = res.body ?? {};
-	const headers = [...res.headers.entries()]
-		.filter(([name]) => name !== "x-request-id")
-		.map(([name, value]) => [name, name === "server-timing" ? value.replace(/dur=[\d.]+/, "dur=") : name === "x-d1-bookmark" ? "bookmark" : value]);
-	return { status: res.status, body, headers };
-}
+export { fingerprint } from "../helpers";
