@@ -80,8 +80,8 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// Identity writes of this account, on any twin it can see (checked by the caller).
-	createIdentities(caller: CallerId, twin: string, input: identities.IdentityInput) {
-		return this.write(caller, "create_twin_identity", (db) => identities.createIdentities(db, caller.account, twin, input));
+	createIdentities(caller: CallerId, twin: identities.TwinView, input: identities.IdentityInput) {
+		return this.write(caller, "create_twin_identity", (db, current, meter) => identities.createIdentities(db, meter, current, twin, input));
 	}
 
 	updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
@@ -208,9 +208,9 @@ export class AccountDO extends DurableObject<Env> {
 	// of the account in between. Its notification messages go to the queue right after the commit.
 	writeLedger(write: LedgerWrite) {
 		const account = write.writer.account;
-		return this.serialized(async (db) => {
+		return this.serialized(async (db, meter) => {
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
-			const { published, ...value } = await writeLedger(db, write, now(), { fanOut, beforeCommit: () => this.armDrain(account) });
+			const { published, ...value } = await writeLedger(db, write, now(), { fanOut, beforeCommit: () => this.armDrain(account), meter });
 			if (published) await this.drain(account);
 			return value;
 		});
@@ -219,14 +219,14 @@ export class AccountDO extends DurableObject<Env> {
 	private write<T extends { uuid: string } | { user: string }>(
 		caller: CallerId,
 		action: string,
-		work: (db: Database, current: Caller) => Promise<T>,
+		work: (db: Database, current: Caller, meter: D1Meter) => Promise<T>,
 	): Promise<Outcome<T>> {
-		return this.serialized(async (db) => {
+		return this.serialized(async (db, meter) => {
 			// The Worker checked the statement before the call, but a role change queued ahead of
 			// this write may have taken the action away since: it counts here.
 			const current = await writes.currentCaller(db, caller);
 			checkStatement(current, action);
-			const value = await work(db, current);
+			const value = await work(db, current, meter);
 			this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
 			return value;
 		});
@@ -234,11 +234,11 @@ export class AccountDO extends DurableObject<Env> {
 
 	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
 	// each write starts when the previous one has finished, whatever its outcome.
-	private serialized<T>(work: (db: Database) => Promise<T>): Promise<Outcome<T>> {
+	private serialized<T>(work: (db: Database, meter: D1Meter) => Promise<T>): Promise<Outcome<T>> {
 		const run = this.tail.then(async (): Promise<Outcome<T>> => {
 			const meter = new D1Meter();
 			try {
-				const value = await work(database(meter.wrap(this.env.DB)));
+				const value = await work(database(meter.wrap(this.env.DB)), meter);
 				return { ok: true, value, cost: meter.snapshot() };
 			} catch (error) {
 				if (error instanceof ApiError) {

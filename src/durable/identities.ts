@@ -2,6 +2,9 @@ import type { Database } from "../db/client";
 import { deleteIdentity, type IdentityChanges, type IdentityRow, insertIdentities, listOwnIdentities, patchIdentity } from "../db/identities";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
+import type { Caller } from "../base/caller";
+import type { D1Meter } from "../db/meter";
+import { canSeeIdentity } from "../rules/identities";
 
 // An account's identity writes. AccountDO runs them one at a time, so the duplicate and quota
 // checks of a create cannot race another write of the same account (only that account writes
@@ -22,21 +25,40 @@ export function identityRecord(row: IdentityRow) {
 	};
 }
 
-export async function createIdentities(db: Database, account: string, twin: string, input: IdentityInput) {
-	const existing = new Set((await listOwnIdentities(db, twin, account)).map((row) => row.identity));
+export type TwinView = { uuid: string; owner: string; status: string; description: unknown };
+
+// An identity the writer cannot see is absent to it, as to its reads. The role's identity
+// rule reads the identity's name, the twin and the user, never the identity's own settings, so
+// an identity it hides is hidden whatever is written: creating one is refused (403102) whether
+// it exists or not, the duplicate check meets only identities the writer sees, and
+// Server-Timing counts only those. The per-twin limit counts them all: it bounds the rows.
+export async function createIdentities(db: Database, meter: D1Meter, writer: Caller, twin: TwinView, input: IdentityInput) {
+	const at = now();
 	const names = Object.keys(input);
+	const sees = (identity: string) => canSeeIdentity(writer, { identity, account: writer.account, visibility: null, validity_ts: null }, twin, at);
+	const unseen = names.filter((name) => !sees(name));
+	if (unseen.length) {
+		const details = unseen.map((name) => ({ path: `identities.${name}`, message: "The role's identity rule would hide this identity from its writer" }));
+		throw new ApiError("escalation", { description: `The caller's role would not see ${unseen.join(", ")}: a user attaches only identities it can see`, details });
+	}
+	let count = 0;
+	const seen = await meter.sighted(async () => {
+		const rows = await listOwnIdentities(db, twin.uuid, writer.account);
+		count = rows.length;
+		return rows;
+	}, (row) => sees(row.identity));
+	const existing = new Set(seen.map((row) => row.identity));
 	const taken = names.filter((name) => existing.has(name));
 	if (taken.length) {
 		const details = taken.map((name) => ({ path: `identities.${name}`, message: "The account already has this identity on the twin" }));
 		throw new ApiError("conflict", { description: `The account already has ${taken.join(", ")} on this twin`, details });
 	}
-	if (existing.size + names.length > MAX_IDENTITIES_PER_TWIN) {
+	if (count + names.length > MAX_IDENTITIES_PER_TWIN) {
 		throw new ApiError("conflict", { description: `An account may attach at most ${MAX_IDENTITIES_PER_TWIN} identities to one twin` });
 	}
-	const at = now();
 	const rows = names.map((identity) => ({
-		twin,
-		account,
+		twin: twin.uuid,
+		account: writer.account,
 		identity,
 		validity_ts: input[identity].validity_ts ?? null,
 		visibility: input[identity].visibility ?? null,
@@ -44,7 +66,7 @@ export async function createIdentities(db: Database, account: string, twin: stri
 		updated_ts: at,
 	}));
 	await insertIdentities(db, rows);
-	return { uuid: twin, identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])) };
+	return { uuid: twin.uuid, identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])) };
 }
 
 export async function updateIdentity(db: Database, account: string, twin: string, identity: string, changes: IdentityChanges) {

@@ -11,6 +11,7 @@ import { compare, evaluate } from "../rules/evaluate";
 import { fanOut } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
+import { D1Meter } from "../db/meter";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
@@ -42,14 +43,25 @@ export function historyCutoff(history: string, at: number): number {
 const DEFAULT_FAN_OUT = 1000;
 
 // `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS), and
-// `notify.beforeCommit` runs before a batch with messages commits. Answers the entries and
-// whether the batch wrote notification messages for the account's object to drain.
+// `notify.beforeCommit` runs before a batch with messages commits; `notify.meter` is the one
+// `db` reports to. Answers the entries and whether the batch wrote notification messages for
+// the account's object to drain.
+//
+// An entry the writer cannot see is absent to its writes, as to its reads: update and delete
+// pass it by, conditions read it as null, Server-Timing does not count it, and an add may not
+// make an entry its writer would not see (403102 for a hidden name and an absent one alike).
 export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
 	const account = write.writer.account;
-	const rows = await readLedger(db, write.twin.uuid, account);
-	const current = new Map(rows.map((row) => [row.name, storedOf(row)]));
+	const meter = notify.meter ?? new D1Meter();
+	let sight!: EntrySight;
 	// One budget for every rule of the write; past it the write is refused, naming the rule.
-	const sight = new EntrySight(write.writer, write.twin, account, current, at);
+	const sees = (entry: StoredEntry) => refuseOverBudget(`entries.${entry.name}`, () => sight.sees(entry));
+	let current = new Map<string, StoredEntry>();
+	await meter.sighted(async () => {
+		current = new Map((await readLedger(db, write.twin.uuid, account)).map((row) => [row.name, storedOf(row)]));
+		sight = new EntrySight(write.writer, write.twin, account, current, at);
+		return [...current.values()];
+	}, sees);
 	checkConditions(sight, write.conditions);
 
 	const key = (name: string) => ({ twin: write.twin.uuid, account, name });
@@ -59,7 +71,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	if (write.kind === "delete") {
 		for (const name of write.names ?? [...current.keys()]) {
 			const entry = current.get(name);
-			if (entry && refuseOverBudget(`entries.${name}`, () => sight.sees(entry))) answer[name] = entry;
+			if (entry && sees(entry)) answer[name] = entry;
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
@@ -70,7 +82,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 
 	const after = new Map(current);
 	const events: EntryEvent[] = [];
-	refuseUnwritable(write, current, sight);
+	refuseUnwritable(write, current, sees, at);
 	for (const [name, change] of Object.entries(write.entries)) {
 		const before = current.get(name);
 		const next = merged(name, before, change, at);
@@ -94,14 +106,16 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		}
 		statements.push(pruneHistory(db, key(name), historyCutoff(history, at)));
 	}
+	// The limit is the ledger's, hidden entries included (every read and write loads them all);
+	// the refusal names only the limit, not the total, which would count the hidden entries.
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
-		throw new ApiError("ledger_too_large", { description: `The ledger would be ${ledgerBytes(after)} bytes; the limit is ${MAX_LEDGER_BYTES}` });
+		throw new ApiError("ledger_too_large", { description: `The ledger would exceed its limit of ${MAX_LEDGER_BYTES} bytes` });
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
 	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, sight }, answer);
 }
 
-type Notify = { fanOut?: number; beforeCommit?: () => Promise<void> };
+type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter };
 
 // The write's events: its trigger, each entry's change, the ledger after it, and the sight
 // the write was checked with (its budget is the request's).
@@ -135,9 +149,21 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
 }
 
-function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sight: EntrySight) {
+// An add refuses a name whose entry, as written, the writer could not see: for a hidden name
+// and an absent one alike, since a rule that hides an entry by name hides the new one too. It
+// then refuses the names the writer sees taken. An update refuses names absent or hidden.
+function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sees: (entry: StoredEntry) => boolean, at: number) {
 	const names = Object.keys(write.entries);
 	if (write.kind === "add") {
+		const unseen = names.filter((name) => !sees(merged(name, undefined, write.entries[name], at).entry));
+		if (unseen.length) {
+			const details = unseen.map((name) => ({ path: `entries.${name}`, message: "The role's entry rule would hide this entry from its writer" }));
+			throw new ApiError("escalation", { description: `The caller's role would not see ${unseen.join(", ")}: a user adds only entries it can see`, details });
+		}
+		// A name taken by an entry the writer cannot see, though it would see the new one (a rule
+		// that reads the entry's value or times, not only its name), is refused too: replacing
+		// an entry its writer may not see, or answering 201 for nothing written, would be worse
+		// than the existence this tells.
 		const taken = names.filter((name) => current.has(name));
 		if (taken.length) {
 			const details = taken.map((name) => ({ path: `entries.${name}`, message: "The entry exists" }));
@@ -147,7 +173,7 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 	}
 	const unknown = names.filter((name) => {
 		const entry = current.get(name);
-		return !entry || !refuseOverBudget(`entries.${name}`, () => sight.sees(entry));
+		return !entry || !sees(entry);
 	});
 	if (unknown.length) {
 		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));

@@ -69,7 +69,8 @@ export const createTwinIdentity = defineOperation({
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.createIdentities(ctx.caller, twin.uuid, body.identities), ctx.meter);
+		const view = { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description };
+		return unwrap(await stub.createIdentities(ctx.caller, view, body.identities), ctx.meter);
 	},
 });
 

@@ -61,7 +61,7 @@ describe("AccountDO", () => {
 		const caller = { account: admin.account, user: narrowed };
 		const role = { name: "Any", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow" as const, actions: [] } };
 		expect(await stub.createRole(caller, role)).toMatchObject({ ok: false, code: "operation_forbidden" });
-		expect(await stub.createIdentities(caller, crypto.randomUUID(), { identities: { "RFID#1": {} } } as never)).toMatchObject({ ok: false, code: "operation_forbidden" });
+		expect(await stub.createIdentities(caller, { uuid: crypto.randomUUID(), owner: admin.account, status: "alive", description: {} }, { identities: { "RFID#1": {} } } as never)).toMatchObject({ ok: false, code: "operation_forbidden" });
 		expect((await stub.journal()).filter((line) => line.actor === narrowed)).toEqual([]);
 	});
 
