@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
 import { ledgerEntries, ledgerHistory } from "./schema";
+import { utf8Bytes } from "../base/json";
 
 export type EntryRow = typeof ledgerEntries.$inferSelect;
 
@@ -19,25 +20,46 @@ export function readLedger(db: Database, twin: string, account: string): Promise
 }
 
 export type HistoryRow = { name: string; ts: number; value: string };
+export type HistoryPosition = { name: string; ts: number };
 
-// The newest `limit` records per entry within [ge, le], in one query for up to 100 names.
+// One page of history: the newest `range.limit` records per entry within [ge, le], in (name,
+// newest first) order after `after`, up to `maxBytes` of values (at least one record). The
+// sizes are added up through the ledger_history_sizes index, so the values of records past the
+// page, up to 64 KiB each and 100 names x 100 records per request, are never read: only the
+// page's own are. CROSS JOIN keeps the names outside, so each is one range of the index (a
+// cursor's condition could otherwise make the planner walk the whole ledger's history).
+// `names` must be sorted and start at `after`'s. Answers the page and whether records remain.
 export async function readHistory(
 	db: Database,
-	twin: string,
-	account: string,
-	names: string[],
+	key: { twin: string; account: string; names: string[] },
 	range: { ge: number; le: number; limit: number },
-): Promise<HistoryRow[]> {
-	if (names.length === 0) return [];
-	return (await db.all(sql`
-		SELECT name, ts, value FROM (
-			SELECT name, ts, value, row_number() OVER (PARTITION BY name ORDER BY ts DESC) AS position
-			FROM ledger_history
-			WHERE twin = ${twin} AND account = ${account} AND name IN (SELECT value FROM json_each(${JSON.stringify(names)}))
-				AND ts >= ${range.ge} AND ts <= ${range.le}
-		)
-		WHERE position <= ${range.limit}
-		ORDER BY name, ts DESC`)) as HistoryRow[];
+	after: HistoryPosition | null,
+	maxBytes: number,
+): Promise<{ rows: HistoryRow[]; more: boolean }> {
+	const { twin, account, names } = key;
+	if (names.length === 0) return { rows: [], more: false };
+	// `names` start at the cursor's: only its own records before the cursor are passed by.
+	const past = after ? sql`AND (h.name <> ${after.name} OR h.ts < ${after.ts})` : sql``;
+	// The entry's limit counts from its newest record in range, whichever page this is.
+	const oldestKept = sql`(SELECT x.ts FROM ledger_history x
+		WHERE x.twin = ${twin} AND x.account = ${account} AND x.name = n.value AND x.ts >= ${range.ge} AND x.ts <= ${range.le}
+		ORDER BY x.ts DESC LIMIT 1 OFFSET ${range.limit - 1})`;
+	const rows = (await db.all(sql`
+		WITH picked AS (
+			SELECT h.name, h.ts, h.bytes FROM json_each(${JSON.stringify(names)}) n
+			CROSS JOIN ledger_history h ON h.twin = ${twin} AND h.account = ${account} AND h.name = n.value
+			WHERE h.ts >= ${range.ge} AND h.ts <= ${range.le} AND h.ts >= coalesce(${oldestKept}, ${range.ge}) ${past}
+		),
+		sized AS (
+			SELECT name, ts, SUM(bytes) OVER (ORDER BY name, ts DESC ROWS UNBOUNDED PRECEDING) AS running,
+				row_number() OVER (ORDER BY name, ts DESC) AS position
+			FROM picked
+		),
+		page AS (SELECT name, ts, position FROM sized WHERE running <= ${maxBytes} OR position = 1)
+		SELECT p.name, p.ts, h.value, (SELECT count(*) FROM sized) > (SELECT count(*) FROM page) AS more
+		FROM page p JOIN ledger_history h ON h.twin = ${twin} AND h.account = ${account} AND h.name = p.name AND h.ts = p.ts
+		ORDER BY p.position`)) as (HistoryRow & { more: number })[];
+	return { rows: rows.map(({ name, ts, value }) => ({ name, ts, value })), more: rows[0]?.more === 1 };
 }
 
 type Key = { twin: string; account: string; name: string };
@@ -60,10 +82,11 @@ export function deleteEntries(db: Database, twin: string, account: string, names
 }
 
 export function appendHistory(db: Database, key: Key, ts: number, value: string) {
+	const bytes = utf8Bytes(value);
 	return db
 		.insert(ledgerHistory)
-		.values({ ...key, ts, value })
-		.onConflictDoUpdate({ target: [ledgerHistory.twin, ledgerHistory.account, ledgerHistory.name, ledgerHistory.ts], set: { value } });
+		.values({ ...key, ts, value, bytes })
+		.onConflictDoUpdate({ target: [ledgerHistory.twin, ledgerHistory.account, ledgerHistory.name, ledgerHistory.ts], set: { value, bytes } });
 }
 
 export function dropHistory(db: Database, key: Key) {

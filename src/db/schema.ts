@@ -252,6 +252,9 @@ export const ledgerHistory = sqliteTable(
 		name: text("name").notNull(),
 		ts: real("ts").notNull(),
 		value: text("value").notNull(),
+		// The value's size in bytes: a history page adds sizes up through the index below
+		// without reading the values (up to 64 KiB each) it will not answer.
+		bytes: integer("bytes").notNull().default(0),
 	},
-	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] })],
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] }), index("ledger_history_sizes").on(t.twin, t.account, t.name, t.ts, t.bytes)],
 );

@@ -1,5 +1,8 @@
 import * as z from "zod";
-import { readHistory, readLedger } from "../db/ledgers";
+import { type HistoryPosition, readHistory, readLedger } from "../db/ledgers";
+import { MAX_PAGE_BYTES } from "../durable/scan";
+import { ApiError } from "../base/errors";
+import { open, seal } from "../webhooks/seal";
 import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
@@ -82,23 +85,64 @@ export const getTwinLedgerEntryValue = defineOperation({
 	},
 });
 
+// A history page's values stay this far under MAX_PAGE_BYTES, which leaves room for the
+// timestamps and names that key them (at most 100 x 100 records of about 30 bytes each).
+const HISTORY_PAGE_BYTES = MAX_PAGE_BYTES - 1024 * 1024;
+// With at most `limit` (100) records each: a page reads at most about 20,000 index entries.
+const HISTORY_NAMES_PER_PAGE = 100;
+
+// The cursor is where the last page stopped (an entry and a record), sealed: it holds only for
+// the request it came from (caller, ledger, names, range), so it can be neither read nor moved.
+function historyScope(caller: Caller, twin: string, ledger: string, query: z.infer<typeof historyQuery>) {
+	return `history/${caller.user}/${twin}/${ledger}/${JSON.stringify([query.entries ?? null, query.ge ?? null, query.le ?? null, query.limit])}`;
+}
+
+async function historyPosition(env: Env, scope: string, cursor: string | undefined): Promise<HistoryPosition | null> {
+	if (cursor === undefined) return null;
+	try {
+		const [name, ts] = JSON.parse(await open(env, scope, "cursor", cursor)) as [unknown, unknown];
+		if (typeof name === "string" && typeof ts === "number") return { name, ts };
+	} catch {
+		// Not one of ours, or not for this request: the same answer as a malformed one.
+	}
+	throw new ApiError("invalid_cursor", { description: "The cursor is invalid, or belongs to another request" });
+}
+
 export const getTwinLedgerEntryHistory = defineOperation({
 	name: "get_twin_ledger_entry_history",
-	summary: "Past values, newest first, of entries of a ledger on a twin that keep history",
+	summary: "Past values, newest first, of entries of a ledger on a twin that keep history; paged under 4 MiB",
 	auth: "secret",
 	response: historyEntries,
 	params: ledgerParams,
 	query: historyQuery,
 	async run({ params, query }, ctx) {
 		const { twin, ledger, entries } = await visibleEntries(ctx, params, query.entries);
-		const kept = entries.filter((e) => e.history !== null).map((e) => e.name);
+		const scope = historyScope(ctx.caller, twin.uuid, ledger, query);
+		const after = await historyPosition(ctx.env, scope, query.cursor);
+		// In the order the index keeps names, as pages walk them.
+		const kept = entries.filter((e) => e.history !== null).map((e) => e.name).sort();
+		// A page reads the records of at most HISTORY_NAMES_PER_PAGE entries, from where the last stopped.
+		const from = after ? kept.filter((name) => name >= after.name) : kept;
+		const names = from.slice(0, HISTORY_NAMES_PER_PAGE);
 		const range = { ge: query.ge ?? 0, le: query.le ?? Number.MAX_SAFE_INTEGER, limit: query.limit };
-		const rows = await readHistory(ctx.db, twin.uuid, ledger, kept, range);
+		// Server-Timing counts the records answered: the index steps around the ranges read
+		// would count the records of entries the caller may not see.
+		let more = false;
+		const rows = await ctx.meter.sighted(async () => {
+			const page = await readHistory(ctx.db, { twin: twin.uuid, account: ledger, names }, range, after, HISTORY_PAGE_BYTES);
+			more = page.more;
+			return page.rows;
+		}, () => true);
 		const answer: Record<string, Record<string, unknown> | typeof NOT_ACCESSIBLE> = {};
 		// One text for absent, hidden and history-less names: none of them says which it is.
-		for (const name of query.entries ?? []) answer[name] = NOT_ACCESSIBLE;
-		for (const name of kept) answer[name] = {};
-		for (const row of rows) (answer[row.name] as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
-		return { entries: answer };
+		for (const name of query.entries ?? []) if (!kept.includes(name)) answer[name] = NOT_ACCESSIBLE;
+		// The first page names every entry that keeps history; later ones those they continue.
+		if (!after) for (const name of kept) answer[name] = {};
+		for (const row of rows) ((answer[row.name] ??= {}) as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
+		// Past a page cut short, the next starts after its last record; past a page that ended
+		// its entries, after every record (timestamps are never negative) of its last one.
+		const last = more ? rows.at(-1) : from.length > names.length ? { name: names.at(-1), ts: -1 } : undefined;
+		const cursor = last ? await seal(ctx.env, scope, "cursor", JSON.stringify([last.name, last.ts])) : null;
+		return { entries: answer, cursor };
 	},
 });

@@ -92,6 +92,8 @@ export const valueEntries = z.object({ entries: z.record(z.string(), valueEntry)
 export const NOT_ACCESSIBLE = "Entry not accessible.";
 export const historyEntries = z.object({
 	entries: z.record(z.string(), z.union([z.record(z.string(), jsonValue), z.literal(NOT_ACCESSIBLE)])),
+	// Null once the last page is answered.
+	cursor: z.string().nullable(),
 });
 
 export const historyQuery = z
@@ -106,5 +108,6 @@ export const historyQuery = z
 			.pipe(z.number().int().min(1, "Must be an integer from 1 to 100").max(100, "Must be an integer from 1 to 100"))
 			.optional()
 			.default(100),
+		cursor: z.string().max(1024).optional(),
 	})
 	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin } from "./support";
+import { addEntries, ledger, newTwin, userWithRules } from "./support";
 
 const pause = () => new Promise((resolve) => setTimeout(resolve, 3));
 
@@ -24,11 +24,41 @@ async function stored(twin: string, name: string) {
 }
 
 // Records written straight into D1, at the given timestamps, as history left by earlier writes.
-async function seedHistory(twin: string, account: string, name: string, stamps: number[]) {
-	const insert = env.DB.prepare("INSERT INTO ledger_history (twin, account, name, ts, value) VALUES (?, ?, ?, ?, ?)");
-	for (let i = 0; i < stamps.length; i += 200) {
-		await env.DB.batch(stamps.slice(i, i + 200).map((ts) => insert.bind(twin, account, name, ts, JSON.stringify({ seeded: ts }))));
+async function seedHistory(twin: string, account: string, name: string, stamps: number[], value = (ts: number): unknown => ({ seeded: ts })) {
+	const insert = env.DB.prepare("INSERT INTO ledger_history (twin, account, name, ts, value, bytes) VALUES (?1, ?2, ?3, ?4, ?5, length(CAST(?5 AS BLOB)))");
+	const rows = stamps.map((ts) => insert.bind(twin, account, name, ts, JSON.stringify(value(ts))));
+	// A batch of D1 is bounded in size as well as in statements.
+	for (let i = 0; i < rows.length; i += 20) await env.DB.batch(rows.slice(i, i + 20));
+}
+
+type Page = { status: number; bytes: number; entries: Record<string, Record<string, unknown> | string>; cursor: string | null };
+
+// Every page of a history read, following the cursors.
+async function walkHistory(secret: string, path: string): Promise<Page[]> {
+	const pages: Page[] = [];
+	let cursor: string | null = null;
+	do {
+		const res = await call("GET", `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { secret });
+		pages.push({ status: res.status, bytes: JSON.stringify(res.body).length, entries: res.body.entries, cursor: res.body.cursor });
+		cursor = res.body.cursor ?? null;
+	} while (cursor !== null && pages.length < 50);
+	return pages;
+}
+
+// What a walk answered of each entry, merged, and how many times each record came.
+function merged(pages: Page[]) {
+	const entries: Record<string, Record<string, unknown> | string> = {};
+	let records = 0;
+	for (const page of pages) {
+		for (const [name, value] of Object.entries(page.entries)) {
+			if (typeof value === "string") entries[name] = value;
+			else {
+				records += Object.keys(value).length;
+				entries[name] = { ...(entries[name] as Record<string, unknown>), ...value };
+			}
+		}
 	}
+	return { entries, records };
 }
 
 describe("ledger entry history", () => {
@@ -92,5 +122,75 @@ describe("ledger entry history", () => {
 		expect(kept[0]).toBe(seeded[2]);
 		const page = await call("GET", ledger(twin, "personal", "/history?entries=busy&limit=3"), { secret: admin.secret });
 		expect(records(page.body.entries.busy).map(([, v]) => v)).toEqual([1, 0, { seeded: seeded[999] }]);
+	});
+});
+
+describe("ledger entry history's pages", () => {
+	it("stay under 4 MiB over records of 60 KB, and a walk of the cursors answers every record once", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { a: { value: 0, history: "INF" }, b: { value: 0, history: "INF" }, c: { value: 0, history: "INF" } });
+		const stamps = Array.from({ length: 100 }, (_, i) => 2_000_000_000 + i);
+		const big = (ts: number) => ({ ts, text: "x".repeat(60_000) });
+		for (const name of ["a", "b", "c"]) await seedHistory(twin, admin.account, name, stamps, big);
+
+		const pages = await walkHistory(admin.secret, ledger(twin, "personal", "/history?entries=a,b,c,missing"));
+		expect(pages.length).toBeGreaterThan(3);
+		for (const page of pages) {
+			expect(page.status).toBe(200);
+			expect(page.bytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+			// Every page says the same of a name it cannot answer.
+			expect(page.entries.missing).toBe("Entry not accessible.");
+		}
+		const { entries, records } = merged(pages);
+		// 100 per entry by the default limit: the seeded ones, newer than the record of each creation.
+		expect(records).toBe(300);
+		for (const name of ["a", "b", "c"]) {
+			const answered = entries[name] as Record<string, { ts: number; text: string }>;
+			expect(Object.keys(answered).map(Number).sort()).toEqual(stamps);
+			expect(Object.entries(answered).every(([ts, value]) => value.ts === Number(ts) && value.text.length === 60_000)).toBe(true);
+		}
+
+		// The per-entry limit counts from each entry's newest record, across pages.
+		const limited = merged(await walkHistory(admin.secret, ledger(twin, "personal", "/history?entries=a,b,c&limit=30")));
+		expect(limited.records).toBe(90);
+		expect(Object.keys(limited.entries.b).map(Number).sort()).toEqual(stamps.slice(70));
+	});
+
+	it("read at most 100 entries a page, however many keep history", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const names = Array.from({ length: 150 }, (_, i) => `e${String(i).padStart(3, "0")}`);
+		for (let i = 0; i < names.length; i += 100) {
+			await addEntries(admin.secret, twin, Object.fromEntries(names.slice(i, i + 100).map((name) => [name, { value: name, history: "INF" }])));
+		}
+		const pages = await walkHistory(admin.secret, ledger(twin, "personal", "/history?limit=5"));
+		expect(pages.length).toBe(2);
+		const { entries, records } = merged(pages);
+		expect(records).toBe(150);
+		expect(Object.keys(entries).sort()).toEqual(names);
+		for (const name of names) expect(Object.values(entries[name])).toEqual([name]);
+	});
+
+	it("refuse a forged cursor, and one from another query or another user", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { a: { value: 0, history: "INF" } });
+		await seedHistory(twin, admin.account, "a", Array.from({ length: 100 }, (_, i) => 1_700_000_000 + i), () => "y".repeat(60_000));
+		const first = await call("GET", ledger(twin, "personal", "/history?entries=a"), { secret: admin.secret });
+		expect(first.body.cursor).toEqual(expect.any(String));
+		const cursor = encodeURIComponent(first.body.cursor);
+		expect((await call("GET", ledger(twin, "personal", `/history?entries=a&cursor=${cursor}`), { secret: admin.secret })).status).toBe(200);
+
+		const other = await userWithRules(admin, {});
+		for (const [secret, query] of [
+			[admin.secret, `entries=a&limit=50&cursor=${cursor}`],
+			[admin.secret, `cursor=${cursor}`],
+			[other.secret, `entries=a&cursor=${cursor}`],
+			[admin.secret, "entries=a&cursor=x"],
+			[admin.secret, `entries=a&cursor=${cursor.slice(0, -2)}AA`],
+		]) {
+			expectError(await call("GET", ledger(twin, "personal", `/history?${query}`), { secret }), 400, 400104);
+		}
 	});
 });
