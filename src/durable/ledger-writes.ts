@@ -75,7 +75,8 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		}
 		const names = Object.keys(answer);
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
-		const left = new Map([...current].filter(([name]) => !(name in answer)));
+		// Own keys only: `in` would also find Object.prototype's, and drop an entry named "constructor".
+		const left = new Map([...current].filter(([name]) => !Object.hasOwn(answer, name)));
 		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
 		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, sight }, answer);
 	}

@@ -34,6 +34,10 @@ export async function readBody(request: Request): Promise<Uint8Array | undefined
 }
 
 export const MAX_JSON_DEPTH = 64;
+// JSON.parse makes "__proto__" an own key, but every object that validation and the handlers
+// build from a body gets its keys by assignment, where this one is the prototype's setter: the
+// key would vanish without a word (a condition ignored, an entry answered but never stored).
+export const RESERVED_KEY = "__proto__";
 
 export function parseJson(bytes: Uint8Array | undefined): unknown {
 	if (!bytes) return undefined;
@@ -43,25 +47,46 @@ export function parseJson(bytes: Uint8Array | undefined): unknown {
 	} catch {
 		throw new ApiError("malformed_json");
 	}
-	// Validation walks a body recursively; a 64 KiB body can nest thousands of levels deep.
-	if (depthOf(value) > MAX_JSON_DEPTH) {
-		throw new ApiError("validation", { description: `The body is nested deeper than ${MAX_JSON_DEPTH} levels`, details: [
-			{ path: "body", message: `Nested deeper than ${MAX_JSON_DEPTH} levels` },
-		] });
-	}
+	checkShape(value);
 	return value;
 }
 
-// Iterative, so that measuring a deep value cannot itself overflow the stack.
-function depthOf(root: unknown): number {
-	let deepest = 0;
-	const stack: [unknown, number][] = [[root, 1]];
-	while (stack.length) {
-		const [value, depth] = stack.pop() as [unknown, number];
-		if (value === null || typeof value !== "object") continue;
-		deepest = Math.max(deepest, depth);
-		if (deepest > MAX_JSON_DEPTH) return deepest;
-		for (const child of Object.values(value)) stack.push([child, depth + 1]);
+// A value met by the walk, linked to its parent so the walk keeps one small record per object
+// and spells a path only for a refusal.
+type Step = { value: object; depth: number; key: string; parent?: Step };
+
+// Validation walks a body recursively, and a 64 KiB body can nest thousands of levels deep:
+// this walk is iterative, so that checking a deep value cannot itself overflow the stack, and
+// it holds at most one record per object or list of the body.
+function checkShape(root: unknown) {
+	if (root === null || typeof root !== "object") return;
+	const stack: Step[] = [{ value: root, depth: 1, key: "" }];
+	for (let step = stack.pop(); step; step = stack.pop()) {
+		if (step.depth > MAX_JSON_DEPTH) throw tooDeep();
+		const list = Array.isArray(step.value);
+		for (const [key, child] of Object.entries(step.value)) {
+			if (!list && key === RESERVED_KEY) throw reserved(pathOf(step, key));
+			if (child !== null && typeof child === "object") stack.push({ value: child, depth: step.depth + 1, key, parent: step });
+		}
 	}
-	return deepest;
+}
+
+// The dot path of `key` in `parent`, as validation names a field (`entries.a.value.0.b`).
+function pathOf(parent: Step, key: string): string {
+	const keys = [key];
+	// The root's own record has no key of its own.
+	for (let at: Step | undefined = parent; at?.parent; at = at.parent) keys.push(at.key);
+	return keys.reverse().join(".");
+}
+
+function tooDeep() {
+	return new ApiError("validation", {
+		description: `The body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+		details: [{ path: "body", message: `Nested deeper than ${MAX_JSON_DEPTH} levels` }],
+	});
+}
+
+function reserved(path: string) {
+	const message = `"${RESERVED_KEY}" is a reserved key`;
+	return new ApiError("validation", { description: `${path}: ${message}`, details: [{ path, message }] });
 }

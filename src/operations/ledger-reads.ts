@@ -138,7 +138,11 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		for (const name of query.entries ?? []) if (!kept.includes(name)) answer[name] = NOT_ACCESSIBLE;
 		// The first page names every entry that keeps history; later ones those they continue.
 		if (!after) for (const name of kept) answer[name] = {};
-		for (const row of rows) ((answer[row.name] ??= {}) as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
+		for (const row of rows) {
+			// Not `??=`: for an entry named "constructor" it would find Object.prototype's and write there.
+			const records = Object.hasOwn(answer, row.name) ? answer[row.name] : (answer[row.name] = {});
+			(records as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
+		}
 		// Past a page cut short, the next starts after its last record; past a page that ended
 		// its entries, after every record (timestamps are never negative) of its last one.
 		const last = more ? rows.at(-1) : from.length > names.length ? { name: names.at(-1), ts: -1 } : undefined;

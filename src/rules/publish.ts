@@ -41,8 +41,10 @@ export function publications(sight: EntrySight, trigger: Trigger, events: EntryE
 			if (!rules.has(text)) rules.set(text, ruleOf(text));
 			const rule = rules.get(text);
 			if (!rule || !refuseOverBudget(`entries.${event.name}.publish.${topic}`, () => evaluate(rule, scope))) continue;
-			out[topic] ??= {};
-			out[topic][event.name] = { new_value: event.new_value, old_value: event.old_value, changed_ts: at };
+			// Not `??=`: a topic may be named like a property of Object.prototype (constructor,
+			// toString), which it would find and write into, and the message would be lost.
+			const messages = Object.hasOwn(out, topic) ? out[topic] : (out[topic] = {});
+			messages[event.name] = { new_value: event.new_value, old_value: event.old_value, changed_ts: at };
 		}
 	}
 	return out;
