@@ -42,6 +42,12 @@ export const ERRORS = {
 		subcode: 409106,
 		description: "The subscription failed; its owner can resend the confirmation",
 	},
+	// 409107 is kept for a request whose Idempotency-Key is still being processed.
+	grantee_limit: {
+		status: 409,
+		subcode: 409108,
+		description: "The account has reached its limit of accounts it grants topics to (MAX_GRANTEES)",
+	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },

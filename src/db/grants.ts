@@ -1,21 +1,27 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { notificationGrants, subscriptions } from "./schema";
 
 // Replaces the topics `account` grants `grantee`, and ends, in the same batch, the grantee's
 // subscriptions to `account`'s topics that are no longer granted: live ones, and failed ones,
-// which a resent confirmation could otherwise bring back without the grant.
-export async function replaceGrant(db: Database, account: string, grantee: string, topics: string[], at: number) {
+// which a resent confirmation could otherwise bring back without the grant. A grant to a new
+// grantee is written only while the account grants fewer than `limit` accounts, checked in the
+// statement that writes it so concurrent grants cannot pass it; replacing or revoking a grant
+// always is. Answers false, having written nothing, when the limit refused it.
+export async function replaceGrant(db: Database, account: string, grantee: string, topics: string[], at: number, limit: number) {
 	const g = notificationGrants;
 	const s = subscriptions;
 	const granted = JSON.stringify(topics);
-	await db.batch([
+	const held = sql`EXISTS (SELECT 1 FROM ${g} WHERE ${g.account} = ${account} AND ${g.grantee} = ${grantee})`;
+	const within = sql`(SELECT count(*) FROM ${g} WHERE ${g.account} = ${account}) < ${limit}`;
+	const [written] = await db.batch([
 		topics.length
 			? db
 					.insert(g)
-					.values({ account, grantee, topics, updated_ts: at })
+					.select(sql`SELECT ${account}, ${grantee}, ${granted}, ${at} WHERE ${held} OR ${within}`)
 					.onConflictDoUpdate({ target: [g.account, g.grantee], set: { topics, updated_ts: at } })
-			: db.delete(g).where(and(eq(g.account, account), eq(g.grantee, grantee))),
+					.returning({ grantee: g.grantee })
+			: db.delete(g).where(and(eq(g.account, account), eq(g.grantee, grantee))).returning({ grantee: g.grantee }),
 		db
 			.update(s)
 			.set({ status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null, updated_ts: at })
@@ -25,17 +31,25 @@ export async function replaceGrant(db: Database, account: string, grantee: strin
 					eq(s.publisher, account),
 					inArray(s.status, ["pending", "confirmed", "failed"]),
 					sql`${s.topic} NOT IN (SELECT value FROM json_each(${granted}))`,
+					// A grant the limit refused changes nothing.
+					topics.length ? held : undefined,
 				),
 			),
 	]);
+	return topics.length === 0 || written.length > 0;
 }
 
-export function listGrants(db: Database, account: string) {
-	return db
-		.select({ grantee: notificationGrants.grantee, topics: notificationGrants.topics })
-		.from(notificationGrants)
-		.where(eq(notificationGrants.account, account))
-		.orderBy(notificationGrants.grantee);
+// One page of the account's grants in grantee order, from after `after`: `limit` rows, and
+// whether more follow.
+export async function listGrants(db: Database, account: string, after: string | null, limit: number) {
+	const g = notificationGrants;
+	const rows = await db
+		.select({ grantee: g.grantee, topics: g.topics })
+		.from(g)
+		.where(and(eq(g.account, account), after === null ? undefined : gt(g.grantee, after)))
+		.orderBy(asc(g.grantee))
+		.limit(limit + 1);
+	return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
 // The SQL condition "account has granted grantee the topic", for statements that must hold it

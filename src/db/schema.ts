@@ -133,11 +133,24 @@ export const subscriptions = sqliteTable(
 		previous_key_until: real("previous_key_until"),
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
+		// When the current confirmation message was issued (by the subscribe or a resend), and
+		// how many were issued, each less than a day after the one before, up to it: they count
+		// against MAX_SUBSCRIPTIONS until a day after it (see src/db/subscriptions.ts).
+		confirmation_ts: real("confirmation_ts").notNull().default(0),
+		confirmations: integer("confirmations").notNull().default(0),
 	},
 	(t) => [
 		uniqueIndex("subscriptions_token").on(t.token_hash),
-		index("subscriptions_account").on(t.account),
+		// The account's listing, in its page order.
+		index("subscriptions_account").on(t.account, t.created_ts, t.uuid),
 		index("subscriptions_topic").on(t.publisher, t.topic, t.status),
+		// What counts against MAX_SUBSCRIPTIONS is found through these two, without reading the
+		// account's ended subscriptions.
+		index("subscriptions_live").on(t.account, t.status, t.validity_ts),
+		index("subscriptions_confirmations").on(t.account, t.confirmation_ts),
+		// A grant's change ends the grantee's subscriptions to the granting account's topics,
+		// reading those only: not the grantee's others, whose number is none of that account's business.
+		index("subscriptions_grantee").on(t.account, t.publisher),
 	],
 );
 

@@ -1,42 +1,122 @@
 import { and, asc, eq, getTableColumns, gt, inArray, lte, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./client";
-import { subscriptions } from "./schema";
+import { subscriptions, webhookDeliveries } from "./schema";
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
+// A new row: its confirmation counters are set by the statement that inserts it.
+export type NewSubscription = Omit<SubscriptionRow, "confirmation_ts" | "confirmations">;
 type Status = SubscriptionRow["status"];
 
-// Inserts the row only while the account holds fewer than `limit` live subscriptions (pending
-// or confirmed, unexpired), in one statement: two concurrent subscribes cannot both slip
-// under the limit. `also` is a further condition that must hold when the row is written (a
-// grant of another account's topic). Answers undefined when either fails.
-export async function insertSubscriptionWithin(db: Database, row: SubscriptionRow, limit: number, at: number, also?: SQL) {
+// A confirmation message counts against MAX_SUBSCRIPTIONS for a day after it is issued,
+// whatever becomes of its subscription: it is sent at once (and retried for up to a day), so
+// letting it expire or ending it must not make room for another. The limit so bounds the
+// confirmation messages an account has the service send in any day, besides its live
+// subscriptions. A subscription's messages count until a day after the last of them; a live
+// one counts once at least.
+export const CONFIRMATION_COUNTED_SECONDS = 86_400;
+
+// Ended subscriptions are kept this long after their last change, then pruned by the
+// account's later subscribes, up to 10 each (more than the one row a subscribe adds, so
+// pruning keeps up): an account keeps at most what it can make in that time, besides its
+// live ones.
+export const PRUNED_AFTER_SECONDS = 30 * 86_400;
+const PRUNED_PER_SUBSCRIBE = 10;
+
+function isLive(at: number): SQL {
+	const s = subscriptions;
+	return sql`(${s.status} IN ('pending', 'confirmed') AND ${s.validity_ts} > ${at})`;
+}
+
+function isRecent(at: number): SQL {
+	return sql`${subscriptions.confirmation_ts} > ${at - CONFIRMATION_COUNTED_SECONDS}`;
+}
+
+// What the account's subscriptions other than `except` count against the limit. Two index
+// ranges (live ones, and those with recent messages), so ended subscriptions cost no reads.
+function counted(account: string, at: number, except: string | null): SQL {
+	const s = subscriptions;
+	const other = except === null ? sql`` : sql` AND ${s.uuid} <> ${except}`;
+	return sql`((SELECT coalesce(sum(CASE WHEN ${isRecent(at)} THEN max(${s.confirmations}, 1) ELSE 1 END), 0) FROM ${s}
+			WHERE ${s.account} = ${account} AND ${isLive(at)}${other})
+		+ (SELECT coalesce(sum(${s.confirmations}), 0) FROM ${s}
+			WHERE ${s.account} = ${account} AND ${isRecent(at)} AND NOT ${isLive(at)}${other}))`;
+}
+
+// The confirmations of a row once one more is issued at `at`, in the terms of the statement
+// that issues it: one more than before if the last was less than a day ago, else one.
+function confirmationsAfterIssue(at: number): SQL {
+	return sql`(CASE WHEN ${isRecent(at)} THEN ${subscriptions.confirmations} + 1 ELSE 1 END)`;
+}
+
+// The rows a subscribe prunes, oldest first: ended (or lapsed) and unchanged for
+// PRUNED_AFTER_SECONDS, which also puts their confirmation messages past counting. updated_ts
+// is never before created_ts, so the same cut-off on created_ts lets the listing index find them.
+function prunable(account: string, at: number): SQL {
+	const s = subscriptions;
+	const before = at - PRUNED_AFTER_SECONDS;
+	return sql`SELECT ${s.uuid} FROM ${s}
+		WHERE ${s.account} = ${account} AND ${s.created_ts} < ${before} AND ${s.updated_ts} < ${before} AND NOT ${isLive(at)}
+		ORDER BY ${s.created_ts}, ${s.uuid} LIMIT ${PRUNED_PER_SUBSCRIBE}`;
+}
+
+// Inserts the row only while what the account's subscriptions count stays below `limit` (the
+// new row's confirmation message counts one), in one statement: two concurrent subscribes
+// cannot both slip under the limit. `also` is a further condition that must hold when the row
+// is written (a grant of another account's topic). Answers undefined when either fails. The
+// same batch prunes a few of the account's long-ended subscriptions with their deliveries.
+export async function insertSubscriptionWithin(db: Database, row: NewSubscription, limit: number, at: number, also?: SQL) {
+	const full: SubscriptionRow = { ...row, confirmation_ts: at, confirmations: 1 };
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values: SQL[] = Object.entries(getTableColumns(subscriptions)).map(([key, column]) => {
-		const value = (row as Record<string, unknown>)[key] ?? column.default ?? null;
+		const value = (full as Record<string, unknown>)[key] ?? column.default ?? null;
 		return value === null ? sql`NULL` : sql`${column.mapToDriverValue(value)}`;
 	});
-	const [inserted] = await db
-		.insert(subscriptions)
-		.select(sql`SELECT ${sql.join(values, sql`, `)} WHERE ${liveBelow(row.account, limit, at)}${also ? sql` AND ${also}` : sql``}`)
+	const pruned = prunable(row.account, at);
+	const [, , inserted] = await db.batch([
+		db.delete(webhookDeliveries).where(sql`${webhookDeliveries.subscription} IN (${pruned})`),
+		db.delete(subscriptions).where(sql`${subscriptions.uuid} IN (${pruned})`),
+		db
+			.insert(subscriptions)
+			.select(sql`SELECT ${sql.join(values, sql`, `)} WHERE ${counted(row.account, at, null)} < ${limit}${also ? sql` AND ${also}` : sql``}`)
+			.returning(),
+	]);
+	return inserted[0];
+}
+
+// Issues a new confirmation message for a pending or failed subscription (its message, token
+// and counters), only while it still has the status and message it was read with, and while
+// the account's count with this message stays within `limit`: concurrent resends cannot pass
+// it. Answers undefined when any of that fails.
+export async function reissueConfirmation(
+	db: Database,
+	row: SubscriptionRow,
+	changes: Pick<SubscriptionRow, "message" | "token_hash" | "sealed_token">,
+	limit: number,
+	at: number,
+) {
+	const s = subscriptions;
+	const [updated] = await db
+		.update(s)
+		.set({
+			...changes,
+			status: "pending",
+			attempts: 0,
+			delivered_ts: null,
+			failure_reason: null,
+			confirmations: confirmationsAfterIssue(at),
+			confirmation_ts: at,
+			updated_ts: at,
+		})
+		.where(
+			and(
+				eq(s.uuid, row.uuid),
+				eq(s.status, row.status),
+				eq(s.message, row.message),
+				sql`${counted(row.account, at, row.uuid)} + ${confirmationsAfterIssue(at)} <= ${limit}`,
+			),
+		)
 		.returning();
-	return inserted;
-}
-
-// Whether the account holds fewer than `limit` live subscriptions, as a condition of the
-// statement that makes one live: checked and written in one step.
-function liveBelow(account: string, limit: number, at: number): SQL {
-	return sql`(SELECT count(*) FROM ${subscriptions}
-		WHERE ${subscriptions.account} = ${account} AND ${subscriptions.status} IN ('pending', 'confirmed')
-			AND ${subscriptions.validity_ts} > ${at}) < ${limit}`;
-}
-
-// Live subscriptions (pending or confirmed, unexpired): what MAX_SUBSCRIPTIONS limits.
-export async function countLiveSubscriptions(db: Database, account: string, at: number) {
-	const [row] = await db
-		.select({ n: sql<number>`count(*)` })
-		.from(subscriptions)
-		.where(and(eq(subscriptions.account, account), inArray(subscriptions.status, ["pending", "confirmed"]), gt(subscriptions.validity_ts, at)));
-	return row?.n ?? 0;
+	return updated;
 }
 
 export async function findSubscription(db: Database, uuid: string) {
@@ -67,18 +147,34 @@ function statusIs(status: Status, at: number): SQL | undefined {
 	return eq(s.status, status);
 }
 
-export async function listSubscriptions(db: Database, account: string, filter: { topic?: string; status?: Status }, at: number) {
-	return db
+// Where a page of the listing starts: after this row, in (created_ts, uuid) order.
+export type ListPosition = { created_ts: number; uuid: string };
+
+// One page of the account's subscriptions in (created_ts, uuid) order, through the account's
+// listing index from `after`: `limit` rows, and whether more follow.
+export async function listSubscriptions(
+	db: Database,
+	account: string,
+	filter: { topic?: string; status?: Status },
+	at: number,
+	after: ListPosition | null,
+	limit: number,
+) {
+	const s = subscriptions;
+	const rows = await db
 		.select()
-		.from(subscriptions)
+		.from(s)
 		.where(
 			and(
-				eq(subscriptions.account, account),
-				filter.topic === undefined ? undefined : eq(subscriptions.topic, filter.topic),
+				eq(s.account, account),
+				after === null ? undefined : sql`(${s.created_ts}, ${s.uuid}) > (${after.created_ts}, ${after.uuid})`,
+				filter.topic === undefined ? undefined : eq(s.topic, filter.topic),
 				filter.status === undefined ? undefined : statusIs(filter.status, at),
 			),
 		)
-		.orderBy(asc(subscriptions.created_ts), asc(subscriptions.uuid));
+		.orderBy(asc(s.created_ts), asc(s.uuid))
+		.limit(limit + 1);
+	return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
 export async function deleteSubscription(db: Database, uuid: string) {
@@ -120,9 +216,8 @@ export async function patchSubscription(
 	uuid: string,
 	changes: Changes,
 	at: number,
-	onlyIf?: { status?: Status; message?: string; liveBelow?: { account: string; limit: number } },
+	onlyIf?: { status?: Status; message?: string },
 ) {
-	const within = onlyIf?.liveBelow;
 	const [row] = await db
 		.update(subscriptions)
 		.set({ ...changes, updated_ts: at })
@@ -131,7 +226,6 @@ export async function patchSubscription(
 				eq(subscriptions.uuid, uuid),
 				onlyIf?.status === undefined ? undefined : eq(subscriptions.status, onlyIf.status),
 				onlyIf?.message === undefined ? undefined : eq(subscriptions.message, onlyIf.message),
-				within === undefined ? undefined : liveBelow(within.account, within.limit, at),
 			),
 		)
 		.returning();

@@ -1,3 +1,4 @@
+import { accountLimit, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
@@ -158,7 +159,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	private limits(): writes.Limits {
-		return { roles: Number(this.env.MAX_ROLES), users: Number(this.env.MAX_USERS) };
+		return { roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING), users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING) };
 	}
 
 	// One alarm serves both needs: sweeping expired cursors, and draining notification messages

@@ -11,7 +11,7 @@ import { canSeeIdentity, isExpired } from "../rules/identities";
 import { now } from "../base/time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { byUuid, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { visibleTwin } from "./twins";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
@@ -30,6 +30,9 @@ export const identityParam = z
 		}
 	})
 	.pipe(identityName);
+
+// create_twin_identity takes, and answers, at most this many at once.
+const MAX_IDENTITIES_PER_REQUEST = 100;
 
 const settings = { validity_ts: timestamp.nullable().optional(), visibility: ruleText.nullable().optional() };
 
@@ -62,10 +65,10 @@ export const createTwinIdentity = defineOperation({
 	body: z.strictObject({
 		identities: z
 			.record(identityName, z.strictObject(settings))
-			.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= 100, "Must hold 1 to 100 identities"),
+			.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= MAX_IDENTITIES_PER_REQUEST, `Must hold 1 to ${MAX_IDENTITIES_PER_REQUEST} identities`),
 	}),
 	status: 201,
-	response: z.object({ identities: z.record(z.string(), identityOut) }),
+	response: z.object({ identities: mapOf(identityOut, MAX_IDENTITIES_PER_REQUEST) }),
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const stub = accountObject(ctx.env, ctx.caller);
@@ -93,7 +96,11 @@ export const getTwinIdentities = defineOperation({
 		show_public: queryBoolean.optional().default(true),
 		show_private: queryBoolean.optional().default(true),
 	}),
-	response: z.object({ identities: z.record(z.string(), listedOut), foreign: byUuid(z.record(z.string(), listedOut)).optional() }),
+	// At most MAX_IDENTITIES_PER_TWIN of the account's own, and as many other accounts' examined.
+	response: z.object({
+		identities: mapOf(listedOut, MAX_IDENTITIES_PER_TWIN),
+		foreign: mapOf(mapOf(listedOut, MAX_IDENTITIES_PER_TWIN), MAX_IDENTITIES_PER_TWIN).optional(),
+	}),
 	async run({ params, query }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const reader = ctx.caller;

@@ -1,8 +1,7 @@
 import * as z from "zod";
 import { type HistoryPosition, readHistory, readLedger } from "../db/ledgers";
 import { MAX_PAGE_BYTES } from "../durable/scan";
-import { ApiError } from "../base/errors";
-import { open, seal } from "../webhooks/seal";
+import { openCursor, sealCursor } from "./paging";
 import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
@@ -91,22 +90,13 @@ const HISTORY_PAGE_BYTES = MAX_PAGE_BYTES - 1024 * 1024;
 // With at most `limit` (100) records each: a page reads at most about 20,000 index entries.
 const HISTORY_NAMES_PER_PAGE = 100;
 
-// The cursor is where the last page stopped (an entry and a record), sealed: it holds only for
-// the request it came from (caller, ledger, names, range), so it can be neither read nor moved.
+// The scope a page's cursor holds for (see paging.ts): the caller, the ledger and the query.
 function historyScope(caller: Caller, twin: string, ledger: string, query: z.infer<typeof historyQuery>) {
-	return `history/${caller.user}/${twin}/${ledger}/${JSON.stringify([query.entries ?? null, query.ge ?? null, query.le ?? null, query.limit])}`;
+	return `get_twin_ledger_entry_history/${caller.user}/${twin}/${ledger}/${JSON.stringify([query.entries ?? null, query.ge ?? null, query.le ?? null, query.limit])}`;
 }
 
-async function historyPosition(env: Env, scope: string, cursor: string | undefined): Promise<HistoryPosition | null> {
-	if (cursor === undefined) return null;
-	try {
-		const [name, ts] = JSON.parse(await open(env, scope, "cursor", cursor)) as [unknown, unknown];
-		if (typeof name === "string" && typeof ts === "number") return { name, ts };
-	} catch {
-		// Not one of ours, or not for this request: the same answer as a malformed one.
-	}
-	throw new ApiError("invalid_cursor", { description: "The cursor is invalid, or belongs to another request" });
-}
+// An entry and a record's timestamp (-1: past all of the entry's records).
+const historyPosition = z.tuple([z.string(), z.number()]);
 
 export const getTwinLedgerEntryHistory = defineOperation({
 	name: "get_twin_ledger_entry_history",
@@ -118,7 +108,8 @@ export const getTwinLedgerEntryHistory = defineOperation({
 	async run({ params, query }, ctx) {
 		const { twin, ledger, entries } = await visibleEntries(ctx, params, query.entries);
 		const scope = historyScope(ctx.caller, twin.uuid, ledger, query);
-		const after = await historyPosition(ctx.env, scope, query.cursor);
+		const position = await openCursor(ctx.env, scope, query.cursor, historyPosition);
+		const after: HistoryPosition | null = position && { name: position[0], ts: position[1] };
 		// In the order the index keeps names, as pages walk them.
 		const kept = entries.filter((e) => e.history !== null).map((e) => e.name).sort();
 		// A page reads the records of at most HISTORY_NAMES_PER_PAGE entries, from where the last stopped.
@@ -146,7 +137,7 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		// Past a page cut short, the next starts after its last record; past a page that ended
 		// its entries, after every record (timestamps are never negative) of its last one.
 		const last = more ? rows.at(-1) : from.length > names.length ? { name: names.at(-1), ts: -1 } : undefined;
-		const cursor = last ? await seal(ctx.env, scope, "cursor", JSON.stringify([last.name, last.ts])) : null;
+		const cursor = last ? await sealCursor(ctx.env, scope, [last.name, last.ts]) : null;
 		return { entries: answer, cursor };
 	},
 });

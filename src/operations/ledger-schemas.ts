@@ -1,11 +1,16 @@
 import * as z from "zod";
-import { jsonValue, ruleText, timestamp, timestampOut, uuid } from "./schemas";
+import { MAX_LEDGER_BYTES } from "../durable/ledger-writes";
+import { cursorIn, cursorOut } from "./paging";
+import { jsonValue, mapOf, ruleText, timestamp, timestampOut, uuid } from "./schemas";
 
 // Request and answer shapes of the ledger operations.
 
 export const ENTRY_NAME = /^[a-z_][0-9a-z_]{0,127}$/;
 export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
 const MAX_ENTRIES = 100;
+// Each entry takes at least 6 bytes of its ledger (`"a":0,`), whose limit bounds how many there are.
+export const MAX_LEDGER_ENTRIES = Math.floor(MAX_LEDGER_BYTES / 6);
+const MAX_TOPICS = 10;
 
 const entryName = z.string().regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-z_]{0,127}$");
 
@@ -27,7 +32,7 @@ export const entryList = z
 const history = z.string().regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF");
 const publish = z
 	.record(z.string().regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$"), ruleText)
-	.refine((topics) => Object.keys(topics).length <= 10, "At most 10 topics");
+	.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`);
 
 // Entry types other than a plain value, and transactions, are not supported here.
 const unsupported = z
@@ -86,18 +91,19 @@ export const ownEntry = z.object({
 	value: jsonValue,
 	visibility: z.string().nullable(),
 	history: z.string().optional(),
-	publish: z.record(z.string(), z.string()).optional(),
+	publish: mapOf(z.string(), MAX_TOPICS).optional(),
 	...times,
 });
-export const ownEntries = z.object({ entries: z.record(z.string(), ownEntry) });
-export const readEntries = z.object({ entries: z.record(z.string(), z.union([ownEntry, valueEntry])) });
-export const valueEntries = z.object({ entries: z.record(z.string(), valueEntry) });
+export const ownEntries = z.object({ entries: mapOf(ownEntry, MAX_LEDGER_ENTRIES) });
+export const readEntries = z.object({ entries: mapOf(z.union([ownEntry, valueEntry]), MAX_LEDGER_ENTRIES) });
+export const valueEntries = z.object({ entries: mapOf(valueEntry, MAX_LEDGER_ENTRIES) });
 
 export const NOT_ACCESSIBLE = "Entry not accessible.";
 export const historyEntries = z.object({
-	entries: z.record(z.string(), z.union([z.record(z.string(), jsonValue), z.literal(NOT_ACCESSIBLE)])),
-	// Null once the last page is answered.
-	cursor: z.string().nullable(),
+	// The ledger's entries that keep history, and the names asked for that it cannot answer;
+	// up to `limit` (100) records each.
+	entries: mapOf(z.union([mapOf(jsonValue, 100), z.literal(NOT_ACCESSIBLE)]), MAX_LEDGER_ENTRIES + MAX_ENTRIES),
+	cursor: cursorOut,
 });
 
 export const historyQuery = z
@@ -112,6 +118,6 @@ export const historyQuery = z
 			.pipe(z.number().int().min(1, "Must be an integer from 1 to 100").max(100, "Must be an integer from 1 to 100"))
 			.optional()
 			.default(100),
-		cursor: z.string().max(1024).optional(),
+		cursor: cursorIn.optional(),
 	})
 	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] });

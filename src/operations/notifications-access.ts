@@ -3,10 +3,16 @@ import { listGrants, replaceGrant } from "../db/grants";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { defineOperation } from "./operation";
-import { uuid } from "./schemas";
+import { mapOf, uuid } from "./schemas";
+import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { requireNotificationStanding, topic } from "./webhooks";
 
 export const MAX_GRANTED_TOPICS = 100;
+
+// A page holds at most this many grants. Each is at most about 5.2 KB of JSON (its
+// 36-character key and up to 100 topics of up to 48 characters), so a page stays under
+// 1.3 MB, far from a Worker's 4 MiB answer budget.
+export const MAX_GRANTS_PAGE = 250;
 
 const topics = z.array(topic).max(MAX_GRANTED_TOPICS, `At most ${MAX_GRANTED_TOPICS} topics`);
 
@@ -21,7 +27,7 @@ export const updateNotificationsAccountAccess = defineOperation({
 	auth: "secret",
 	params: z.strictObject({ account: uuid }),
 	body: accessBody,
-	response: z.object({ topics: z.array(z.string()) }),
+	response: z.object({ topics: z.array(z.string()).max(MAX_GRANTED_TOPICS) }),
 	async run({ params, body }, ctx) {
 		requireNotificationStanding(ctx.caller, "grant topics");
 		// Whether the account exists is not checked: no answer may tell that it does.
@@ -30,18 +36,33 @@ export const updateNotificationsAccountAccess = defineOperation({
 			throw new ApiError("validation", { description: `account: ${message}`, details: [{ path: "account", message }] });
 		}
 		const granted = [...new Set(body.topics ?? body.publish ?? [])];
-		await replaceGrant(ctx.db, ctx.caller.account, params.account, granted, now());
+		const limit = Number(ctx.env.MAX_GRANTEES);
+		if (!(await replaceGrant(ctx.db, ctx.caller.account, params.account, granted, now(), limit))) {
+			throw new ApiError("grantee_limit", { description: `The account already grants topics to ${limit} accounts, its limit (MAX_GRANTEES)` });
+		}
 		return { topics: granted };
 	},
 });
 
+const grantPosition = z.tuple([z.string().max(64)]);
+
 export const getNotificationsAccess = defineOperation({
 	name: "get_notifications_access",
-	summary: "The accounts the caller's account lets subscribe to its topics, and which topics",
+	summary: "The accounts the caller's account lets subscribe to its topics, and which topics, in account order; paged",
 	auth: "secret",
-	response: z.object({ accounts: z.record(z.string(), z.object({ topics: z.array(z.string()) })) }),
-	async run(_input, ctx) {
-		const rows = await listGrants(ctx.db, ctx.caller.account);
-		return { accounts: Object.fromEntries(rows.map((row) => [row.grantee, { topics: row.topics }])) };
+	query: z.strictObject({ limit: pageLimit(MAX_GRANTS_PAGE).optional().default(100), cursor: cursorIn.optional() }),
+	response: z.object({
+		accounts: mapOf(z.object({ topics: z.array(z.string()).max(MAX_GRANTED_TOPICS) }), MAX_GRANTS_PAGE),
+		cursor: cursorOut,
+	}),
+	async run({ query }, ctx) {
+		const scope = `get_notifications_access/${ctx.caller.user}`;
+		const after = (await openCursor(ctx.env, scope, query.cursor, grantPosition))?.[0] ?? null;
+		const { rows, more } = await listGrants(ctx.db, ctx.caller.account, after, query.limit);
+		const last = rows.at(-1);
+		return {
+			accounts: Object.fromEntries(rows.map((row) => [row.grantee, { topics: row.topics }])),
+			cursor: more && last ? await sealCursor(ctx.env, scope, [last.grantee]) : null,
+		};
 	},
 });

@@ -6,10 +6,9 @@ import { ruleOf } from "../rules/stored";
 import { isVisible } from "../rules/visibility";
 import { Budget, WORK_UNITS } from "../rules/strings";
 import { now } from "../base/time";
-import { ApiError } from "../base/errors";
 import type { Caller } from "../base/caller";
 import { MAX_PAGE_BYTES } from "../durable/scan";
-import { open, seal } from "../webhooks/seal";
+import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
 import { MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
@@ -42,23 +41,12 @@ function twinOf(row: ResolvedRow) {
 	};
 }
 
-// The cursor is the position of the page's last examined attachment, sealed: it may be one the
-// caller cannot see, and it holds only for the request it came from (identity, context, details,
-// caller), so it can be neither read nor moved to another query.
+// The scope a page's cursor holds for (see paging.ts): the caller and the whole query.
 function cursorScope(caller: Caller, identity: string, query: { context: unknown; details: boolean }) {
-	return `resolve/${caller.user}/${identity}/${JSON.stringify(query.context)}/${query.details}`;
+	return `resolve_twin_identity/${caller.user}/${identity}/${JSON.stringify(query.context)}/${query.details}`;
 }
 
-async function positionOf(env: Env, scope: string, cursor: string | undefined): Promise<ResolvePosition | null> {
-	if (cursor === undefined) return null;
-	try {
-		const [part, account, twin] = JSON.parse(await open(env, scope, "cursor", cursor)) as string[];
-		if ((part === "own" || part === "foreign") && typeof account === "string" && typeof twin === "string") return { part, account, twin };
-	} catch {
-		// Not one of ours, or not for this request: the same answer as a malformed one.
-	}
-	throw new ApiError("invalid_cursor", { description: "The cursor is invalid, or belongs to another request" });
-}
+const resolvePosition = z.tuple([z.enum(["own", "foreign"]), z.string(), z.string()]);
 
 export const resolveTwinIdentity = defineOperation({
 	name: "resolve_twin_identity",
@@ -68,9 +56,9 @@ export const resolveTwinIdentity = defineOperation({
 	query: z.strictObject({
 		context: context.optional().default("personal"),
 		details: queryBoolean.optional().default(false),
-		cursor: z.string().max(1024).optional(),
+		cursor: cursorIn.optional(),
 	}),
-	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_RESOLVED), cursor: z.string().nullable() }),
+	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_RESOLVED), cursor: cursorOut }),
 	async run({ params, query }, ctx) {
 		const reader = ctx.caller;
 		const me = reader.account;
@@ -84,7 +72,8 @@ export const resolveTwinIdentity = defineOperation({
 		const descriptions = query.details || foreign !== null || readsRoot(ruleOf(reader.rules.identity), "TWIN");
 		const limit = descriptions ? MAX_RESOLVED_DESCRIBED : MAX_RESOLVED;
 		const scope = cursorScope(reader, params.identity, query);
-		const after = await positionOf(ctx.env, scope, query.cursor);
+		const position = await openCursor(ctx.env, scope, query.cursor, resolvePosition);
+		const after: ResolvePosition | null = position && { part: position[0], account: position[1], twin: position[2] };
 
 		const at = now();
 		// Every rule this page evaluates shares one budget.
@@ -97,7 +86,7 @@ export const resolveTwinIdentity = defineOperation({
 		const visible = await ctx.meter.sighted(read, sees, 2);
 
 		const last = examined.at(-1);
-		const cursor = examined.length < limit || !last ? null : await seal(ctx.env, scope, "cursor", JSON.stringify([last.part, last.account, last.twin]));
+		const cursor = examined.length < limit || !last ? null : await sealCursor(ctx.env, scope, [last.part, last.account, last.twin]);
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
 		for (const row of visible.sort((x, y) => (x.twin < y.twin ? -1 : x.twin > y.twin ? 1 : 0))) {
 			if (!twins.has(row.twin)) twins.set(row.twin, twinOf(row));

@@ -6,7 +6,8 @@ import { ApiError } from "../base/errors";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
-import { byUuid, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
+import { MAX_ROLES_CEILING } from "../base/limits";
+import { mapOf, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
 
 const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
 
@@ -20,7 +21,11 @@ const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry:
 
 const statement = z.strictObject({
 	effect: z.enum(["allow", "deny"], "Must be 'allow' or 'deny'"),
-	actions: z.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name")).nullable(),
+	actions: z
+		.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name"))
+		// A name listed twice means what it means once; kept once, a statement is bounded.
+		.transform((names) => [...new Set(names)])
+		.nullable(),
 });
 
 const roleParams = z.strictObject({ role: uuid });
@@ -43,7 +48,7 @@ export const getUserRoles = defineOperation({
 	name: "get_user_roles",
 	summary: "List the roles of the caller's account",
 	auth: "secret",
-	response: z.object({ roles: byUuid(z.object({ name: z.string(), created_ts: timestampOut, updated_ts: timestampOut })) }),
+	response: z.object({ roles: mapOf(z.object({ name: z.string(), created_ts: timestampOut, updated_ts: timestampOut }), MAX_ROLES_CEILING) }),
 	async run(_input, ctx) {
 		const rows = await listRoles(ctx.db, ctx.caller.account);
 		return {

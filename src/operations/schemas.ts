@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { ANY_JSON, jsonBytes } from "../base/json";
 import { parseRule } from "../rules/parse";
+import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
@@ -22,6 +23,9 @@ export const description = z
 		`Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`,
 	);
 
+// A statement names each operation at most once (repeats are dropped when it is written).
+export const MAX_STATEMENT_ACTIONS = STATEMENT_VOCABULARY.length;
+
 // A timestamp in the API's format; null where the interface allows "never".
 export const timestamp = z.number().finite().nonnegative();
 
@@ -41,7 +45,19 @@ export const queryBoolean = z
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
 export const uuidOut = z.string().meta({ format: "uuid" });
 export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
-export const descriptionOut = z.record(z.string(), jsonValue);
+// An object in an answer keyed by uuid or name (get_users, a ledger's entries) of at most `max`
+// members. The bound is stated in the API document (maxProperties) and checked on every answer,
+// so a list that could outgrow its page fails here instead of reaching a client, and
+// test/node/bounded-answers.test.ts fails when a list in an answer states no bound.
+export function mapOf<T extends z.ZodType>(item: T, max: number) {
+	return z
+		.record(z.string(), item)
+		.refine((map) => Object.keys(map).length <= max, `At most ${max} members`)
+		.meta({ maxProperties: max });
+}
+
+// Each member of a compact JSON object takes at least 6 bytes (`"a":0,`).
+export const descriptionOut = mapOf(jsonValue, Math.floor(MAX_DESCRIPTION_BYTES / 6));
 
 export const userRecord = z.object({
 	uuid: uuidOut,
@@ -67,7 +83,7 @@ export const roleRecord = z.object({
 	name: z.string(),
 	account: uuidOut,
 	rules: z.object({ twin: z.string().nullable(), entry: z.string().nullable(), identity: z.string().nullable() }),
-	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).nullable() }),
+	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).max(MAX_STATEMENT_ACTIONS).nullable() }),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
 });
@@ -78,8 +94,8 @@ export const twinRecord = z.object({
 	status: z.enum(["alive", "terminated"]),
 	updated_ts: timestampOut,
 	description: descriptionOut,
-	creation_certificate: z.record(z.string(), jsonValue),
-	termination_certificate: z.record(z.string(), jsonValue).nullable(),
+	creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
+	termination_certificate: z.object({ issuer: uuidOut, terminated_ts: timestampOut }).nullable(),
 });
 
 export const subscriptionOut = z.object({
@@ -90,5 +106,3 @@ export const subscriptionOut = z.object({
 	validity_ts: timestampOut,
 });
 
-// A map keyed by uuid, as get_users and get_user_roles answer.
-export const byUuid = <T extends z.ZodType>(item: T) => z.record(z.string(), item);

@@ -7,6 +7,7 @@ import { ApiError } from "../base/errors";
 import { isVisible } from "../rules/visibility";
 import { now } from "../base/time";
 import type { Context } from "./operation";
+import { pageLimit } from "./paging";
 import { defineOperation, JsonText } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
@@ -88,21 +89,17 @@ export const terminateTwin = defineOperation({
 	},
 });
 
-const count = z
-	.string()
-	.regex(/^\d{1,4}$/, "Must be an integer from 1 to 1000")
-	.transform(Number)
-	.pipe(z.number().int().min(1, "Must be an integer from 1 to 1000").max(1000, "Must be an integer from 1 to 1000"));
-
+// A scan page examines at most this many twins.
+const MAX_SCAN_COUNT = 1000;
 
 export const scanTwins = defineOperation({
 	name: "scan_twins",
 	summary: "Page through the caller's account's twins: uuids, or details of the visible ones",
 	auth: "secret",
-	response: z.object({ cursor: z.string().nullable(), twins: z.array(z.union([uuidOut, twinRecord])) }),
+	response: z.object({ cursor: z.string().nullable(), twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_SCAN_COUNT) }),
 	query: z.strictObject({
 		cursor: z.string().min(1).max(64).optional(),
-		count: count.optional().default(100),
+		count: pageLimit(MAX_SCAN_COUNT).optional().default(100),
 		match: ruleText.optional(),
 		details: queryBoolean.optional().default(false),
 	}),

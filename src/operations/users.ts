@@ -4,7 +4,8 @@ import { unwrap } from "../durable/outcome";
 import { accountObject } from "../durable/stub";
 import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
-import { byUuid, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
+import { MAX_USERS_CEILING } from "../base/limits";
+import { mapOf, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
 
 const userParams = z.strictObject({ user: uuid });
 const userName = z.string().trim().min(1).max(128);
@@ -28,7 +29,7 @@ export const getUsers = defineOperation({
 	summary: "List the users of the caller's account",
 	auth: "secret",
 	response: z.object({
-		users: byUuid(z.object({ name: z.string(), role: uuidOut, created_ts: timestampOut, updated_ts: timestampOut })),
+		users: mapOf(z.object({ name: z.string(), role: uuidOut, created_ts: timestampOut, updated_ts: timestampOut }), MAX_USERS_CEILING),
 	}),
 	async run(_input, ctx) {
 		const rows = await listUsers(ctx.db, ctx.caller.account);

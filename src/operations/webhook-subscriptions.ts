@@ -1,11 +1,12 @@
 import * as z from "zod";
-import { listDeliveries } from "../db/deliveries";
-import { countLiveSubscriptions, effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { listDeliveries, MAX_DELIVERIES_KEPT } from "../db/deliveries";
+import { effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, reissueConfirmation, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { subscriptionView } from "../webhooks/message";
 import { type Context, defineOperation } from "./operation";
-import { byUuid, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
+import { mapOf, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
+import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 import { endSubscription, subscriptionLimit, topic } from "./webhooks";
 
@@ -47,13 +48,26 @@ async function ownSubscription(ctx: Context & { caller: { account: string } }, s
 	return row;
 }
 
+// A page holds at most this many subscriptions. Each is at most about 1.3 KB of JSON (its
+// 36-character key; a callback URL of at most 512 characters, twice that if every character
+// needed an escape; a topic of at most 48; a status and three timestamps), so a page stays
+// under 1.5 MB, far from a Worker's 4 MiB answer budget.
+export const MAX_SUBSCRIPTIONS_PAGE = 1000;
+
+const listPosition = z.tuple([z.number().finite().nonnegative(), z.string().max(64)]);
+
 export const getWebhookSubscriptions = defineOperation({
 	name: "get_webhook_subscriptions",
-	summary: "The caller's account's webhook subscriptions, optionally of one topic and/or status",
+	summary: "The caller's account's webhook subscriptions, optionally of one topic and/or status, oldest first; paged",
 	auth: "secret",
-	query: z.strictObject({ topic: topic.optional(), status: z.enum(statuses).optional() }),
+	query: z.strictObject({
+		topic: topic.optional(),
+		status: z.enum(statuses).optional(),
+		limit: pageLimit(MAX_SUBSCRIPTIONS_PAGE).optional().default(100),
+		cursor: cursorIn.optional(),
+	}),
 	response: z.object({
-		subscriptions: byUuid(
+		subscriptions: mapOf(
 			z.object({
 				topic: z.string(),
 				status: z.enum(statuses),
@@ -62,18 +76,20 @@ export const getWebhookSubscriptions = defineOperation({
 				created_ts: timestampOut,
 				updated_ts: timestampOut,
 			}),
+			MAX_SUBSCRIPTIONS_PAGE,
 		),
+		cursor: cursorOut,
 	}),
 	async run({ query }, ctx) {
 		const at = now();
-		const rows = await listSubscriptions(ctx.db, ctx.caller.account, query, at);
+		const scope = `get_webhook_subscriptions/${ctx.caller.user}/${JSON.stringify([query.topic ?? null, query.status ?? null])}`;
+		const position = await openCursor(ctx.env, scope, query.cursor, listPosition);
+		const after = position && { created_ts: position[0], uuid: position[1] };
+		const { rows, more } = await listSubscriptions(ctx.db, ctx.caller.account, query, at, after, query.limit);
+		const last = rows.at(-1);
 		return {
-			subscriptions: Object.fromEntries(
-				rows.map((row) => [
-					row.uuid,
-					{ ...row, status: effectiveStatus(row, at) },
-				]),
-			),
+			subscriptions: Object.fromEntries(rows.map((row) => [row.uuid, { ...row, status: effectiveStatus(row, at) }])),
+			cursor: more && last ? await sealCursor(ctx.env, scope, [last.created_ts, last.uuid]) : null,
 		};
 	},
 });
@@ -106,7 +122,7 @@ export const getWebhookDeliveries = defineOperation({
 				next_attempt_ts: timestampOut.nullable().meta({ description: "When the next attempt is due; null if none will follow" }),
 				detail: z.string(),
 			}),
-		),
+		).max(MAX_DELIVERIES_KEPT),
 	}),
 	async run({ params }, ctx) {
 		const row = await ownSubscription(ctx, params.subscription);
@@ -128,16 +144,18 @@ export const resendWebhookConfirmation = defineOperation({
 		if (status !== "pending" && status !== "failed") {
 			throw new ApiError("conflict", { description: `The subscription is ${status}: it takes no confirmation message` });
 		}
-		// A failed subscription made pending again is live: it counts against the limit, in the
-		// same statement that revives it, so concurrent resends cannot pass the limit.
+		// Every resend issues a message, so every one counts against the limit, in the statement
+		// that issues it: concurrent resends cannot pass it.
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
-		const liveBelow = status === "failed" ? { account: row.account, limit } : undefined;
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);
-		const changes = { ...confirmation, status: "pending", attempts: 0, delivered_ts: null, failure_reason: null } as const;
-		const pending = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status, message: row.message, liveBelow });
-		if (!pending && liveBelow && (await countLiveSubscriptions(ctx.db, row.account, at)) >= limit) throw subscriptionLimit(limit);
-		if (!pending) throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
+		const pending = await reissueConfirmation(ctx.db, row, confirmation, limit, at);
+		if (!pending) {
+			// Refused with the row as it was read: the limit was the condition that failed.
+			const current = await findOwnSubscription(ctx.db, row.account, row.uuid);
+			if (current?.status === row.status && current.message === row.message) throw subscriptionLimit(limit);
+			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
+		}
 		const reason = "the new confirmation message could not be queued";
 		await queueConfirmation(ctx, pending, () => patchSubscription(ctx.db, row.uuid, { status: "failed", failure_reason: reason }, now()));
 		return detail(pending, at);

@@ -65,7 +65,7 @@ describe("grants of topics to other accounts", () => {
 		expect(granted.status).toBe(200);
 		expect(granted.body).toEqual({ topics: ["shared", "extra"] });
 		const listed = await call("GET", "/notifications/webhooks/access", { secret: publisher.secret });
-		expect(listed.body).toEqual({ accounts: { [subscriber.account]: { topics: ["shared", "extra"] } } });
+		expect(listed.body).toEqual({ accounts: { [subscriber.account]: { topics: ["shared", "extra"] } }, cursor: null });
 
 		const sub = await confirmedSubscription(subscriber, "shared", id, { account: publisher.account });
 		expect(new URL(sub.url).pathname).toBe(`/notifications/webhooks/${publisher.account}`);
@@ -87,7 +87,7 @@ describe("grants of topics to other accounts", () => {
 
 		const none = await call("PATCH", access, { secret: publisher.secret, body: { topics: [] } });
 		expect(none.body).toEqual({ topics: [] });
-		expect((await call("GET", "/notifications/webhooks/access", { secret: publisher.secret })).body).toEqual({ accounts: {} });
+		expect((await call("GET", "/notifications/webhooks/access", { secret: publisher.secret })).body).toEqual({ accounts: {}, cursor: null });
 	});
 
 	it("ends a failed subscription with the grant too, so a resend cannot bring it back", async () => {

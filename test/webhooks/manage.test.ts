@@ -129,9 +129,10 @@ describe("resend_webhook_confirmation", () => {
 		await consume(failed.job);
 		await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
 		const path = `${base}/${failed.res.body.subscription.uuid}/confirmation`;
-		expectError(await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 1 } }), 409, 409105);
+		// The live one counts one, the failed one's first message one, and the resent one more.
+		expectError(await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 2 } }), 409, 409105);
 		expect(await storedSubscription(failed.res.body.subscription.uuid)).toMatchObject({ status: "failed" });
-		expect((await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 2, WEBHOOKS: recordingQueue().binding } })).status).toBe(200);
+		expect((await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 3, WEBHOOKS: recordingQueue().binding } })).status).toBe(200);
 	});
 
 	it("takes the subscription back to failed if the queue refuses the message", async () => {

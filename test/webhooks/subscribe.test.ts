@@ -109,7 +109,7 @@ describe("the confirmation URL", () => {
 		});
 		expectError(res, 500, 500102);
 		expect(jobs).toHaveLength(0);
-		expect((await call("GET", "/notifications/webhooks?topic=unconfigured", { secret: admin.secret })).body).toEqual({ subscriptions: {} });
+		expect((await call("GET", "/notifications/webhooks?topic=unconfigured", { secret: admin.secret })).body).toEqual({ subscriptions: {}, cursor: null });
 	});
 });
 

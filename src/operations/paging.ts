@@ -1,0 +1,42 @@
+import * as z from "zod";
+import { ApiError } from "../base/errors";
+import { open, seal } from "../webhooks/seal";
+
+// What every paged read shares: the `limit` it takes, the `cursor` it answers, and how a cursor
+// is made and read. A cursor is the position of the last item a page examined, sealed under
+// WEBHOOK_KEY with the read's scope (operation, caller and query) as its additional data: it
+// may name an item the caller cannot see, and it holds only for the request it came from, so
+// it can be neither read nor moved to another query or user. Scans keep their own cursors in
+// the account's object (durable/cursors.ts).
+
+// Query `limit`: an integer from 1 to `max`.
+export function pageLimit(max: number) {
+	const message = `Must be an integer from 1 to ${max}`;
+	return z
+		.string()
+		.regex(/^\d{1,4}$/, message)
+		.transform(Number)
+		.pipe(z.number().int().min(1, message).max(max, message));
+}
+
+export const cursorIn = z.string().max(1024);
+export const cursorOut = z.string().nullable().meta({ description: "Give it as `cursor` for the next page; null after the last" });
+
+export function sealCursor(env: Env, scope: string, position: unknown[]): Promise<string> {
+	return seal(env, scope, "cursor", JSON.stringify(position));
+}
+
+// The position a cursor holds, of the shape `position` describes; 400104 for a cursor that is
+// not one of this read's, whatever is wrong with it.
+export async function openCursor<T extends z.ZodType>(env: Env, scope: string, cursor: string | undefined, position: T): Promise<z.infer<T> | null> {
+	if (cursor === undefined) return null;
+	let decoded: unknown;
+	try {
+		decoded = JSON.parse(await open(env, scope, "cursor", cursor));
+	} catch {
+		// Not sealed by us, or not for this scope: refused below like any other shape.
+	}
+	const parsed = position.safeParse(decoded);
+	if (parsed.success) return parsed.data;
+	throw new ApiError("invalid_cursor", { description: "The cursor is invalid, or belongs to another request" });
+}
