@@ -8,7 +8,7 @@ export function accountSeed(name) {
 	const hash = createHash("sha256").update(secret).digest("hex");
 	const [uuid, role, user] = [0, 1, 2].map(() => crypto.randomUUID());
 	const sql = `
-INSERT INTO accounts VALUES ('${uuid}', 1);
+INSERT INTO accounts (uuid, created_ts) VALUES ('${uuid}', 1);
 INSERT INTO roles VALUES ('${role}', '${uuid}', 'Administrator', '{"twin":null,"entry":null,"identity":null}', '{"effect":"deny","actions":null}', 1, 1);
 INSERT INTO users VALUES ('${user}', '${uuid}', '${name}', '${role}', '{}', 1, 1);
 INSERT INTO user_secrets VALUES ('${user}', '${uuid}', '${hash}', '${secret.slice(-4)}', NULL, 1, 1);`;

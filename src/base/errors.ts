@@ -48,6 +48,7 @@ export const ERRORS = {
 		subcode: 409108,
 		description: "The account has reached its limit of accounts it grants topics to (MAX_GRANTEES)",
 	},
+	twin_limit: { status: 409, subcode: 409109, description: "The account has reached its limit of twins (MAX_TWINS)" },
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },

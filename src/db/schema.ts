@@ -8,6 +8,9 @@ import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from
 export const accounts = sqliteTable("accounts", {
 	uuid: text("uuid").primaryKey(),
 	created_ts: real("created_ts").notNull(),
+	// How many twins the account has made (terminated ones stay): what MAX_TWINS limits,
+	// kept here so that a create counts by one row instead of the account's every twin.
+	twins: integer("twins").notNull().default(0),
 });
 
 export const roles = sqliteTable(

@@ -1,13 +1,28 @@
 import { and, eq, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
-import { type Description, twins } from "./schema";
+import { accounts, type Description, twins } from "./schema";
 
 export type TwinRow = typeof twins.$inferSelect;
 
-export async function insertTwin(db: Database, row: TwinRow) {
-	await db.insert(twins).values(row);
-	return row;
+// Inserts the twin only while its owner has made fewer than `limit` (MAX_TWINS), and counts it,
+// in one batch: the count is read and raised in the same transaction as the insert, so
+// concurrent creates cannot pass the limit. Answers undefined when the limit refused it.
+export async function insertTwinWithin(db: Database, row: TwinRow, limit: number): Promise<TwinRow | undefined> {
+	// INSERT ... SELECT names every column of the table, in the table's order.
+	const values = sql`${row.uuid}, ${row.owner}, ${row.status}, ${JSON.stringify(row.description)},
+		${JSON.stringify(row.creation_certificate)}, NULL, ${row.updated_ts}`;
+	const [inserted] = await db.batch([
+		db
+			.insert(twins)
+			.select(sql`SELECT ${values} WHERE (SELECT ${accounts.twins} FROM ${accounts} WHERE ${accounts.uuid} = ${row.owner}) < ${limit}`)
+			.returning({ uuid: twins.uuid }),
+		db
+			.update(accounts)
+			.set({ twins: sql`${accounts.twins} + 1` })
+			.where(and(eq(accounts.uuid, row.owner), sql`EXISTS (SELECT 1 FROM ${twins} WHERE ${twins.uuid} = ${row.uuid})`)),
+	]);
+	return inserted.length ? row : undefined;
 }
 
 // Twins of any account: visibility is decided by the caller's role, not by ownership alone.

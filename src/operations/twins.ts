@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { findTwin, insertTwin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
+import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
 import { unwrap } from "../durable/outcome";
 import type { CheckedScan } from "../durable/scan";
 import type { Caller } from "../base/caller";
@@ -37,7 +37,8 @@ export const createTwin = defineOperation({
 	async run({ body }, ctx) {
 		const at = now();
 		const twin = crypto.randomUUID();
-		return insertTwin(ctx.db, {
+		const limit = Number(ctx.env.MAX_TWINS);
+		const created = await insertTwinWithin(ctx.db, {
 			uuid: twin,
 			owner: ctx.caller.account,
 			status: "alive",
@@ -45,7 +46,9 @@ export const createTwin = defineOperation({
 			creation_certificate: { uuid: twin, creator: ctx.caller.account, created_ts: at },
 			termination_certificate: null,
 			updated_ts: at,
-		});
+		}, limit);
+		if (!created) throw new ApiError("twin_limit", { description: `The account already has ${limit} twins, its limit (MAX_TWINS)` });
+		return created;
 	},
 });
 

@@ -34,6 +34,26 @@ describe("per-account limits", () => {
 		expect((await call("POST", "/roles", { secret: other.secret, body: { name: "Fine" } })).status).toBe(201);
 	});
 
+	it("twins: concurrent creates stop at MAX_TWINS, which counts every twin the account made", async () => {
+		expect(env.MAX_TWINS).toBe(100_000);
+		const admin = await bootstrap();
+		// As if the account had made all but three of its twins (terminated ones count too).
+		await env.DB.prepare("UPDATE accounts SET twins = ? WHERE uuid = ?").bind(env.MAX_TWINS - 3, admin.account).run();
+		const answers = await Promise.all(Array.from({ length: 5 }, () => call("POST", "/twins", { secret: admin.secret, body: {} })));
+		expect(answers.filter((res) => res.status === 201)).toHaveLength(3);
+		for (const res of answers.filter((res) => res.status !== 201)) {
+			expectError(res, 409, 409109);
+			expect(res.body.description).toContain("MAX_TWINS");
+		}
+		const stored = await env.DB.prepare("SELECT (SELECT twins FROM accounts WHERE uuid = ?1) AS counted, (SELECT count(*) FROM twins WHERE owner = ?1) AS made")
+			.bind(admin.account)
+			.first();
+		expect(stored).toEqual({ counted: env.MAX_TWINS, made: 3 });
+		// Another account is not affected.
+		const other = await bootstrap();
+		expect((await call("POST", "/twins", { secret: other.secret, body: {} })).status).toBe(201);
+	});
+
 	it("users: the 10000th is created, the next is 409 naming MAX_USERS", async () => {
 		const admin = await bootstrap();
 		const insert = env.DB.prepare(
