@@ -126,7 +126,8 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		}, () => true);
 		const answer: Record<string, Record<string, unknown> | typeof NOT_ACCESSIBLE> = {};
 		// One text for absent, hidden and history-less names: none of them says which it is.
-		for (const name of query.entries ?? []) if (!kept.includes(name)) answer[name] = NOT_ACCESSIBLE;
+		const keeps = new Set(kept);
+		for (const name of query.entries ?? []) if (!keeps.has(name)) answer[name] = NOT_ACCESSIBLE;
 		// The first page names every entry that keeps history; later ones those they continue.
 		if (!after) for (const name of kept) answer[name] = {};
 		for (const row of rows) {
