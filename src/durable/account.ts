@@ -1,3 +1,4 @@
+import type { TwinView } from "../rules/visibility";
 import { accountLimit, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
@@ -81,7 +82,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// Identity writes of this account, on any twin it can see (checked by the caller).
-	createIdentities(caller: CallerId, twin: identities.TwinView, input: identities.IdentityInput) {
+	createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput) {
 		return this.write(caller, "create_twin_identity", (db, current, meter) => identities.createIdentities(db, meter, current, twin, input));
 	}
 

@@ -5,6 +5,7 @@ import { now } from "../base/time";
 import type { Caller } from "../base/caller";
 import type { D1Meter } from "../db/meter";
 import { canSeeIdentity } from "../rules/identities";
+import type { TwinView } from "../rules/visibility";
 
 // An account's identity writes. AccountDO runs them one at a time, so the duplicate and quota
 // checks of a create cannot race another write of the same account (only that account writes
@@ -24,8 +25,6 @@ export function identityRecord(row: IdentityRow) {
 		creation_certificate: { identity: row.identity, creator: row.account, created_ts: row.created_ts },
 	};
 }
-
-export type TwinView = { uuid: string; owner: string; status: string; description: unknown };
 
 // An identity the writer cannot see is absent to it, as to its reads. The role's identity
 // rule reads the identity's name, the twin and the user, never the identity's own settings, so

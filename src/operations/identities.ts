@@ -12,7 +12,7 @@ import { now } from "../base/time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
-import { visibleTwin } from "./twins";
+import { twinView, visibleTwin } from "./twins";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
@@ -72,8 +72,7 @@ export const createTwinIdentity = defineOperation({
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const stub = accountObject(ctx.env, ctx.caller);
-		const view = { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description };
-		return unwrap(await stub.createIdentities(ctx.caller, view, body.identities), ctx.meter);
+		return unwrap(await stub.createIdentities(ctx.caller, twinView(twin), body.identities), ctx.meter);
 	},
 });
 

@@ -15,11 +15,10 @@ import {
 	readEntries,
 	valueEntries,
 } from "./ledger-schemas";
-import { twinView } from "./ledgers";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { queryBoolean } from "./schemas";
-import { visibleTwin } from "./twins";
+import { twinView, visibleTwin } from "./twins";
 
 // Reads of any ledger on a twin the caller sees. The whole ledger (at most 64 KiB) is read
 // and filtered here, so which names a request asks for changes nothing of what it costs, and

@@ -1,5 +1,4 @@
 import * as z from "zod";
-import type { TwinRow } from "../db/twins";
 import type { EntryChange, LedgerWrite } from "../durable/ledger-writes";
 import { type Outcome, unwrap } from "../durable/outcome";
 import type { Caller } from "../base/caller";
@@ -8,16 +7,12 @@ import type { Json } from "../rules/ast";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { addBody, deleteBody, entryList, ledgerParams, ownEntries, updateBody, updateValueBody } from "./ledger-schemas";
-import { visibleTwin } from "./twins";
+import { twinView, visibleTwin } from "./twins";
 
 // The writes of a ledger: only the caller's own (`personal` or its account uuid), on any twin
 // the caller sees, alive or terminated. They run in the account's object, one at a time.
 
 type Params = z.infer<typeof ledgerParams>;
-
-export function twinView(twin: TwinRow) {
-	return { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json };
-}
 
 async function writableLedger(ctx: Context & { caller: Caller }, params: Params) {
 	const twin = await visibleTwin(ctx, ctx.caller, params.twin);

@@ -3,6 +3,7 @@ import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type Tw
 import { unwrap } from "../durable/outcome";
 import type { CheckedScan } from "../durable/scan";
 import type { Caller } from "../base/caller";
+import type { Json } from "../rules/ast";
 import { ApiError } from "../base/errors";
 import { isVisible } from "../rules/visibility";
 import { now } from "../base/time";
@@ -12,6 +13,11 @@ import { defineOperation, JsonText } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
+
+// What rules and the account's object need of a twin (not its certificates).
+export function twinView(twin: TwinRow) {
+	return { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json };
+}
 
 // A twin the caller may not see answers exactly as a twin that does not exist.
 export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {

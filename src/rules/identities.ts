@@ -3,9 +3,9 @@ import type { Json } from "./ast";
 import { evaluate, type Scope } from "./evaluate";
 import { ruleOf } from "./stored";
 import { Budget, WORK_UNITS, withinBudget } from "./strings";
+import type { TwinView } from "./visibility";
 
 export type IdentityView = { identity: string; account: string; visibility: string | null; validity_ts: number | null };
-type TwinView = { uuid: string; owner: string; status: string; description: unknown };
 
 export function isExpired(item: Pick<IdentityView, "validity_ts">, now: number) {
 	return item.validity_ts !== null && item.validity_ts <= now;

@@ -9,7 +9,8 @@ export function scopeOf(caller: Caller, now: number): Omit<Scope, "twin"> {
 	return { user: { account, user, role, description: description as Json }, now };
 }
 
-type TwinView = { uuid: string; owner: string; status: string; description: unknown };
+// What the rules read of a twin.
+export type TwinView = { uuid: string; owner: string; status: string; description: unknown };
 
 // A role without a twin rule sees its own account's twins; with one, exactly those the rule
 // accepts within `budget` (the request's, when it decides on many twins). A twin whose rule
