@@ -4,15 +4,18 @@
 //   routes.ts, index.ts   the route table and the Worker's entry: may import everything
 //   http/                 the request pipeline, router, auth, API document
 //   operations/           one file per resource: defineOperation handlers
-//   durable/              AccountDO and its serialized steps; the guards around the policy
-//   webhooks/             messages, hashes, delivery and the queue consumer
+//   account/              the account's object (AccountDO): its serialized writes, the guards
+//                         around them, scan pages and cursors, and the typed client to call it
+//   notifications/        everything that delivers a message to a receiver: the outbox drain,
+//                         the queue consumer, the delivery object, messages, signing, retries,
+//                         the callback URL policy
 //   db/                   every D1 statement (drizzle schema and queries)
 //   policy/               pure permission logic: statements, grants, manageability
 //   rules/                the rule language: parse, evaluate, compile to SQL
-//   base/                 errors, the caller, time, crypto, JSON: imports nothing of src/
+//   base/                 errors, the caller, time, crypto and sealing, JSON: imports nothing of src/
 //
-// SQL lives in db/, except the Durable Object's own SQLite storage (scan cursors, the role
-// write journal): that is the object's private storage, not D1, so durable/ keeps it.
+// SQL lives in db/, except the Durable Object's own SQLite storage (scan cursors, the write
+// journal): that is the object's private storage, not D1, so account/ keeps it.
 
 const layer = (name, below) => ({
 	name: `${name}-imports-only-below`,
@@ -32,12 +35,13 @@ module.exports = {
 		layer("policy", ["base", "rules"]),
 		// D1 statements take compiled SQL as text, so db/ needs no rules of its own.
 		layer("db", ["base"]),
-		// Webhooks read subscriptions and build messages from stored rows.
-		layer("webhooks", ["base", "db"]),
-		// The account's object runs the serialized writes and scans with rules, policy and db.
-		layer("durable", ["base", "rules", "policy", "db", "webhooks"]),
+		// Notifications read subscriptions and the outbox and build messages from stored rows.
+		layer("notifications", ["base", "db"]),
+		// The account's object runs the serialized writes and scans with rules, policy and db,
+		// and hands the messages a write committed to the notification outbox drain.
+		layer("account", ["base", "rules", "policy", "db", "notifications"]),
 		// Handlers reach the object, the database and the pure layers; never http/.
-		layer("operations", ["base", "rules", "policy", "db", "webhooks", "durable"]),
+		layer("operations", ["base", "rules", "policy", "db", "notifications", "account"]),
 		// The HTTP layer serves operations; it never reaches past them into the object.
 		layer("http", ["base", "rules", "policy", "db", "operations"]),
 		{

@@ -4,11 +4,11 @@ import { buildRouter } from "./http/router";
 import { ApiError } from "./base/errors";
 import { errorResponse } from "./http/errors";
 import { routes } from "./routes";
-import { consumeConfirmations, consumeDeadLetters, DEAD_LETTER_QUEUE } from "./webhooks/consumer";
-import type { WebhookJob } from "./webhooks/notification";
+import { consumeDeadLetters, consumeWebhookJobs, DEAD_LETTER_QUEUE } from "./notifications/queue-consumer";
+import type { WebhookJob } from "./notifications/jobs";
 
-export { AccountDO } from "./durable/account";
-export { DeliveryDO } from "./durable/delivery";
+export { AccountDO } from "./account/object";
+export { DeliveryDO } from "./notifications/delivery-object";
 
 const router = buildRouter(routes);
 
@@ -42,6 +42,6 @@ export default {
 
 	async queue(batch, env) {
 		if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
-		return consumeConfirmations(batch, env);
+		return consumeWebhookJobs(batch, env);
 	},
 } satisfies ExportedHandler<Env, WebhookJob>;

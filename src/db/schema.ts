@@ -103,7 +103,7 @@ export type { Description, RoleRules, Statement };
 // A webhook subscription. The confirmation token is kept as its SHA-256 (to find the row) and,
 // while a confirmation message may still need it, sealed (to build the URL at delivery time).
 // Signing keys (client_secret + server_secret) are kept sealed too: messages are signed when
-// they are delivered, not when they are queued. See src/webhooks/seal.ts.
+// they are delivered, not when they are queued. See src/base/seal.ts.
 export const subscriptions = sqliteTable(
 	"subscriptions",
 	{

@@ -71,13 +71,9 @@ export type PageRow = {
 // come back only where they are needed: to show the twin, or to let the evaluator decide a NULL.
 export type PageQuery = { owner: string; after: string; count: number; verdict: string; details: boolean };
 
-export async function selectTwinPage(db: Database, page: PageQuery): Promise<PageRow[]> {
-	return (await twinPageStatement(db.$client, page).all<PageRow>()).results;
-}
-
 const DIALECT = new SQLiteAsyncDialect();
 
-// The same read as a statement, to run in one batch with other reads.
+// A statement, to run in one batch with the credential's row when the object checks it.
 export function twinPageStatement(d1: D1Database, page: PageQuery): D1PreparedStatement {
 	const keep = sql.raw(page.details ? "verdict IS NOT 0" : "verdict IS NULL");
 	const query = DIALECT.sqlToQuery(sql`

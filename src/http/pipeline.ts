@@ -1,8 +1,7 @@
 import type { IRequest } from "itty-router";
 import { type Database, database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import { JsonText, type Operation } from "../operations/operation";
-import type { Caller } from "../base/caller";
+import { type Claim, JsonText, type Operation, StaleGuess } from "../operations/operation";
 import { authenticate, authenticateAdmin, credentialHash, refusedCredential } from "./auth";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
 import { checkStatement } from "../policy/credential";
@@ -14,43 +13,50 @@ import { validate } from "./validation";
 export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter; d1: D1DatabaseSession };
 
 // The order is the contract: authenticate, check the permission rule by operation name,
-// validate params, query and body, and only then run the handler. An operation that checks the
-// credential itself (`direct`) is tried first for a caller seen before; it keeps that order.
+// validate params, query and body, and only then run the handler. An operation that checks
+// the credential with its own read (`checksCredential`) runs first on the isolate's guess of
+// the caller, when it has one; the object keeps that order.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
-		const d1 = state.meter.wrap(state.d1);
 		const url = new URL(request.url);
-		let caller: Caller | undefined;
+		const d1 = state.meter.wrap(state.d1);
+		if (operation.checksCredential) {
+			const answer = await runOnGuess(operation, request, env, url, state, d1);
+			if (answer) return answer;
+		}
+		let claim: Claim | undefined;
 		if (operation.auth === "secret") {
-			if (operation.direct) {
-				const answer = await direct(operation, request, env, url, state);
-				if (answer) return answer;
-			}
-			caller = await countingFailures(env, request, () => authenticate(request, d1));
+			const caller = await countingFailures(env, request, () => authenticate(request, d1));
 			checkStatement(caller, operation.name);
-			if (operation.direct) rememberCaller(await credentialHash(request), caller);
+			if (operation.checksCredential) rememberCaller(await credentialHash(request), caller);
+			claim = { caller };
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
 		} else {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
-
-		const input = readInput(operation, request, url, state);
-		// drizzle is built only for an operation that queries through it (not /whoami).
-		let db: Database | undefined;
-		const ctx = {
-			env,
-			get db() {
-				return (db ??= database(d1));
-			},
-			url,
-			meter: state.meter,
-			caller,
-		};
-		// The Operation type guarantees `caller` is present for "secret" routes.
-		return answer(operation, await operation.run(input as never, ctx as never));
+		return run(operation, readInput(operation, request, url, state), { env, url, meter: state.meter, d1 }, claim);
 	};
+}
+
+type Runtime = { env: Env; url: URL; meter: D1Meter; d1: D1Database };
+
+function run(operation: Operation, input: unknown, { env, url, meter, d1 }: Runtime, claim: Claim | undefined) {
+	// drizzle is built only for an operation that queries through it (not /whoami).
+	let db: Database | undefined;
+	const ctx = {
+		env,
+		get db() {
+			return (db ??= database(d1));
+		},
+		url,
+		meter,
+		caller: claim?.caller,
+		claim,
+	};
+	// The Operation type guarantees `caller` and `claim` are present for "secret" routes.
+	return operation.run(input as never, ctx as never).then((result) => answer(operation, result));
 }
 
 function readInput(operation: Operation, request: IRequest, url: URL, state: RequestState) {
@@ -75,13 +81,13 @@ function answer(operation: Operation, result: unknown) {
 	return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
 }
 
-// The direct path, for a credential whose caller this isolate has seen. Undefined sends the
-// request down the usual path: no guess, input the usual path must refuse in its own order
-// (after the credential and the statement), or a guess the object found outdated.
-async function direct(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState) {
+// The operation on the isolate's guess of the caller, for a credential seen before. Undefined
+// sends the request down the usual path: no guess, input the usual path must refuse in its own
+// order (after the credential and the statement), or a guess the object found outdated.
+async function runOnGuess(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState, d1: D1Database) {
 	const hash = await credentialHash(request).catch(() => undefined);
 	const guess = hash === undefined ? undefined : guessCaller(hash);
-	if (hash === undefined || guess === undefined || !operation.direct) return undefined;
+	if (hash === undefined || guess === undefined) return undefined;
 	let input;
 	try {
 		input = readInput(operation, request, url, state);
@@ -89,11 +95,9 @@ async function direct(operation: Operation, request: IRequest, env: Env, url: UR
 		return undefined;
 	}
 	try {
-		const done = await operation.direct(input as never, { env, url, meter: state.meter, hash, guess });
-		if (!done) return undefined;
-		rememberCaller(hash, done.caller);
-		return answer(operation, done.result);
+		return await run(operation, input, { env, url, meter: state.meter, d1 }, { caller: guess, hash });
 	} catch (error) {
+		if (error instanceof StaleGuess) return undefined;
 		if (!(error instanceof ApiError) || error.status !== 401) throw error;
 		forgetCaller(hash);
 		await spendAttempt(env.AUTH_FAILURES, request);

@@ -1,9 +1,8 @@
 import * as z from "zod";
 import { findOwnIdentity, type IdentityRow, listOwnIdentities, listPublicIdentities } from "../db/identities";
 import type { TwinRow } from "../db/twins";
-import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../durable/identities";
-import { unwrap } from "../durable/outcome";
-import { accountObject } from "../durable/stub";
+import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../account/identity-writes";
+import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { Budget, WORK_UNITS } from "../rules/strings";
@@ -71,8 +70,7 @@ export const createTwinIdentity = defineOperation({
 	response: z.object({ identities: mapOf(identityOut, MAX_IDENTITIES_PER_REQUEST) }),
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.createIdentities(ctx.caller, twinView(twin), body.identities), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).createIdentities(ctx.caller, twinView(twin), body.identities);
 	},
 });
 
@@ -155,8 +153,7 @@ export const updateTwinIdentity = defineOperation({
 	response: identityOut,
 	async run({ params, body }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateIdentity(ctx.caller, twin.uuid, params.identity, body), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).updateIdentity(ctx.caller, twin.uuid, params.identity, body);
 	},
 });
 
@@ -168,7 +165,6 @@ export const deleteTwinIdentity = defineOperation({
 	response: identityOut,
 	async run({ params }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.deleteIdentity(ctx.caller, twin.uuid, params.identity), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).deleteIdentity(ctx.caller, twin.uuid, params.identity);
 	},
 });

@@ -1,8 +1,8 @@
 import * as z from "zod";
 import { type HistoryPosition, readHistory, readLedger } from "../db/ledgers";
-import { MAX_PAGE_BYTES } from "../durable/scan";
+import { MAX_PAGE_BYTES } from "../account/scan";
 import { openCursor, sealCursor } from "./paging";
-import { type StoredEntry, entryOut, storedOf, valueOut } from "../durable/ledger-view";
+import { type StoredEntry, entryOut, storedOf, valueOut } from "../account/ledger-view";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import { now } from "../base/time";

@@ -1,12 +1,11 @@
 import * as z from "zod";
-import { MAX_LEDGER_BYTES } from "../durable/ledger-writes";
+import { MAX_LEDGER_BYTES } from "../account/ledger-writes";
 import { cursorIn, cursorOut } from "./paging";
-import { jsonValue, mapOf, ruleText, timestamp, timestampOut, uuid } from "./schemas";
+import { jsonValue, mapOf, ruleText, timestamp, timestampOut, TOPIC, uuid } from "./schemas";
 
 // Request and answer shapes of the ledger operations.
 
 export const ENTRY_NAME = /^[a-z_][0-9a-z_]{0,127}$/;
-export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
 const MAX_ENTRIES = 100;
 // Each entry takes at least 6 bytes of its ledger (`"a":0,`), whose limit bounds how many there are.
 export const MAX_LEDGER_ENTRIES = Math.floor(MAX_LEDGER_BYTES / 6);

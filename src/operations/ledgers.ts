@@ -1,6 +1,6 @@
 import * as z from "zod";
-import type { EntryChange, LedgerWrite } from "../durable/ledger-writes";
-import { type Outcome, unwrap } from "../durable/outcome";
+import type { EntryChange, LedgerWrite } from "../account/ledger-writes";
+import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import type { Json } from "../rules/ast";
@@ -26,14 +26,10 @@ type Request =
 	| { kind: "add" | "update"; entries: Record<string, EntryChange>; conditions?: Record<string, string> }
 	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> };
 
-// The object's RPC types recurse through JSON values deeper than TypeScript follows.
-type LedgerObject = { writeLedger(write: LedgerWrite): Promise<Outcome<{ entries: Record<string, unknown> }>> };
-
 async function send(ctx: Context & { caller: Caller }, params: Params, request: Request) {
 	const twin = await writableLedger(ctx, params);
-	const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account) as unknown as LedgerObject;
-	const write = { ...request, twin, writer: ctx.caller, conditions: request.conditions ?? {} };
-	return unwrap(await stub.writeLedger(write), ctx.meter);
+	const write: LedgerWrite = { ...request, twin, writer: ctx.caller, conditions: request.conditions ?? {} };
+	return accountClient(ctx, ctx.caller.account).writeLedger(write);
 }
 
 export const addTwinLedgerEntry = defineOperation({

@@ -3,9 +3,9 @@ import { listGrants, replaceGrant } from "../db/grants";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { defineOperation } from "./operation";
-import { mapOf, uuid } from "./schemas";
+import { mapOf, topic, uuid } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
-import { requireNotificationStanding, topic } from "./webhooks";
+import { requireNotificationStanding } from "./webhooks";
 
 export const MAX_GRANTED_TOPICS = 100;
 

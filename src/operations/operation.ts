@@ -35,14 +35,21 @@ export type Operation<
 	body?: B;
 	status?: 200 | 201;
 	response: z.ZodType;
-	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller } : Context): Promise<unknown>;
-	// For a credential whose caller the isolate has seen: the whole operation in the account's
-	// object, which checks the credential and the statement in the same D1 batch as its read.
-	// Answers the result and the caller as checked, or undefined to take the usual path.
-	direct?(input: Input<P, Q, B>, ctx: DirectContext): Promise<{ result: unknown; caller: Caller } | undefined>;
+	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller; claim: Claim } : Context): Promise<unknown>;
+	// The operation may run before the Worker checks the credential, for a credential whose
+	// caller this isolate has seen: its `claim` then carries the credential's hash, and the
+	// operation has the account's object check it in the same D1 batch as its own read. It
+	// throws StaleGuess when the object finds the credential no longer stands for that caller;
+	// the Worker then checks the credential itself and runs it again.
+	checksCredential?: true;
 };
 
-export type DirectContext = { env: Env; url: URL; meter: D1Meter; hash: string; guess: Caller };
+// Who calls a "secret" operation. Without `hash`, `caller` is what the Worker found checking
+// the credential. With it (only for an operation that declares `checksCredential`), `caller`
+// is only this isolate's guess from an earlier request, still to be checked against `hash`.
+export type Claim = { caller: Caller; hash?: string };
+
+export class StaleGuess extends Error {}
 
 // An answer already serialized where it was built (a scan page, from the Durable Object):
 // sent as it is, without a second parse by the response schema. Its shape is still the

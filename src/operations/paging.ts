@@ -1,13 +1,13 @@
 import * as z from "zod";
 import { ApiError } from "../base/errors";
-import { open, seal } from "../webhooks/seal";
+import { open, seal } from "../base/seal";
 
 // What every paged read shares: the `limit` it takes, the `cursor` it answers, and how a cursor
 // is made and read. A cursor is the position of the last item a page examined, sealed under
 // WEBHOOK_KEY with the read's scope (operation, caller and query) as its additional data: it
 // may name an item the caller cannot see, and it holds only for the request it came from, so
 // it can be neither read nor moved to another query or user. Scans keep their own cursors in
-// the account's object (durable/cursors.ts).
+// the account's object (account/cursors.ts).
 
 // Query `limit`: an integer from 1 to `max`.
 export function pageLimit(max: number) {

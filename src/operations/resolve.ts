@@ -7,7 +7,7 @@ import { isVisible } from "../rules/visibility";
 import { Budget, WORK_UNITS } from "../rules/strings";
 import { now } from "../base/time";
 import type { Caller } from "../base/caller";
-import { MAX_PAGE_BYTES } from "../durable/scan";
+import { MAX_PAGE_BYTES } from "../account/scan";
 import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";

@@ -1,7 +1,6 @@
 import * as z from "zod";
 import { findRole, listRoles } from "../db/roles";
-import { unwrap } from "../durable/outcome";
-import { accountObject } from "../durable/stub";
+import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 import { defineOperation } from "./operation";
@@ -38,9 +37,8 @@ export const createUserRole = defineOperation({
 	status: 201,
 	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
 	async run({ body }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
 		const input = { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT };
-		return unwrap(await stub.createRole(ctx.caller, input), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).createRole(ctx.caller, input);
 	},
 });
 
@@ -84,8 +82,7 @@ export const updateUserRole = defineOperation({
 		statement: statement.optional(),
 	}),
 	async run({ params, body }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateRole(ctx.caller, params.role, body), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).updateRole(ctx.caller, params.role, body);
 	},
 });
 
@@ -96,7 +93,6 @@ export const deleteUserRole = defineOperation({
 	response: roleRecord,
 	params: roleParams,
 	async run({ params }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.deleteRole(ctx.caller, params.role), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).deleteRole(ctx.caller, params.role);
 	},
 });

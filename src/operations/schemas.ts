@@ -5,6 +5,11 @@ import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
+// A notification topic: what a ledger entry publishes to, and what a subscription and a
+// grant name.
+export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
+export const topic = z.string().regex(TOPIC, "Must be 3 to 48 letters, digits or '-'");
+
 export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 
 // Any JSON value. z.json() is recursive; the metadata tells the API document to describe it

@@ -1,11 +1,10 @@
 import * as z from "zod";
 import { newUserSecret, randomPin, sha256Hex } from "../base/crypto";
 import { findSecret, redeemPin } from "../db/secrets";
-import { unwrap } from "../durable/outcome";
-import { accountObject } from "../durable/stub";
+import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
-import { manageableUser } from "../durable/guards";
+import { manageableUser } from "../account/guards";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 
@@ -40,7 +39,7 @@ export const createUserSecretPin = defineOperation({
 			expires_ts: at + PIN_LIFETIME_SECONDS,
 			created_ts: at,
 		};
-		unwrap(await accountObject(ctx.env, ctx.caller).issuePin(ctx.caller, params.user, record), ctx.meter);
+		await accountClient(ctx, ctx.caller.account).issuePin(ctx.caller, params.user, record);
 		return { pin };
 	},
 });
@@ -94,8 +93,7 @@ export const updateUserSecret = defineOperation({
 	params: userParams,
 	body: z.strictObject({ validity_ts: timestamp.nullable() }),
 	async run({ params, body }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.changeSecretValidity(ctx.caller, params.user, body.validity_ts), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).changeSecretValidity(ctx.caller, params.user, body.validity_ts);
 	},
 });
 
@@ -106,7 +104,6 @@ export const deleteUserSecret = defineOperation({
 	response: secretRecord,
 	params: userParams,
 	async run({ params }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.removeSecret(ctx.caller, params.user), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).removeSecret(ctx.caller, params.user);
 	},
 });

@@ -1,7 +1,6 @@
 import * as z from "zod";
 import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
-import { unwrap } from "../durable/outcome";
-import type { CheckedScan } from "../durable/scan";
+import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import type { Json } from "../rules/ast";
 import { ApiError } from "../base/errors";
@@ -9,7 +8,7 @@ import { isVisible } from "../rules/visibility";
 import { now } from "../base/time";
 import type { Context } from "./operation";
 import { pageLimit } from "./paging";
-import { defineOperation, JsonText } from "./operation";
+import { defineOperation, JsonText, StaleGuess } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -112,16 +111,12 @@ export const scanTwins = defineOperation({
 		match: ruleText.optional(),
 		details: queryBoolean.optional().default(false),
 	}),
+	checksCredential: true,
 	async run({ query }, ctx) {
-		const stub = ctx.env.ACCOUNTS.getByName(ctx.caller.account);
 		const { cursor, ...request } = query;
-		return new JsonText(unwrap(await stub.scan(ctx.caller, cursor, request, ctx.meter.latestBookmark()), ctx.meter));
-	},
-	// One D1 round trip instead of two: the object reads the credential row in the page's batch.
-	async direct({ query }, ctx) {
-		const stub = ctx.env.ACCOUNTS.getByName(ctx.guess.account);
-		const { cursor, ...request } = query;
-		const checked: CheckedScan = unwrap(await stub.checkedScan(ctx.hash, ctx.guess, cursor, request), ctx.meter);
-		return checked.stale ? undefined : { result: new JsonText(checked.page), caller: checked.caller };
+		const bookmark = ctx.meter.latestBookmark();
+		const answer = await accountClient(ctx, ctx.claim.caller.account).scan(ctx.claim, cursor, request, bookmark);
+		if (answer.stale) throw new StaleGuess();
+		return new JsonText(answer.page);
 	},
 });

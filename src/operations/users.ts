@@ -1,7 +1,6 @@
 import * as z from "zod";
 import { findUser, listUsers } from "../db/users";
-import { unwrap } from "../durable/outcome";
-import { accountObject } from "../durable/stub";
+import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
 import { MAX_USERS_CEILING } from "../base/limits";
@@ -19,8 +18,7 @@ export const createUser = defineOperation({
 	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.createUser(ctx.caller, { ...body, description: body.description ?? {} }), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).createUser(ctx.caller, { ...body, description: body.description ?? {} });
 	},
 });
 
@@ -61,8 +59,7 @@ export const updateUser = defineOperation({
 	params: userParams,
 	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
 	async run({ params, body }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.updateUser(ctx.caller, params.user, body), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).updateUser(ctx.caller, params.user, body);
 	},
 });
 
@@ -73,7 +70,6 @@ export const deleteUser = defineOperation({
 	response: userRecord,
 	params: userParams,
 	async run({ params }, ctx) {
-		const stub = accountObject(ctx.env, ctx.caller);
-		return unwrap(await stub.deleteUser(ctx.caller, params.user), ctx.meter);
+		return accountClient(ctx, ctx.caller.account).deleteUser(ctx.caller, params.user);
 	},
 });

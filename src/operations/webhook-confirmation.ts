@@ -1,8 +1,9 @@
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { now } from "../base/time";
 import type { SubscriptionRow } from "../db/subscriptions";
-import type { ConfirmationJob } from "../webhooks/message";
-import { publicOrigin, seal } from "../webhooks/seal";
+import type { ConfirmationJob } from "../notifications/jobs";
+import { seal } from "../base/seal";
+import { publicOrigin } from "../notifications/messages";
 import type { Context } from "./operation";
 
 // A new confirmation for a subscription: a new message uuid and a new token (at least 128

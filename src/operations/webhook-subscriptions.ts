@@ -3,12 +3,12 @@ import { listDeliveries, MAX_DELIVERIES_KEPT } from "../db/deliveries";
 import { effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, reissueConfirmation, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
-import { subscriptionView } from "../webhooks/message";
+import { subscriptionView } from "../notifications/messages";
 import { type Context, defineOperation } from "./operation";
-import { mapOf, subscriptionOut, timestampOut, uuid, uuidOut } from "./schemas";
+import { mapOf, subscriptionOut, timestampOut, topic, uuid, uuidOut } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
-import { endSubscription, subscriptionLimit, topic } from "./webhooks";
+import { endSubscription, subscriptionLimit } from "./webhooks";
 
 // The owning account's view of its subscriptions, with a User Secret instead of the token.
 // Another account's subscription answers exactly as one that does not exist.

@@ -6,19 +6,17 @@ import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { maySubscribe } from "../policy/grant";
 import { now } from "../base/time";
-import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../webhooks/callback-policy";
-import { ROTATION_OVERLAP_SECONDS, sealKey } from "../webhooks/keys";
-import { subscriptionView } from "../webhooks/message";
-import { tokenUrl } from "../webhooks/seal";
+import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../notifications/callback-policy";
+import { ROTATION_OVERLAP_SECONDS, sealKey } from "../notifications/signing";
+import { subscriptionView, tokenUrl } from "../notifications/messages";
 import { type Context, defineOperation } from "./operation";
-import { subscriptionOut, uuid } from "./schemas";
+import { subscriptionOut, topic, uuid } from "./schemas";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 
 export const MAX_EXPIRES = 604_800;
 
 const expires = z.number().int().min(1).max(MAX_EXPIRES, `Must be at most ${MAX_EXPIRES} seconds`);
 const clientSecret = z.string().regex(/^[A-Za-z0-9_=-]{16}$/, "Must be 16 URL-safe Base64 characters");
-export const topic = z.string().regex(/^[0-9A-Za-z-]{3,48}$/, "Must be 3 to 48 letters, digits or '-'");
 
 // The token URL names the subscription: its token is the only proof a caller needs.
 const tokenParams = z.strictObject({ account: z.string() });

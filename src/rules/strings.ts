@@ -5,7 +5,7 @@ import { ApiError } from "../base/errors";
 // whatever the pattern: regular expressions run on RE2 (no backtracking), substrings are found
 // with Knuth-Morris-Pratt. A Budget counts the work a request's rules have done (a unit is
 // about one character of a substring search), so a page can stop early and any other
-// evaluation can give up instead of running on (see src/durable/scan.ts).
+// evaluation can give up instead of running on (see src/account/scan.ts).
 
 // What the rules of one request may cost: some tens of milliseconds at the measured rates.
 export const WORK_UNITS = 1_000_000;

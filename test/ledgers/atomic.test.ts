@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { writeLedger } from "../../src/durable/ledger-writes";
+import { writeLedger } from "../../src/account/ledger-writes";
 import { bootstrap, call, failingBatches } from "../helpers";
 import { addEntries, ledger, newTwin } from "./support";
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { type EntryChange, writeLedger } from "../../src/durable/ledger-writes";
+import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
 import { type Account, bootstrap, call } from "../helpers";
 import { newTwin } from "../ledgers/support";
 import { confirmedSubscription, outboxOf } from "./support";

@@ -1,9 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/durable/account";
-import type { ConfirmationJob } from "../../src/webhooks/message";
-import type { NotificationJob } from "../../src/webhooks/notification";
+import type { AccountDO } from "../../src/account/object";
+import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
 import { bootstrap, call } from "../helpers";
 import { addEntries, newTwin } from "../ledgers/support";
 import { consume, received } from "../webhooks/support";

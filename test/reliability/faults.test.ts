@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, createUser, expectError, failingBatches, issueSecret, sessionsToo } from "../helpers";
-import type { ConfirmationJob } from "../../src/webhooks/message";
+import type { ConfirmationJob } from "../../src/notifications/jobs";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
 // D1 that fails every statement bound to the given value.

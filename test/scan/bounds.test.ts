@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { CURSOR_IDLE_SECONDS, CursorStore, MAX_CURSORS_PER_USER } from "../../src/durable/cursors";
-import type { AccountDO } from "../../src/durable/account";
-import { MAX_PAGE_BYTES } from "../../src/durable/scan";
+import { CURSOR_IDLE_SECONDS, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
+import type { AccountDO } from "../../src/account/object";
+import { MAX_PAGE_BYTES } from "../../src/account/scan";
 import { compileRule } from "../../src/rules/compile";
 import { parseRule } from "../../src/rules/parse";
 import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, walk } from "../helpers";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkCallbackUrl, refuseAddress } from "../../src/webhooks/callback-policy";
+import { checkCallbackUrl, refuseAddress } from "../../src/notifications/callback-policy";
 import { bootstrap, call } from "../helpers";
 import { recordingQueue } from "./support";
 

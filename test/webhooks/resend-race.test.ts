@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { attemptConfirmation } from "../../src/webhooks/attempt";
+import { attemptConfirmation } from "../../src/notifications/attempt";
 import { bootstrap, call } from "../helpers";
 import { consume, received, receiver, recordingQueue, storedSubscription, subscribeRecording } from "./support";
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { OUTBOX_KEEP_SECONDS } from "../../src/durable/outbox-drain";
-import { RETRY_WINDOW } from "../../src/webhooks/delivery";
+import { OUTBOX_KEEP_SECONDS } from "../../src/notifications/outbox-drain";
+import { RETRY_WINDOW } from "../../src/notifications/retry-schedule";
 import { bootstrap, call, expectError } from "../helpers";
 import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
 

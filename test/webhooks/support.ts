@@ -2,8 +2,9 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { expect, inject, vi } from "vitest";
 import worker from "../../src/index";
-import type { ConfirmationJob } from "../../src/webhooks/message";
-import { open, tokenUrl } from "../../src/webhooks/seal";
+import type { ConfirmationJob } from "../../src/notifications/jobs";
+import { open } from "../../src/base/seal";
+import { tokenUrl } from "../../src/notifications/messages";
 import { type Account, call } from "../helpers";
 
 export const receiver = () => `http://127.0.0.1:${inject("receiverPort")}`;

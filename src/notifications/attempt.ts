@@ -1,19 +1,21 @@
 import { type Database, database } from "../db/client";
 import { recordAttempt } from "../db/deliveries";
-import { findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { findMessage, markDelivered } from "../db/outbox";
+import { effectiveStatus, findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { now } from "../base/time";
-import { type DeliveryOutcome, deliver, RETRY_SCHEDULE, retryDelay, windowLeft } from "./delivery";
-import { messageHash, standardWebhookHeaders } from "./hash";
-import { signingKeys } from "./keys";
-import { type ConfirmationJob, confirmationMessage } from "./message";
-import { open, tokenUrl } from "./seal";
+import { open } from "../base/seal";
+import type { ConfirmationJob, NotificationJob } from "./jobs";
+import { confirmationMessage, notificationMessage, tokenUrl } from "./messages";
+import { type DeliveryOutcome, deliver } from "./post";
+import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./retry-schedule";
+import { messageHash, signingKeys, standardWebhookHeaders } from "./signing";
 
 // What is to become of a job after an attempt: nothing more, another attempt after `delay`
 // seconds, or the dead-letter queue (the schedule is used up).
 export type Settlement = { action: "done" } | { action: "retry"; delay: number } | { action: "dead" };
 
 // The attempt number of a job on its `attempts`-th arrival from the queue. A job the delivery
-// object handed back to the queue (see src/durable/delivery.ts) carries how many came before.
+// object handed back to the queue (see delivery-object.ts) carries how many came before.
 export function attemptNumber(job: { after?: number }, attempts: number) {
 	return (job.after ?? 0) + attempts;
 }
@@ -76,4 +78,35 @@ async function confirmationBody(env: Env, row: SubscriptionRow, at: number, key:
 	const token = await open(env, row.uuid, "token", row.sealed_token as string);
 	const content = confirmationMessage(row, tokenUrl(env, row.publisher, token), at);
 	return JSON.stringify({ ...content, hash: key ? messageHash(content, key) : null });
+}
+
+// One delivery attempt of a notification, signed with the subscription's current keys and
+// recorded in its deliveries. It never changes the subscription's status.
+export async function attemptNotification(env: Env, job: NotificationJob, attempt: number): Promise<Settlement> {
+	const db = database(env.DB);
+	const row = await findMessage(db, job.message);
+	// Delivered before (a queue message can arrive twice).
+	if (row && row.delivered_ts !== null) return { action: "done" };
+	const subscription = await findSubscription(db, job.subscription);
+	const at = now();
+	// Ended since the message was written (unsubscribed, revoked, expired): the receiver asked
+	// for nothing more, and its keys are gone.
+	if (!subscription || effectiveStatus(subscription, at) !== "confirmed") return { action: "done" };
+	// The outbox no longer keeps it: the attempt came past its retry window and the slack after
+	// it (a queue late by days, or a job from before retries were bounded). Nothing can be sent,
+	// but the attempt is recorded as failed in the subscription's deliveries like any other: that
+	// is where the owner looks for what became of its messages, which a log line would not tell.
+	if (!row) {
+		const detail = "not sent: the message is no longer kept, its retry window is long over";
+		const outcome = { kind: "permanent", detail, status: null, durationMs: 0, retryAfter: null } as const;
+		return settle(db, { subscription: subscription.uuid, message: job.message, attempt, at, since: job.since, confirmation: false }, outcome);
+	}
+
+	const keys = await signingKeys(env, subscription, at);
+	const content = notificationMessage(row);
+	const body = JSON.stringify({ ...content, hash: keys[0] ? messageHash(content, keys[0]) : null });
+	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
+	const outcome = await deliver(subscription.callback_url, body, headers);
+	if (outcome.kind === "delivered") await markDelivered(db, row.message, at);
+	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, since: job.since, confirmation: false }, outcome);
 }

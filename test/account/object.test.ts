@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/durable/account";
+import type { AccountDO } from "../../src/account/object";
 import { bootstrap, call, createUser, insertRole } from "../helpers";
 
 describe("AccountDO", () => {

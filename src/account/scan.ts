@@ -1,5 +1,4 @@
-import type { Database } from "../db/client";
-import { type PageQuery, type PageRow, selectTwinPage, TWIN_COLUMNS } from "../db/twins";
+import { type PageQuery, type PageRow, TWIN_COLUMNS } from "../db/twins";
 import { utf8Bytes } from "../base/json";
 import { type Json, type Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
@@ -11,10 +10,6 @@ import { scopeOf } from "../rules/visibility";
 
 export type ScanRequest = { count: number; match?: string; details: boolean };
 
-// What a scan with its credential checked in the object answers: the page's JSON and the caller
-// as checked, or `stale` when the credential no longer stands for the guessed caller's user.
-export type CheckedScan = { stale: true } | { stale?: undefined; page: string; caller: Caller };
-
 // What one page may cost. The answer stays under 4 MiB (the object's RPC answer too); the
 // work of the rules over the page (what compiling them decides, then the evaluator) stays
 // under WORK_UNITS, after which the page stops early with a cursor, as with the size.
@@ -22,15 +17,10 @@ export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 // Room for the envelope and the cursor.
 const ENVELOPE_BYTES = 1024;
 
-// One page: the next `count` twins of the account after `after` (db/twins.ts reads them with
-// the rules compiled to SQL; 1, 0 or NULL per twin). The evaluator settles the NULLs here.
-// The page is cut here, not in SQL: a running sum in SQL (a window function) made D1 read
+// One page: the next `count` twins of the account after `after`, read by db/twins.ts with the
+// rules compiled to SQL (1, 0 or NULL per twin); the evaluator settles the NULLs in cutPage.
+// The page is cut there, not in SQL: a running sum in SQL (a window function) made D1 read
 // each row four times. The first twin always stays, so every page moves on.
-export async function readPage(db: Database, caller: Caller, after: string, request: ScanRequest, now: number) {
-	const plan = planPage(caller, after, request, now);
-	return cutPage(await selectTwinPage(db, plan.query), plan, caller, request, now);
-}
-
 export type PagePlan = { match: Rule | null; visible: Rule | null; query: PageQuery; budget: Budget };
 
 export function planPage(caller: Caller, after: string, request: ScanRequest, now: number): PagePlan {

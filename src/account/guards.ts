@@ -10,16 +10,17 @@ import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
 // into 403102. The account's serialized writes call these inside their step; a read-only
 // operation may call them too.
 
-export function require(verdict: Verdict, what: string) {
+// A refusal of the policy as the 403 the caller gets.
+export function requireAllowed(verdict: Verdict, what: string) {
 	if (!verdict.ok) throw new ApiError("escalation", { description: describeRefusal(verdict, what) });
 }
 
 export function requireRoleGrant(caller: Caller, role: Parameters<typeof checkRoleGrant>[1], what = "The role") {
-	require(checkRoleGrant(caller, role, STATEMENT_VOCABULARY), what);
+	requireAllowed(checkRoleGrant(caller, role, STATEMENT_VOCABULARY), what);
 }
 
 export function requireManageable(caller: Caller, target: Target, what = "The user") {
-	require(checkManageable(caller, target, STATEMENT_VOCABULARY), what);
+	requireAllowed(checkManageable(caller, target, STATEMENT_VOCABULARY), what);
 }
 
 // A role of the caller's account that the caller could have written itself. Another

@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import { type Settlement, attemptConfirmation } from "../webhooks/attempt";
-import { attemptNotification, type WebhookJob } from "../webhooks/notification";
-import { DELIVERY_TIMEOUT_MS, RETRY_SCHEDULE } from "../webhooks/delivery";
+import { type Settlement, attemptConfirmation, attemptNotification } from "./attempt";
+import type { WebhookJob } from "./jobs";
+import { DELIVERY_TIMEOUT_MS } from "./post";
+import { RETRY_SCHEDULE } from "./retry-schedule";
 
 // How long the queue consumer waits for an attempt before leaving it to this object. A queue
 // invocation ends only when its slowest message does, and the next batch waits for it (the

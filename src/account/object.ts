@@ -8,20 +8,29 @@ import { ApiError } from "../base/errors";
 import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
-import { DRAIN_GRACE_SECONDS, drainOutbox } from "./outbox-drain";
+import { DRAIN_GRACE_SECONDS, drainOutbox } from "../notifications/outbox-drain";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
 import { checkCredential, checkStatement } from "../policy/credential";
-import { type CheckedScan, cutPage, pageJson, planPage, readPage, type ScanRequest } from "./scan";
+import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
-import * as identities from "./identities";
-import * as writes from "./writes";
+import * as identities from "./identity-writes";
+import * as writes from "./role-user-writes";
 
-const JOURNAL_LENGTH = 1000;
 // The account whose outbox the alarm drains (the object's name, kept where the alarm finds it).
 const OUTBOX_ACCOUNT = "outbox-account";
+
+// Who asks for a scan page: a caller the Worker checked, or (with `hash`) one it only guessed.
+export type ScanCredential = { caller: Caller; hash?: string };
+export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
+
+const ownerOf = (caller: Caller, request: ScanRequest) => ({ user: caller.user, binding: bindingOf(request.match, request.details) });
+
+// Both are built by checkCredential from a credential row, so their keys come in one order.
+const sameCaller = (a: Caller, b: Caller) => JSON.stringify(a) === JSON.stringify(b);
 
 // Writes take only who the caller is: what it may do is read again inside the serialized step.
 type CallerId = Pick<Caller, "account" | "user">;
@@ -30,18 +39,17 @@ type CallerId = Pick<Caller, "account" | "user">;
 // credentials, identities and ledgers run here one at a time, each with the checks that guard
 // it; all but ledger writes leave a line in the object's journal. Scan cursors are
 // issued and kept here too, with an alarm that sweeps the expired ones; the same alarm drains
-// notification messages a ledger write committed (src/durable/outbox-drain.ts).
+// notification messages a ledger write committed (src/notifications/outbox-drain.ts).
 export class AccountDO extends DurableObject<Env> {
 	private tail: Promise<unknown> = Promise.resolve();
 	private draining: Promise<unknown> = Promise.resolve();
 	private readonly cursors: CursorStore;
+	private readonly lines: Journal;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.cursors = new CursorStore(ctx.storage.sql);
-		ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS role_writes (
-			seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL,
-			action TEXT NOT NULL, target TEXT NOT NULL)`);
+		this.lines = new Journal(ctx.storage.sql);
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {
@@ -95,56 +103,39 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
-	// The page is read in a session that continues the request's: from a replica at least as
-	// new as the caller's credential check, or the primary.
-	async scan(caller: Caller, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
+	// A caller the Worker checked reads in a session that continues the request's: from a
+	// replica at least as new as the check, or the primary. A credential the Worker did not
+	// check (`hash`, with `caller` the isolate's guess from an earlier request) is checked here:
+	// its row comes from the primary in the same D1 batch as the page, and nothing is answered,
+	// nor any cursor used, before the row shows the secret alive and its role allowing
+	// scan_twins. `stale` when the row no longer stands for the guess exactly (another user,
+	// role, rules or description): the Worker then checks the credential itself and asks again.
+	async scan(credential: ScanCredential, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
 		const meter = new D1Meter();
-		return this.answer(meter, async (at) => {
-			const after = this.position(caller, cursor, request, at);
-			const d1 = meter.wrap(this.env.DB.withSession(bookmark ?? "first-primary"));
-			return this.finish(caller, request, at, await readPage(database(d1), caller, after, request, at));
+		return this.answer(meter, async (at): Promise<ScanAnswer> => {
+			const { caller: claimed, hash } = credential;
+			const d1 = meter.wrap(this.env.DB.withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"));
+			// The cursor is only looked at, not used, until the credential holds.
+			const after = cursor === undefined ? "" : this.cursors.find(cursor, ownerOf(claimed, request), at)?.after;
+			const plan = after === undefined ? undefined : planPage(claimed, after, request, at);
+			const statements = [...(hash === undefined ? [] : [credentialStatement(d1, hash)]), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
+			const results = statements.length ? await d1.batch(statements) : [];
+			if (hash !== undefined) {
+				const caller = checkCredential(credentialOf(results.shift()?.results[0] as CredentialRow | undefined), at);
+				if (!sameCaller(caller, claimed)) return { stale: true };
+				checkStatement(caller, "scan_twins");
+			}
+			const position = cursor === undefined ? "" : this.cursors.resolve(cursor, ownerOf(claimed, request), at);
+			if (position === undefined || plan === undefined) {
+				throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
+			}
+			const page = cutPage(results[0]!.results as PageRow[], plan, claimed, request, at);
+			return { page: await this.finish(claimed, request, at, page) };
 		});
-	}
-
-	// A scan whose credential this object checks (the Worker only guessed the account and the
-	// caller from it, from an earlier request): the credential row and the page come from one
-	// D1 batch at the primary, and nothing is answered, nor any cursor used, before the row
-	// shows the secret alive and its role allowing scan_twins. A page built from an outdated
-	// guess (another role, rules or description now) is read again. The fresh caller comes back
-	// with the page; `stale` when the secret is now another account's user's.
-	async checkedScan(hash: string, guess: Caller, cursor: string | undefined, request: ScanRequest) {
-		const meter = new D1Meter();
-		return this.answer(meter, async (at): Promise<CheckedScan> => {
-			const d1 = meter.wrap(this.env.DB.withSession("first-primary"));
-			const owner = { user: guess.user, binding: bindingOf(request.match, request.details) };
-			const after = cursor === undefined ? "" : this.cursors.find(cursor, owner, at)?.after;
-			const plan = after === undefined ? undefined : planPage(guess, after, request, at);
-			const statements = [credentialStatement(d1, hash), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
-			const [credential, rows] = await d1.batch(statements);
-			const caller = checkCredential(credentialOf(credential.results[0] as CredentialRow | undefined), at);
-			if (caller.account !== guess.account || caller.user !== guess.user) return { stale: true };
-			checkStatement(caller, "scan_twins");
-			const position = this.position(caller, cursor, request, at);
-			const same = JSON.stringify([caller.rules, caller.description, caller.role]) === JSON.stringify([guess.rules, guess.description, guess.role]);
-			const page = same && plan
-				? cutPage(rows.results as PageRow[], plan, caller, request, at)
-				: await readPage(database(d1), caller, position, request, at);
-			return { page: await this.finish(caller, request, at, page), caller };
-		});
-	}
-
-	// The position a cursor stands for; 400 when it is unknown, expired or another's.
-	private position(caller: Caller, cursor: string | undefined, request: ScanRequest, at: number): string {
-		if (cursor === undefined) return "";
-		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
-		const after = this.cursors.resolve(cursor, owner, at);
-		if (after === undefined) throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
-		return after;
 	}
 
 	private async finish(caller: Caller, request: ScanRequest, at: number, page: ReturnType<typeof cutPage>): Promise<string> {
-		const owner = { user: caller.user, binding: bindingOf(request.match, request.details) };
-		const next = page.done || !page.last ? null : this.cursors.issue(owner, page.last, at);
+		const next = page.done || !page.last ? null : this.cursors.issue(ownerOf(caller, request), page.last, at);
 		if (next?.created && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
 		return pageJson(next?.id ?? null, page.twins);
 	}
@@ -197,13 +188,9 @@ export class AccountDO extends DurableObject<Env> {
 		});
 	}
 
+	// The latest lines of the journal, newest first.
 	journal(limit = 100) {
-		return this.ctx.storage.sql
-			.exec<{ seq: number; at: number; actor: string; action: string; target: string }>(
-				"SELECT seq, at, actor, action, target FROM role_writes ORDER BY seq DESC LIMIT ?",
-				limit,
-			)
-			.toArray();
+		return this.lines.latest(limit);
 	}
 
 	// One ledger write of this account: conditions, checks and the batch, with no other write
@@ -229,7 +216,7 @@ export class AccountDO extends DurableObject<Env> {
 			const current = await writes.currentCaller(db, caller);
 			checkStatement(current, action);
 			const value = await work(db, current, meter);
-			this.record(caller.user, action, "uuid" in value ? value.uuid : value.user);
+			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);
 			return value;
 		});
 	}
@@ -237,26 +224,11 @@ export class AccountDO extends DurableObject<Env> {
 	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:
 	// each write starts when the previous one has finished, whatever its outcome.
 	private serialized<T>(work: (db: Database, meter: D1Meter) => Promise<T>): Promise<Outcome<T>> {
-		const run = this.tail.then(async (): Promise<Outcome<T>> => {
+		const run = this.tail.then(() => {
 			const meter = new D1Meter();
-			try {
-				const value = await work(database(meter.wrap(this.env.DB)), meter);
-				return { ok: true, value, cost: meter.snapshot() };
-			} catch (error) {
-				if (error instanceof ApiError) {
-					const { code, message: description, details } = error;
-					return { ok: false, code, description, details, cost: meter.snapshot() };
-				}
-				throw error;
-			}
+			return this.answer(meter, () => work(database(meter.wrap(this.env.DB)), meter));
 		});
 		this.tail = run.catch(() => undefined);
 		return run;
-	}
-
-	private record(caller: string, action: string, target: string) {
-		const sql = this.ctx.storage.sql;
-		sql.exec("INSERT INTO role_writes (at, actor, action, target) VALUES (?, ?, ?, ?)", now(), caller, action, target);
-		sql.exec("DELETE FROM role_writes WHERE seq <= (SELECT max(seq) FROM role_writes) - ?", JOURNAL_LENGTH);
 	}
 }

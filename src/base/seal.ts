@@ -1,5 +1,5 @@
-import { base64Url } from "../base/crypto";
-import { ApiError } from "../base/errors";
+import { base64Url } from "./crypto";
+import { ApiError } from "./errors";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -46,21 +46,4 @@ export async function open(env: Env, subscription: string, purpose: Purpose, sea
 		bytes.slice(12),
 	);
 	return decoder.decode(plain);
-}
-
-// The origin confirmation and management URLs are built on: the PUBLIC_URL var, never the
-// request's Host header (which the caller chooses).
-export function publicOrigin(env: Env): string {
-	let url: URL | undefined;
-	try {
-		url = env.PUBLIC_URL ? new URL(env.PUBLIC_URL) : undefined;
-	} catch {
-		url = undefined;
-	}
-	if (!url) throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (PUBLIC_URL)" });
-	return url.origin;
-}
-
-export function tokenUrl(env: Env, account: string, token: string) {
-	return `${publicOrigin(env)}/notifications/webhooks/${account}?token=${token}`;
 }

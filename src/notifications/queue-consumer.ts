@@ -2,16 +2,16 @@ import { database } from "../db/client";
 import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
 import { attemptNumber } from "./attempt";
-import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./delivery";
-import type { WebhookJob } from "./notification";
+import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./retry-schedule";
+import type { WebhookJob } from "./jobs";
 
 export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
 
-// Each message is attempted in its own delivery object (src/durable/delivery.ts), all of the
+// Each message is attempted in its own delivery object (delivery-object.ts), all of the
 // batch at once, and acknowledged, retried or dead-lettered on its own. An attempt that takes
 // longer than the hand-over time is left to its object, so a hanging receiver holds neither
 // its batch nor the batches behind it.
-export async function consumeConfirmations(batch: MessageBatch<WebhookJob>, env: Env) {
+export async function consumeWebhookJobs(batch: MessageBatch<WebhookJob>, env: Env) {
 	await Promise.all(
 		batch.messages.map(async (message) => {
 			const attempt = attemptNumber(message.body, message.attempts);

@@ -1,8 +1,8 @@
 import type { Database } from "../db/client";
 import { markQueued, pendingMessages } from "../db/outbox";
 import { now } from "../base/time";
-import { RETRY_WINDOW } from "../webhooks/delivery";
-import type { NotificationJob } from "../webhooks/notification";
+import { RETRY_WINDOW } from "./retry-schedule";
+import type { NotificationJob } from "./jobs";
 
 // How far ahead of a write with notifications the account's alarm is set: if the object goes
 // away between the commit and the drain, the alarm drains what it left.

@@ -1,0 +1,51 @@
+import { effectiveStatus, type SubscriptionRow } from "../db/subscriptions";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import type { OutboxRow } from "../db/outbox";
+
+// The "subscription" dictionary of the interface, in answers and messages alike.
+export function subscriptionView(row: SubscriptionRow, at = now()) {
+	return { uuid: row.uuid, topic: row.topic, account: row.publisher, status: effectiveStatus(row, at), validity_ts: row.validity_ts };
+}
+
+// Keys in the interface's order: the hash covers exactly this object, serialized compactly.
+export function confirmationMessage(row: SubscriptionRow, confirmation_url: string, sent_ts: number) {
+	return {
+		type: "Confirmation",
+		message: row.message,
+		sent_ts,
+		confirmation_url,
+		subscription: subscriptionView(row),
+	};
+}
+
+// Keys in the contract's order (section 13); the hash covers exactly this object. Every part was
+// fixed when the row was written, so every attempt sends the same message.
+export function notificationMessage(row: OutboxRow) {
+	return {
+		type: "Notification",
+		trigger: row.trigger,
+		message: row.message,
+		twin: row.twin,
+		event: JSON.parse(row.event) as Record<string, unknown>,
+		sent_ts: row.sent_ts,
+		subscription: JSON.parse(row.subscription_view) as Record<string, unknown>,
+	};
+}
+
+// The origin confirmation and management URLs are built on: the PUBLIC_URL var, never the
+// request's Host header (which the caller chooses).
+export function publicOrigin(env: Env): string {
+	let url: URL | undefined;
+	try {
+		url = env.PUBLIC_URL ? new URL(env.PUBLIC_URL) : undefined;
+	} catch {
+		url = undefined;
+	}
+	if (!url) throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (PUBLIC_URL)" });
+	return url.origin;
+}
+
+export function tokenUrl(env: Env, account: string, token: string) {
+	return `${publicOrigin(env)}/notifications/webhooks/${account}?token=${token}`;
+}
