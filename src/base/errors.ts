@@ -29,7 +29,6 @@ export const ERRORS = {
 	method_not_allowed: { status: 405, subcode: 405101, description: "Method not allowed on this path" },
 	conflict: { status: 409, subcode: 409101, description: "The request conflicts with the resource's state" },
 	condition_failed: { status: 409, subcode: 409102, description: "A condition of the request is false" },
-	// 409102 is a false ledger condition (CONTRACT section 15).
 	role_limit: { status: 409, subcode: 409103, description: "The account has reached its limit of roles (MAX_ROLES)" },
 	user_limit: { status: 409, subcode: 409104, description: "The account has reached its limit of users (MAX_USERS)" },
 	subscription_limit: {

@@ -12,7 +12,7 @@ import { validate } from "./validation";
 
 export type RequestState = { requestId: string; body: Uint8Array | undefined; meter: D1Meter; d1: D1DatabaseSession };
 
-// The order is the contract: authenticate, check the permission rule by operation name,
+// The order is fixed: authenticate, check the permission rule by operation name,
 // validate params, query and body, and only then run the handler. An operation that checks
 // the credential with its own read (`checksCredential`) runs first on the isolate's guess of
 // the caller, when it has one; the object keeps that order.

@@ -19,7 +19,7 @@ export function confirmationMessage(row: SubscriptionRow, confirmation_url: stri
 	};
 }
 
-// Keys in the contract's order (section 13); the hash covers exactly this object. Every part was
+// Keys in the documented order (docs/notifications.md); the hash covers exactly this object. Every part was
 // fixed when the row was written, so every attempt sends the same message.
 export function notificationMessage(row: OutboxRow) {
 	return {

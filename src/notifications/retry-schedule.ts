@@ -4,9 +4,9 @@
 export const RETRY_SCHEDULE = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800] as const;
 export const MAX_QUEUE_DELAY = 43_200;
 
-// The retries of a message end this long after it was first queued, however long its receiver
-// asks us to wait (contract section 7: about a day). The outbox keeps a notification only a
-// while longer (OUTBOX_KEEP_SECONDS, outbox-drain.ts): an attempt later than that would find nothing to send.
+// The retries of a message end this long after it was first queued (about a day), however
+// long its receiver asks us to wait. The outbox keeps a notification only a while longer
+// (OUTBOX_KEEP_SECONDS, outbox-drain.ts): an attempt later than that would find nothing to send.
 export const RETRY_WINDOW = 86_400;
 
 // Seconds left of a job's retry window at `at`, from `since`, when its message was first
