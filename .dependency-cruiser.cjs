@@ -53,7 +53,7 @@ module.exports = {
 		},
 		{
 			name: "no-document-in-the-worker",
-			comment: "the API document is built at build time (scripts/openapi.mjs); the Worker must not bundle its generator",
+			comment: "the API document is built at build time (scripts/build/openapi.mjs); the Worker must not bundle its generator",
 			severity: "error",
 			from: { path: "^src/" },
 			to: { path: "^src/http/openapi\\.ts$" },

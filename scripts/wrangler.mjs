@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { prepareAssets } from "./assets.mjs";
+import { prepareAssets } from "./build/assets.mjs";
 
 const MODULES = fileURLToPath(new URL("../node_modules/", import.meta.url));
 const TOOLS = ["wrangler", "vitest"];

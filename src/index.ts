@@ -17,7 +17,7 @@ async function respond(request: Request, env: Env, ctx: ExecutionContext, reques
 		const body = await readBody(request);
 		// One D1 session per request, begun at the primary: the credential check sees every
 		// revocation, and the request's later reads may come from a replica at least as new
-		// (see "Global callers" in the README).
+		// (see "Global callers" in docs/design.md).
 		const d1 = env.DB.withSession("first-primary");
 		return await router.fetch(request, env, ctx, { requestId, body, meter, d1 });
 	} catch (error) {

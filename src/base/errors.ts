@@ -1,5 +1,5 @@
 // One error envelope for every failure. `subcode` is status * 1000 + n; this catalogue is the
-// single source of them and is mirrored in the README.
+// single source of them; docs/errors.md mirrors it and a test keeps the two equal.
 
 export const ERRORS = {
 	validation: { status: 400, subcode: 400101, description: "The request is invalid" },

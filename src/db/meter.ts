@@ -9,7 +9,7 @@ import { selectedColumns } from "./columns";
 // same name would collapse into one key and shift every value after it, so raw() counts the
 // columns the statement selects and refuses rows with fewer keys: give one of them an alias.
 
-// `bookmark`: the newest D1 session bookmark the work saw (see the README's "Global callers").
+// `bookmark`: the newest D1 session bookmark the work saw (see "Global callers" in docs/design.md).
 export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number; bookmark?: string | null };
 
 export class D1Meter implements D1Cost {

@@ -16,7 +16,7 @@ async function apiDocument() {
 }
 
 describe("the API document", () => {
-	// The file is written before every test run, build, start and deploy (scripts/assets.mjs).
+	// The file is written before every test run, build, start and deploy (scripts/build/assets.mjs).
 	it("is served as built from the route table and its schemas", async () => {
 		expect(await (await asset("/openapi.json")).text()).toBe(JSON.stringify(openApiDocument(routes)));
 	});

@@ -1,7 +1,7 @@
 // Starts `wrangler dev` in its own process group on a given port and state folder, for the
-// benchmark and load scripts; stop() signals the whole group.
+// benchmarks, the load script and the end-to-end tests; stop() signals the whole group.
 import { randomBytes } from "node:crypto";
-import { wrangler, wranglerDone } from "./wrangler.mjs";
+import { wrangler, wranglerDone } from "../wrangler.mjs";
 
 export async function startDevServer({ port, persistTo, vars = {}, inspectorPort }) {
 	await wranglerDone(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);

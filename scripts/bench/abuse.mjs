@@ -4,9 +4,9 @@
 // Every loop is bounded in count and in time. Prints a table and writes bench/abuse.json.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { startDevServer } from "./dev-server.mjs";
+import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
-import { wranglerDone } from "./wrangler.mjs";
+import { wranglerDone } from "../wrangler.mjs";
 
 const PORT = Number(process.env.BENCH_PORT ?? 8811);
 const STATE = ".wrangler/bench-abuse-state";
@@ -38,7 +38,7 @@ const seed = [
 INSERT INTO subscriptions (uuid, account, user, topic, callback_url, token_hash, status, validity_ts, message, attempts, created_ts, updated_ts)
 SELECT lower(hex(randomblob(16))), '${plain.uuid}', 'u', 'abc', 'https://example.com/', lower(hex(randomblob(32))), 'pending', 9e9, 'm', 0, 1, 1 FROM n;`,
 ].join("\n");
-const seedFile = fileURLToPath(new URL("../.wrangler/bench-abuse-seed.sql", import.meta.url));
+const seedFile = fileURLToPath(new URL("../../.wrangler/bench-abuse-seed.sql", import.meta.url));
 writeFileSync(seedFile, seed);
 
 const q = encodeURIComponent;

@@ -1,19 +1,19 @@
 // `npm run bench`: seeds a local account with 100,000 twins, then measures scan_twins at the
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
 // and the throughput of GET /twins?count=100&details=true under load from a second process;
-// then reads and writes a 64 KiB ledger (bench-ledger.mjs) and measures notifications
-// (bench-notifications.mjs), and last runs the side-by-side comparison (compare.mjs). Prints
+// then reads and writes a 64 KiB ledger (ledger.mjs) and measures notifications
+// (notifications.mjs), and last runs the side-by-side comparison (compare.mjs). Prints
 // tables and writes bench/results.json. `-- --only ledger` or
 // `-- --only notifications` runs that part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { benchLedger, printLedger } from "./bench-ledger.mjs";
-import { benchNotifications, printNotifications } from "./bench-notifications.mjs";
-import { startDevServer } from "./dev-server.mjs";
+import { benchLedger, printLedger } from "./ledger.mjs";
+import { benchNotifications, printNotifications } from "./notifications.mjs";
+import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
-import { wranglerDone } from "./wrangler.mjs";
+import { wranglerDone } from "../wrangler.mjs";
 
 const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
 const ledgerOnly = args.only === "ledger";
@@ -30,7 +30,7 @@ const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
 const seed = `${accountSql}
 ${twinsSeed(account, TWINS, "json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END)")}
 `;
-const seedFile = fileURLToPath(new URL("../.wrangler/bench-seed.sql", import.meta.url));
+const seedFile = fileURLToPath(new URL("../../.wrangler/bench-seed.sql", import.meta.url));
 mkdirSync(".wrangler", { recursive: true });
 writeFileSync(seedFile, seed);
 

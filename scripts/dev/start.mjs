@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEV_VARS, readDevVars } from "./dev-vars.mjs";
-import { wrangler, wranglerDone } from "./wrangler.mjs";
+import { wrangler, wranglerDone } from "../wrangler.mjs";
 
 const { values } = parseArgs({ options: { port: { type: "string", default: "8787" } } });
 

@@ -6,10 +6,10 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { prepareAssets } from "./assets.mjs";
+import { prepareAssets } from "../build/assets.mjs";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const COMPARE = fileURLToPath(new URL("../../shared/perf/compare.mjs", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const COMPARE = fileURLToPath(new URL("../../../shared/perf/compare.mjs", import.meta.url));
 
 if (!existsSync(COMPARE)) {
 	console.error(`The comparison needs ../shared/perf/compare.mjs beside the project; ${COMPARE} is missing.`);

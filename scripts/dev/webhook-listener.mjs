@@ -58,9 +58,9 @@ if (values.list) {
 	process.exit(0);
 }
 
-// The recipe of the README: keyed BLAKE2b-256 over the compact JSON of the message without
-// `hash`; Standard Webhooks' HMAC-SHA256 over "id.timestamp.body"; both keyed with the UTF-8
-// of client_secret + server_secret.
+// The recipe of docs/notifications.md: keyed BLAKE2b-256 over the compact JSON of the message
+// without `hash`; Standard Webhooks' HMAC-SHA256 over "id.timestamp.body"; both keyed with the
+// UTF-8 of client_secret + server_secret.
 function verify(body, headers, key) {
 	const { hash, ...message } = JSON.parse(body);
 	const expectedHash = Buffer.from(blake2b(Buffer.from(JSON.stringify(message)), { key, dkLen: 32 })).toString("hex");

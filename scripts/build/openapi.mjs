@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { buildSync } from "esbuild";
 import { fileURLToPath } from "node:url";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ENTRY = `import { routes } from "./src/routes";
 import { openApiDocument } from "./src/http/openapi";
 process.stdout.write(JSON.stringify(openApiDocument(routes)));`;

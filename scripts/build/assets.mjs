@@ -1,7 +1,7 @@
 // Fills the git-ignored `assets/` folder that Workers Static Assets serve (see [assets] in
 // wrangler.toml): the /docs page and headers from `static/`, swagger-ui's two files from the
-// swagger-ui-dist package, and the API document built from the route table
-// (scripts/openapi.mjs), so the Worker's bundle carries none of them. Files are rewritten only
+// swagger-ui-dist package, and the API document built from the route table (openapi.mjs,
+// beside this file), so the Worker's bundle carries none of them. Files are rewritten only
 // when their content changed, so a running `wrangler dev` does not reload for nothing.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -9,7 +9,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { openApiText } from "./openapi.mjs";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const ASSETS = join(ROOT, "assets");
 const STATIC = join(ROOT, "static");
 const SWAGGER = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { startDevServer } from "./dev-server.mjs";
+import { startDevServer } from "../test/dev-server.mjs";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "30" }, concurrency: { type: "string", default: "8" } } });
 const seconds = Math.min(60, Math.max(1, Number(values.seconds)));
