@@ -1,5 +1,5 @@
 // Every operation name the service routes. Role statements list these names, so the list is
-// the vocabulary of `statement.actions`; test/routes.test.ts keeps it equal to the route table.
+// the vocabulary of `statement.actions`; test/unit/routes.test.ts keeps it equal to the route table.
 export const OPERATION_NAMES = [
 	"who_am_i",
 	"create_user",

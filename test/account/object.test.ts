@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/account/object";
-import { bootstrap, call, createUser, insertRole } from "../helpers";
+import { bootstrap, call, createUser, insertRole } from "../fixtures";
 
 describe("AccountDO", () => {
 	it("is where role writes happen: each leaves a line in the account's journal", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, createUser, expectError, fetchWithEnv, issueSecret, userWith } from "../helpers";
+import { BASE, bootstrap, call, createUser, expectError, fetchWithEnv, issueSecret, userWith } from "../fixtures";
 
 describe("authentication", () => {
 	it("refuses a request without a credential", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, scan } from "../helpers";
+import { bootstrap, call, createUser, expectError, issueSecret, scan } from "../fixtures";
 
 // Each request runs in one D1 session begun at the primary and answers the session's newest
 // bookmark; bookmarks sort oldest to newest as strings.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, expectError, fetchWithEnv } from "../helpers";
+import { BASE, bootstrap, call, expectError, fetchWithEnv, loggedErrors } from "../fixtures";
 
 describe("error envelope", () => {
 	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {
@@ -72,12 +72,15 @@ describe("error envelope", () => {
 	});
 
 	it("turns an unexpected failure into a generic 500 with a trace", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const request = new Request(`${BASE}/whoami`, { headers: { authorization: admin.secret } });
 		const response = await fetchWithEnv(request, { DB: undefined });
 		expect(response.status).toBe(500);
 		const body = await response.json();
 		expect(body).toEqual({ subcode: 500101, trace: response.headers.get("x-request-id"), description: "Internal error" });
+		// The log has what the answer leaves out, under the same trace.
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining(`"trace":"${response.headers.get("x-request-id")}"`));
 	});
 });
 

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin } from "../ledgers/support";
-import { confirmedSubscription, outboxOf } from "../notifications/support";
+import { addEntries, bootstrap, call, confirmedSubscription, expectError, ledger, newTwin, outboxOf } from "../fixtures";
 
 // "__proto__" from JSON.parse is an own key, but any object rebuilt from it by assignment
 // loses it. Such a key, anywhere in a body or in a list of entry names, is refused (400101)

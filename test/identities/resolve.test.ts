@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, expectError, seedTwins } from "../helpers";
-import { attach, newTwin, seedIdentities, userWithRules } from "./support";
+import { attach, bootstrap, call, d1Cost, expectError, newTwin, seedIdentities, seedTwins, userWithRules } from "../fixtures";
 
-const RFID = "RFID#be744bdc";
+// Of this file only: other files' accounts in the same database attach identities too, some
+// of them public, and resolving in the system context reads every account's.
+const RFID = `RFID#${crypto.randomUUID().slice(0, 8)}`;
 const resolve = (secret: string, identity: string, query = "") =>
 	call("GET", `/resolve/${encodeURIComponent(identity)}${query ? `?${query}` : ""}`, { secret });
 
@@ -25,8 +26,8 @@ describe("resolve_twin_identity", () => {
 		const twin = await newTwin(a.secret, { shared: true });
 		await attach(a.secret, twin, { [RFID]: { visibility: "USER.partner == true" } });
 		const rules = { twin: "TWIN.shared == true", identity: "true" };
-		const bReader = await userWithRules(b, rules, { partner: true });
-		const cReader = await userWithRules(c, rules, { partner: false });
+		const { secret: bReader } = await userWithRules(b, rules, { partner: true });
+		const { secret: cReader } = await userWithRules(c, rules, { partner: false });
 
 		for (const context of ["system", a.account, `${c.account},${a.account}`]) {
 			expect((await resolve(bReader, RFID, `context=${context}`)).body).toEqual({ twins: [twin], cursor: null });
@@ -45,7 +46,7 @@ describe("resolve_twin_identity", () => {
 		const [a, b] = [await bootstrap(), await bootstrap()];
 		const twin = await newTwin(a.secret, { shared: false });
 		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
-		const blind = await userWithRules(b, { twin: "TWIN.shared == true", identity: "true" });
+		const { secret: blind } = await userWithRules(b, { twin: "TWIN.shared == true", identity: "true" });
 		// The identity route itself needs the twin visible, but resolving does not.
 		expectError(await call("GET", `/twins/${twin}/identities`, { secret: blind }), 404, 404102);
 		expect((await resolve(blind, RFID, "context=system")).body).toEqual({ twins: [twin], cursor: null });
@@ -87,7 +88,7 @@ describe("resolve_twin_identity", () => {
 		const [a, b] = [await bootstrap(), await bootstrap()];
 		const twin = await newTwin(a.secret);
 		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
-		const reader = await userWithRules(b, { twin: "true", identity: "true" });
+		const { secret: reader } = await userWithRules(b, { twin: "true", identity: "true" });
 		const cost = async (secret: string, query: string) => {
 			const res = await resolve(secret, RFID, query);
 			expect(res.body.twins).toEqual([twin]);
@@ -163,13 +164,14 @@ describe("resolve_twin_identity's pages", () => {
 		expect(cursor).not.toBe("null");
 		expect((await resolve(admin.secret, RFID, `details=true&cursor=${cursor}`)).status).toBe(200);
 
-		const other = await userWithRules(admin, { twin: null, identity: null });
+		const { secret: other } = await userWithRules(admin, { twin: null, identity: null });
 		for (const [secret, query] of [
 			[admin.secret, `details=false&cursor=${cursor}`],
 			[admin.secret, `details=true&context=system&cursor=${cursor}`],
 			[other, `details=true&cursor=${cursor}`],
 			[admin.secret, "details=true&cursor=x"],
-			[admin.secret, `details=true&cursor=${cursor.slice(0, -2)}AA`],
+			// Its last two characters changed, to others than they were.
+			[admin.secret, `details=true&cursor=${cursor.slice(0, -2)}${cursor.endsWith("AA") ? "BB" : "AA"}`],
 		]) {
 			expectError(await resolve(secret, RFID, query), 400, 400104);
 		}

@@ -1,27 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { compileRule } from "../../src/rules/compile";
-import { evaluate, type Scope } from "../../src/rules/evaluate";
-import { parseRule } from "../../src/rules/parse";
-import { bootstrap, call } from "../helpers";
-import { attach, idPath, newTwin, userWithRules } from "./support";
+import { attach, bootstrap, call, idPath, newTwin, userWithRules } from "../fixtures";
 
-const scope: Scope = { user: { account: "a", user: "u", role: "r", description: {} }, now: 1 };
-const rule = (text: string) => {
-	const parsed = parseRule(text);
-	if (!parsed.ok) throw new Error(parsed.message);
-	return parsed.rule;
-};
-
+// How the evaluator and the SQL compilation read the variable is checked without the Worker,
+// in test/unit/rules/identity-variable.test.ts.
 describe("the identity variable", () => {
-	it("is the identity in identity rules and null elsewhere", () => {
-		expect(evaluate(rule("identity == 'RFID#1' and 'RFID#' in identity"), { ...scope, identity: "RFID#1" })).toBe(true);
-		expect(evaluate(rule("identity == null"), scope)).toBe(true);
-		const columns = { uuid: "uuid", owner: "owner", status: "status", description: "description" };
-		// A constant: no column of the twin is read for it.
-		expect(compileRule(rule("identity == null"), scope, columns)).toBe("1");
-		expect(compileRule(rule("identity == null"), { ...scope, identity: "X#1" }, columns)).toBe("0");
-	});
-
 	it("reads null in a scan's match", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
@@ -41,7 +23,7 @@ describe("identity rules that need more work than one request may do", () => {
 		// Each pattern compiles to a program of about 6,000 steps per character: three of them
 		// over the 125 characters of the long identity are more than a request may do.
 		const pattern = "identity =~ '(?:[ab][ab]?){999}(?:[ab][ab]?){999}[cd]'";
-		const secret = await userWithRules(admin, { identity: `${pattern} or ${pattern} or ${pattern} or true` });
+		const { secret } = await userWithRules(admin, { identity: `${pattern} or ${pattern} or ${pattern} or true` });
 		const listed = await call("GET", `/twins/${twin}/identities`, { secret });
 		expect(Object.keys(listed.body.identities)).toEqual(["RFID#1"]);
 		expect((await call("GET", idPath(twin, long), { secret })).status).toBe(404);

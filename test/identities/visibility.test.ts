@@ -1,15 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, expectError } from "../helpers";
-import { attach, fingerprint, idPath, newTwin, userWithRules } from "./support";
+import { attach, bootstrap, call, d1Cost, expectError, fingerprint, idPath, newTwin, userWithRules } from "../fixtures";
 
-const RFID = "RFID#be744bdc";
+// Of this file only: other files' accounts in the same database attach identities too, some
+// of them public, and resolving in the system context reads every account's.
+const RFID = `RFID#${crypto.randomUUID().slice(0, 8)}`;
 
 // Account A owns a twin marked shared; B and C see it through their roles' twin rules.
 async function threeAccounts() {
 	const [a, b, c] = [await bootstrap(), await bootstrap(), await bootstrap()];
 	const twin = await newTwin(a.secret, { shared: true });
 	const sees = { twin: "TWIN.shared == true", identity: "true" };
-	return { a, b, c, twin, bReader: await userWithRules(b, sees, { partner: true }), cReader: await userWithRules(c, sees, { partner: false }) };
+	const [bReader, cReader] = [await userWithRules(b, sees, { partner: true }), await userWithRules(c, sees, { partner: false })];
+	return { a, b, c, twin, bReader: bReader.secret, cReader: cReader.secret };
 }
 
 const foreignOf = async (secret: string, twin: string, query = "show_foreign=true") =>
@@ -79,7 +81,7 @@ describe("visibility from three accounts", () => {
 describe("the role's identity rule", () => {
 	it("null: the account's own identities only, none of another account even when public", async () => {
 		const { a, b, twin } = await threeAccounts();
-		const nullRule = await userWithRules(b, { twin: "TWIN.shared == true", identity: null });
+		const { secret: nullRule } = await userWithRules(b, { twin: "TWIN.shared == true", identity: null });
 		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
 		await attach(nullRule, twin, { "SN#b": {} });
 		const res = await call("GET", `${idPath(twin)}?show_foreign=true`, { secret: nullRule });
@@ -91,7 +93,7 @@ describe("the role's identity rule", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await attach(admin.secret, twin, { "RFID#1": {}, "SN#1": {} });
-		const rfidOnly = await userWithRules(admin, { identity: "'RFID#' in identity" });
+		const { secret: rfidOnly } = await userWithRules(admin, { identity: "'RFID#' in identity" });
 		const listed = await call("GET", idPath(twin), { secret: rfidOnly });
 		expect(Object.keys(listed.body.identities)).toEqual(["RFID#1"]);
 		expect((await call("GET", idPath(twin, "RFID#1"), { secret: rfidOnly })).status).toBe(200);
@@ -116,7 +118,7 @@ describe("an invisible identity answers exactly as an absent one", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await attach(admin.secret, twin, { "SN#1": {} });
-		await compare(await userWithRules(admin, { identity: "'RFID#' in identity" }), "SN#1", "SN#2", twin);
+		await compare((await userWithRules(admin, { identity: "'RFID#' in identity" })).secret, "SN#1", "SN#2", twin);
 	});
 
 	it("another account's identity, public or private, is absent for the caller's path", async () => {
@@ -145,7 +147,7 @@ describe("other accounts' private identities", () => {
 	});
 });
 
-// CONTRACT §8: Server-Timing must not count what the caller cannot see. Each read is measured
+// Server-Timing must not count what the caller cannot see. Each read is measured
 // before and after hidden identities are added, next to a visible one (so each hidden row's
 // cost is taken out exactly) and alone (so a range that finds only hidden rows costs nothing).
 // A public identity of another account that sorts right after them is there from the start,
@@ -186,7 +188,7 @@ describe("lists and resolve cost the same with or without identities the caller 
 		for (const alongside of [false, true]) {
 			const { a, c } = await threeAccounts();
 			const twin = await newTwin(a.secret, { open: true });
-			const reader = await userWithRules(a, { identity: "'RFID#' in identity and TWIN.open == true" });
+			const { secret: reader } = await userWithRules(a, { identity: "'RFID#' in identity and TWIN.open == true" });
 			await attach(c.secret, await newTwin(c.secret), { "RFID#10": { visibility: "true" } });
 			if (alongside) await attach(a.secret, twin, { "RFID#1": {} });
 			const paths = [idPath(twin), `${idPath(twin)}?show_foreign=true`, resolvePath("RFID#1", "personal"), resolvePath("RFID#1", "system")];

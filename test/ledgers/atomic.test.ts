@@ -2,8 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { writeLedger } from "../../src/account/ledger-writes";
-import { bootstrap, call, failingBatches } from "../helpers";
-import { addEntries, ledger, newTwin } from "./support";
+import { addEntries, bootstrap, call, failingBatches, ledger, newTwin } from "../fixtures";
 
 describe("a ledger write failing in D1", () => {
 	it("leaves entries and history as they were", async () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin, userWithRules } from "./support";
+import { addEntries, bootstrap, call, expectError, ledger, newTwin, userWithRules } from "../fixtures";
 
 // About 3,000 instructions of program over 60,000 characters: far more than one request may do.
 const COSTLY = "entry_value !~ '(?:[ab][ab]?){999}[cd]'";

@@ -1,9 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin, userWithRules } from "./support";
-
-const pause = () => new Promise((resolve) => setTimeout(resolve, 3));
+import { addEntries, bootstrap, call, clockPast, expectError, ledger, newTwin, userWithRules } from "../fixtures";
 
 async function setValue(secret: string, twin: string, name: string, value: unknown) {
 	const res = await call("PATCH", ledger(twin, "personal", "/value"), { secret, body: { entries: { [name]: { value } } } });
@@ -68,7 +65,8 @@ describe("ledger entry history", () => {
 		const first = (await addEntries(admin.secret, twin, { level: { value: 0, history: "INF" }, plain: { value: 0 } })).level;
 		const stamps = [first.value_changed_ts];
 		for (const value of [1, 2, 3]) {
-			await pause();
+			// Each change at a later time than the one before it.
+			await clockPast(stamps.at(-1) as number);
 			stamps.push((await setValue(admin.secret, twin, "level", value)).value_changed_ts);
 		}
 		const all = await call("GET", ledger(twin, "personal", "/history?entries=level,plain"), { secret: admin.secret });
@@ -188,7 +186,8 @@ describe("ledger entry history's pages", () => {
 			[admin.secret, `cursor=${cursor}`],
 			[other.secret, `entries=a&cursor=${cursor}`],
 			[admin.secret, "entries=a&cursor=x"],
-			[admin.secret, `entries=a&cursor=${cursor.slice(0, -2)}AA`],
+			// Its last two characters changed, to others than they were.
+			[admin.secret, `entries=a&cursor=${cursor.slice(0, -2)}${cursor.endsWith("AA") ? "BB" : "AA"}`],
 		]) {
 			expectError(await call("GET", ledger(twin, "personal", `/history?${query}`), { secret }), 400, 400104);
 		}

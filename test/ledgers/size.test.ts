@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
-import { addEntries, ledger, newTwin } from "./support";
+import { addEntries, bootstrap, call, expectError, ledger, newTwin } from "../fixtures";
 
 const LIMIT = 64 * 1024;
 const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;

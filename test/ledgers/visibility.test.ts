@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, expectError } from "../helpers";
-import { fingerprint } from "../identities/support";
-import { addEntries, ledger, newTwin, userWithRules } from "./support";
+import { addEntries, bootstrap, call, d1Cost, expectError, fingerprint, ledger, newTwin, userWithRules } from "../fixtures";
 
 // Account A keeps entries on its twin; account B sees the twin only through its role's twin
 // rule, and A's entries only through its role's entry rule and each entry's visibility.
@@ -74,7 +72,7 @@ describe("who sees which ledger entries", () => {
 		expect(Object.values(history.body.entries.status)).toEqual(["ok"]);
 	});
 
-	// CONTRACT §8: rows_read counts no entry the reader cannot see, next to a visible one (each
+	// rows_read counts no entry the reader cannot see, next to a visible one (each
 	// hidden row is taken out exactly) or alone (a ledger of hidden entries costs an empty one).
 	it("costs, on every read, the same with or without entries the reader cannot see", async () => {
 		for (const alongside of [false, true]) {

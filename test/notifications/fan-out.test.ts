@@ -2,9 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
-import { type Account, bootstrap, call } from "../helpers";
-import { newTwin } from "../ledgers/support";
-import { confirmedSubscription, outboxOf } from "./support";
+import { type Account, bootstrap, call, confirmedSubscription, newTwin, outboxOf } from "../fixtures";
 
 // One write by `admin` to `twin` at `at`, straight through writeLedger with its fan-out bound.
 function write(admin: Account, twin: string, entries: Record<string, EntryChange>, at: number, notify: { fanOut: number; beforeCommit?: () => Promise<void> }) {

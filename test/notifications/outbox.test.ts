@@ -3,10 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/account/object";
 import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
-import { bootstrap, call } from "../helpers";
-import { addEntries, newTwin } from "../ledgers/support";
-import { consume, received } from "../webhooks/support";
-import { confirmedSubscription, messagesFor, outboxOf } from "./support";
+import { addEntries, bootstrap, call, confirmedSubscription, consume, loggedErrors, messagesFor, newTwin, outboxOf, received } from "../fixtures";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.
@@ -20,6 +17,7 @@ async function withQueue(account: string, queue: Partial<Queue>) {
 
 describe("the outbox between a committed write and the queue", () => {
 	it("keeps what the queue refused, and the alarm sends it later", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const id = crypto.randomUUID();
@@ -34,6 +32,7 @@ describe("the outbox between a committed write and the queue", () => {
 		await addEntries(admin.secret, twin, { level: { value: 1, publish: { events: "true" } } });
 		const [row] = await outboxOf(sub.uuid);
 		expect(row).toMatchObject({ queued_ts: null, delivered_ts: null });
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
 		expect(await received(id)).toEqual([]);
 		const alarm = await runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.getAlarm());
 		expect(alarm).not.toBeNull();
@@ -49,6 +48,7 @@ describe("the outbox between a committed write and the queue", () => {
 	});
 
 	it("shares the account's one alarm with the cursor sweep: the drain comes first, the sweep stays due", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await newTwin(admin.secret);
@@ -70,6 +70,7 @@ describe("the outbox between a committed write and the queue", () => {
 		await addEntries(admin.secret, twin, { level: { value: 1, publish: { events: "true" } } });
 		const drain = (await alarm()) as number;
 		expect(drain).toBeLessThan(sweep);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
 
 		await runInDurableObject(stub, (instance: AccountDO) => {
 			(instance as unknown as { env: Env }).env = env;

@@ -1,9 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
-import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
-import { consume, receiver, received, subscribeRecording } from "../webhooks/support";
-import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
+import { addEntries, bodies, bootstrap, call, confirmedSubscription, consume, ledger, messagesFor, newTwin, outboxOf, received, receiver, subscribeRecording, until, userWithRules } from "../fixtures";
 
 describe("who receives a notification", () => {
 	it("only subscriptions to the topic that are confirmed and unexpired when it is published", async () => {
@@ -37,11 +34,12 @@ describe("who receives a notification", () => {
 		await env.DB.prepare("UPDATE subscriptions SET callback_url = ? WHERE uuid = ?").bind(`${receiver()}/r/${id}/404`, sub.uuid).run();
 		await addEntries(admin.secret, twin, { headline: { value: "hello", publish: { news: "true" } } });
 		await messagesFor(id);
-		let deliveries: { outcome: string; http_status: number }[] = [];
-		for (let i = 0; i < 100 && deliveries.length === 0; i++) {
-			deliveries = (await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: admin.secret })).body.deliveries;
-			if (!deliveries.length) await new Promise((resolve) => setTimeout(resolve, 100));
-		}
+		// The attempt is recorded after the receiver answered, still in the real queue's consumer.
+		const deliveries: { outcome: string; http_status: number }[] = await until(
+			async () => (await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: admin.secret })).body.deliveries,
+			(found) => found.length > 0,
+			"the attempt's record",
+		);
 		expect(deliveries[0]).toMatchObject({ outcome: "failed", http_status: 404 });
 		const detail = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}`, { secret: admin.secret });
 		expect(detail.body).toMatchObject({ status: "confirmed", failure_reason: null, last_outcome: expect.stringContaining("HTTP 404") });

@@ -1,9 +1,7 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
-import { addEntries, newTwin } from "../ledgers/support";
-import { CLIENT_SECRET, confirmedSubscription, messagesFor } from "./support";
+import { addEntries, bootstrap, call, CLIENT_SECRET, confirmedSubscription, messagesFor, newTwin } from "../fixtures";
 
 const encoder = new TextEncoder();
 

@@ -1,8 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, expectError } from "../helpers";
-import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
-import { received } from "../webhooks/support";
-import { bodies, confirmedSubscription, messagesFor, outboxOf } from "./support";
+import { addEntries, bodies, bootstrap, call, confirmedSubscription, d1Cost, expectError, ledger, messagesFor, newTwin, outboxOf, received, userWithRules } from "../fixtures";
 
 const always = { readings: "true" };
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, expectError } from "../helpers";
+import { call, expectError } from "../fixtures";
 
 const admin = () => ({ authorization: `Bearer ${env.ADMIN_TOKEN}` });
 

@@ -1,10 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_DESCRIPTION_BYTES } from "../../src/operations/schemas";
-import { bootstrap, call, expectError } from "../helpers";
-import { recordingQueue } from "../webhooks/support";
+import { bootstrap, call, expectError, recordingQueue } from "../fixtures";
 
-// Per-account limits (CONTRACT section 8), with the defaults of wrangler.toml. The rows up to
+// Per-account limits, with the defaults of wrangler.toml. The rows up to
 // the limit are written straight into D1; the last ones go through the API.
 
 async function fill(count: number, statement: D1PreparedStatement, bind: (i: number) => unknown[]) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../helpers";
+import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../fixtures";
 
 async function createRole(secret: string, body: unknown) {
 	return call("POST", "/roles", { secret, body });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../helpers";
+import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../fixtures";
 
 async function requestPin(secret: string, user: string, body: unknown = {}) {
 	const res = await call("POST", `/users/${user}/secrets`, { secret, body });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, issueSecret } from "../helpers";
+import { bootstrap, call, expectError, issueSecret } from "../fixtures";
 
 async function createTwin(secret: string, description?: unknown) {
 	const res = await call("POST", "/twins", { secret, body: description === undefined ? {} : { description } });

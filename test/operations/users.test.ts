@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, insertRole, userWith } from "../helpers";
+import { bootstrap, call, createUser, expectError, insertRole, userWith } from "../fixtures";
 
 const validUser = (role: string) => ({ name: "Ada", role, description: { team: "ops", level_2: [1, { a: null }] } });
 

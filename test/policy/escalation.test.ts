@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
-import { type Account, bootstrap, call, createUser, expectError, member, role, type Statement } from "../helpers";
-import { addEntries, ledger, newTwin, userWithRules } from "../ledgers/support";
+import { type Account, addEntries, bootstrap, call, createUser, expectError, ledger, member, newTwin, role, type Statement, userWithRules } from "../fixtures";
 
 // Each attack of a hostile user of a real account, through the Worker's fetch: the refusal,
 // and the state it leaves.

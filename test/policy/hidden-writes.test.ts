@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, call, expectError, fingerprint } from "../helpers";
-import { attach, idPath, newTwin } from "../identities/support";
-import { addEntries, ledger, userWithRules } from "../ledgers/support";
+import { type Account, addEntries, attach, bootstrap, call, expectError, fingerprint, idPath, ledger, newTwin, userWithRules } from "../fixtures";
 
 // A name the caller's role hides answers as an absent name does, on writes as on reads: same
 // status, body and headers (Server-Timing's figures included), and nothing written.

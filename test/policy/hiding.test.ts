@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, issueSecret, member, role } from "../helpers";
+import { bootstrap, call, issueSecret, member, role } from "../fixtures";
 
 // What a caller may not see must not show through: not in a scan's match, not in a header.
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, issueSecret, seedTwins } from "../helpers";
+import { bootstrap, call, createUser, issueSecret, seedTwins } from "../fixtures";
 
 describe("concurrent requests in one account", () => {
 	it("role writes, role assignments and deletions never leave a user with a missing role", async () => {

@@ -1,9 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, failingBatches, issueSecret, sessionsToo } from "../helpers";
+import { bootstrap, call, consume, createUser, expectError, failingBatches, issueSecret, loggedErrors, received, receiver, sessionsToo, storedSubscription, subscribeRecording } from "../fixtures";
 import type { ConfirmationJob } from "../../src/notifications/jobs";
-import { consume, received, receiver, storedSubscription, subscribeRecording } from "../webhooks/support";
 
 // D1 that fails every statement bound to the given value.
 function failingFor(db: D1Database, poisoned: string): D1Database {
@@ -55,31 +54,37 @@ const count = async (table: string) => (await env.DB.prepare(`SELECT count(*) AS
 
 describe("D1 failing in the middle of a multi-statement write", () => {
 	it("leaves no half-made account", async () => {
+		const logged = loggedErrors();
 		const before = await Promise.all(["accounts", "roles", "users", "user_secrets"].map(count));
 		const res = await call("POST", "/admin/accounts", {
 			headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
 			env: { DB: failingBatches(env.DB) },
 		});
 		expectError(res, 500, 500101);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
 		expect(await Promise.all(["accounts", "roles", "users", "user_secrets"].map(count))).toEqual(before);
 	});
 
 	it("leaves a user whose deletion failed whole, secret included", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
 		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () => call("DELETE", `/users/${user}`, { secret: admin.secret }));
 		expectError(res, 500, 500101);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
 		expect((await call("GET", "/whoami", { secret })).body.user).toBe(user);
 		expect((await call("DELETE", `/users/${user}`, { secret: admin.secret })).status).toBe(200);
 	});
 
 	it("keeps a PIN whose redemption failed, and the old secret with it", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const old = await issueSecret(admin, user);
 		const { pin } = (await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: {} })).body;
 		expectError(await call("POST", `/secrets/${admin.account}/${pin}`, { env: { DB: failingBatches(env.DB) } }), 500, 500101);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
 		expect((await call("GET", "/whoami", { secret: old })).status).toBe(200);
 		const redeemed = await call("POST", `/secrets/${admin.account}/${pin}`);
 		expect(redeemed.status).toBe(201);
@@ -89,6 +94,7 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 
 describe("a queue consumer failing mid-batch", () => {
 	it("retries only the failed message, and a redelivery sends nothing twice", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
 		const jobs: ConfirmationJob[] = [];
@@ -106,6 +112,7 @@ describe("a queue consumer failing mid-batch", () => {
 		const result = await getQueueResult(batch, ctx);
 		expect(result.explicitAcks.sort()).toEqual(["msg-0", "msg-2"]);
 		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["msg-1"]);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining('"message":"msg-1"'));
 		expect((await Promise.all(ids.map(received))).map((log) => log.length)).toEqual([1, 0, 1]);
 
 		expect((await consume(jobs[1], 2)).explicitAcks).toHaveLength(1);
@@ -117,11 +124,13 @@ describe("a queue consumer failing mid-batch", () => {
 
 describe("a Durable Object call failing", () => {
 	it("answers a 5xx envelope with a trace, and the next request works", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const broken = { getByName: () => ({ createRole: () => Promise.reject(new Error("Durable Object reset because its code was updated")) }) };
 		const res = await call("POST", "/roles", { secret: admin.secret, body: { name: "Doomed" }, env: { ACCOUNTS: broken } });
 		expectError(res, 500, 500101);
 		expect(res.body.description).toBe("Internal error");
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining(`"trace":"${res.body.trace}"`));
 		expect((await call("POST", "/roles", { secret: admin.secret, body: { name: "Fine" } })).status).toBe(201);
 		expect(Object.values((await call("GET", "/roles", { secret: admin.secret })).body.roles).map((r) => (r as { name: string }).name).sort()).toEqual(["Administrator", "Fine"]);
 	});

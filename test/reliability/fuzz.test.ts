@@ -1,9 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes } from "../../src/routes";
-import { type Account, BASE, bootstrap, call, createUser, randomAddress, seedTwins } from "../helpers";
+import { type Account, BASE, bootstrap, call, createUser, randomAddress, receiver, seedTwins, subscribeRecording } from "../fixtures";
 import { exports } from "cloudflare:workers";
-import { subscribeRecording } from "../webhooks/support";
 
 // Random and hostile requests to every route: whatever arrives, the answer is never a 5xx,
 // and every error is the envelope, without a stack trace.
@@ -50,8 +49,9 @@ describe("fuzzing every route", () => {
 		const [twin] = await seedTwins(admin.account, [{ a: 1 }]);
 		const identity = "RFID#be744bdc";
 		await call("POST", `/twins/${twin}/identities`, { secret: admin.secret, body: { identities: { [identity]: { visibility: "true" } } } });
-		// Nobody listens at port 1: a confirmation resent by the fuzzer fails quietly.
-		const { res: subscribed } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/fuzz" });
+		// The receiver refuses with 404: a confirmation the fuzzer resends through the real queue
+		// fails at its first attempt, and nothing of it is left running after the test.
+		const { res: subscribed } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/fuzz-${crypto.randomUUID()}/404` });
 		const subscription = subscribed.body.subscription.uuid;
 		const ids = { user: await createUser(admin), role: admin.role, twin, account: admin.account, ledger: "personal", pin: "ABCDEFGHJK", identity, subscription };
 		const fixture: Fixture = { admin, ids };

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
-import { type Account, bootstrap, call, createUser, fingerprint, issueSecret, member, role, type Statement } from "../helpers";
-import { pathOf, subscribeRecording } from "../webhooks/support";
+import { type Account, bootstrap, call, createUser, fingerprint, issueSecret, member, pathOf, role, type Statement, subscribeRecording } from "../fixtures";
 
 // For every operation: the second account's credentials (or paths) with the first account's
 // ids, tokens and cursors. The answer is a refusal, and none of the first account's data.

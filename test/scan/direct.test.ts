@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins } from "../helpers";
+import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins } from "../fixtures";
 
 // A repeated scan_twins goes straight to the account's object, which reads the credential row
 // in the page's D1 batch. Everything the usual path promises must hold from the next request.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { scanTwins } from "../../src/operations/twins";
-import { bootstrap, call, scan } from "../helpers";
+import { bootstrap, call, scan } from "../fixtures";
 
 // A scan page is serialized where it is built and sent without a second parse by the response
 // schema: these answers are checked against the schema here instead.

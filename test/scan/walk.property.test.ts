@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, seedTwins } from "../helpers";
+import { bootstrap, call, seedTwins } from "../fixtures";
 
 // Between pages of a walk, twins are created and terminated. Whatever happens, the walk
 // returns no twin twice, and every twin that existed for the whole walk.

@@ -1,10 +1,7 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
-import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
-
-const CLIENT_SECRET = "Client-secret_16";
+import { bootstrap, call, CLIENT_SECRET, consume, failingNetwork, messagesFor, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../fixtures";
 
 // The documented recipe, written from the README and not from the service's code: the hash is
 // keyed BLAKE2b-256 over the compact JSON of the message without `hash`, key = UTF-8 of
@@ -24,15 +21,6 @@ async function expectedSignature(headers: Record<string, string>, body: string, 
 	return `v1,${btoa(String.fromCharCode(...new Uint8Array(mac)))}`;
 }
 
-async function waitForDelivery(id: string, count = 1) {
-	for (let i = 0; i < 100; i++) {
-		const log = await received(id);
-		if (log.length >= count) return log;
-		await new Promise((resolve) => setTimeout(resolve, 100));
-	}
-	throw new Error(`no delivery to ${id}`);
-}
-
 describe("the confirmation message", () => {
 	it("arrives through the real queue, with a hash and signature that verify, and confirms", async () => {
 		const admin = await bootstrap();
@@ -43,7 +31,7 @@ describe("the confirmation message", () => {
 			env: { CALLBACK_POLICY: "any" },
 		});
 		expect(res.status).toBe(201);
-		const [delivery] = await waitForDelivery(id);
+		const [delivery] = await messagesFor(id);
 		const message = JSON.parse(delivery.body);
 		expect(Object.keys(message)).toEqual(["type", "message", "sent_ts", "confirmation_url", "subscription", "hash"]);
 		expect(message).toMatchObject({
@@ -130,7 +118,9 @@ describe("delivery outcomes", () => {
 
 	it("retries a network error", async () => {
 		const admin = await bootstrap();
-		const { job } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/nobody-listens" });
+		const callback = `${receiver()}/r/${crypto.randomUUID()}/ok`;
+		failingNetwork(callback, "lost");
+		const { job } = await subscribeRecording(admin, { callback_url: callback });
 		expect((await consume(job)).retryMessages).toHaveLength(1);
 	});
 

@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, userWith } from "../helpers";
-import { confirmationUrl, consume, pathOf, received, receiver, recordingQueue, storedSubscription, subscribeRecording } from "./support";
+import { bootstrap, call, confirmationUrl, consume, expectError, loggedErrors, pathOf, received, receiver, recordingQueue, storedSubscription, subscribeRecording, userWith } from "../fixtures";
 
 const base = "/notifications/webhooks/subscriptions";
 
@@ -136,11 +135,13 @@ describe("resend_webhook_confirmation", () => {
 	});
 
 	it("takes the subscription back to failed if the queue refuses the message", async () => {
+		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const { res } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
 		const broken = { send: async () => Promise.reject(new Error("queue unavailable")) };
 		const resent = await call("POST", `${base}/${res.body.subscription.uuid}/confirmation`, { secret: admin.secret, env: { WEBHOOKS: broken } });
 		expectError(resent, 500, 500101);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("queue unavailable"));
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("could not be queued") });
 	});
 });

@@ -5,7 +5,8 @@
 // /r/<id>-redirected/ok), "hang" (never answers), or a comma list played in turn
 // ("500,500,ok"). A status may carry a Retry-After: "503~120" (seconds) or "429~d90" (an HTTP
 // date 90 s ahead). GET /log/<id> answers every request
-// recorded for <id>, each with the time it arrived.
+// recorded for <id>, each with the time it arrived. POST /release/<id> answers 200 to the
+// requests of <id> that are hanging, so that none is left for its sender to give up on.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
@@ -15,12 +16,18 @@ type Recorded = { path: string; headers: IncomingMessage["headers"]; body: strin
 export default async function setup(project: TestProject) {
 	const log = new Map<string, Recorded[]>();
 	const played = new Map<string, number>();
+	const hanging = new Map<string, ServerResponse[]>();
 
 	const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
 		const [, kind, id, script = "ok"] = (req.url ?? "").split("?")[0].split("/");
 		if (req.method === "GET" && kind === "log") {
 			res.setHeader("content-type", "application/json");
 			return res.end(JSON.stringify(log.get(id) ?? []));
+		}
+		if (req.method === "POST" && kind === "release") {
+			for (const waiting of hanging.get(id) ?? []) waiting.writeHead(200).end();
+			hanging.delete(id);
+			return res.end();
 		}
 		let body = "";
 		for await (const chunk of req) body += chunk;
@@ -30,7 +37,7 @@ export default async function setup(project: TestProject) {
 		const turn = played.get(id) ?? 0;
 		played.set(id, turn + 1);
 		const step = steps[Math.min(turn, steps.length - 1)];
-		if (step === "hang") return;
+		if (step === "hang") return void hanging.set(id, [...(hanging.get(id) ?? []), res]);
 		if (step === "302") {
 			res.writeHead(302, { location: `/r/${id}-redirected/ok` });
 			return res.end();

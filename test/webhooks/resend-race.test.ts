@@ -1,8 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { attemptConfirmation } from "../../src/notifications/attempt";
-import { bootstrap, call } from "../helpers";
-import { consume, received, receiver, recordingQueue, storedSubscription, subscribeRecording } from "./support";
+import { bootstrap, call, consume, received, receiver, recordingQueue, storedSubscription, subscribeRecording } from "../fixtures";
 
 afterEach(() => vi.restoreAllMocks());
 

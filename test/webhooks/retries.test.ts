@@ -2,8 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { OUTBOX_KEEP_SECONDS } from "../../src/notifications/outbox-drain";
 import { RETRY_WINDOW } from "../../src/notifications/retry-schedule";
-import { bootstrap, call, expectError } from "../helpers";
-import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
+import { bootstrap, call, consume, expectError, failingNetwork, pathOf, received, receiver, release, storedSubscription, subscribeRecording, until } from "../fixtures";
 
 const deliveries = async (secret: string, uuid: string) =>
 	(await call("GET", `/notifications/webhooks/subscriptions/${uuid}/deliveries`, { secret })).body.deliveries;
@@ -107,7 +106,9 @@ describe("the delivery record", () => {
 
 	it("keeps only the newest 100 attempts of a subscription", async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: "http://127.0.0.1:1/nobody-listens" });
+		const callback = `${receiver()}/r/${crypto.randomUUID()}/ok`;
+		failingNetwork(callback, "lost");
+		const { res, job } = await subscribeRecording(admin, { callback_url: callback });
 		const uuid = res.body.subscription.uuid;
 		await env.DB.batch(
 			Array.from({ length: 100 }, (_, i) =>
@@ -129,16 +130,16 @@ describe("the delivery record", () => {
 describe("a hanging receiver", () => {
 	it("is left to its delivery object, which records the timeout and requeues the message", { timeout: 40_000 }, async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/hang,ok` });
+		// The first attempt gets no answer; the second reaches the receiver.
+		const callback = `${receiver()}/r/${crypto.randomUUID()}/ok`;
+		failingNetwork(callback, "hang", 1);
+		const { res, job } = await subscribeRecording(admin, { callback_url: callback });
 		// The consumer stops waiting long before the 10-second timeout and acknowledges it.
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		const uuid = res.body.subscription.uuid;
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0 });
-		let list: { detail: string; next_attempt_ts: number; attempted_ts: number }[] = [];
-		for (let i = 0; i < 300 && list.length === 0; i++) {
-			await new Promise((resolve) => setTimeout(resolve, 100));
-			list = await deliveries(admin.secret, uuid);
-		}
+		// The object records the attempt when its 10 seconds are up, on its own: nothing to await.
+		const list = await until(() => deliveries(admin.secret, uuid), (found) => found.length > 0, "the timed-out attempt's record", 30_000);
 		expect(list).toEqual([expect.objectContaining({ attempt: 1, outcome: "retry", http_status: null, detail: "no answer within 10 s, retry in 5 s" })]);
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: 1 });
 		// What the object queued for attempt 2 is attempted by the same object, and delivered.
@@ -154,14 +155,19 @@ describe("a hanging receiver", () => {
 		const healthy = crypto.randomUUID();
 		const first = await subscribe(`${receiver()}/r/${hanging}/hang`);
 		// The hanging receiver has its request: the batch that carried it is being consumed.
-		for (let i = 0; i < 100 && (await received(hanging)).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+		// Both go through the real queue, which a test cannot await: the receiver's log is polled.
+		await until(() => received(hanging), (log) => log.length > 0, "the hanging receiver's request", 10_000);
 		expect(await received(hanging)).toHaveLength(1);
 		await subscribe(`${receiver()}/r/${healthy}/ok`);
-		for (let i = 0; i < 200 && (await received(healthy)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+		await until(() => received(healthy), (log) => log.length > 0, "the healthy receiver's confirmation", 10_000);
 		expect(await received(healthy)).toHaveLength(1);
 		// The healthy one arrived while the hanging attempt was still waiting for its answer:
 		// nothing has been recorded of it yet.
 		expect(await storedSubscription(first.body.subscription.uuid)).toMatchObject({ attempts: 0 });
+		// Then the receiver answers it, and its object records the delivery: nothing of the
+		// attempt is left to time out after the test.
+		await release(hanging);
+		await until(() => storedSubscription(first.body.subscription.uuid), (row) => row?.delivered_ts !== null, "the released attempt's record");
 	});
 });
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, fetchWithEnv, userWith } from "../helpers";
-import { consume, pathOf, received, receiver, recordingQueue, subscribeRecording } from "./support";
+import { bootstrap, call, consume, expectError, fetchWithEnv, pathOf, received, receiver, recordingQueue, subscribeRecording, userWith } from "../fixtures";
 
 const subscribe = (secret: string, body: unknown, policy = "any") =>
 	call("POST", "/notifications/webhooks", { secret, body, env: { CALLBACK_POLICY: policy, WEBHOOKS: recordingQueue().binding } });
@@ -70,6 +69,17 @@ describe("webhook_subscribe", () => {
 		]) {
 			expect((await subscribe(admin.secret, body, "public")).status).toBe(201);
 		}
+	});
+
+	it("stores and answers the normalised callback URL", async () => {
+		const admin = await bootstrap();
+		const res = await call("POST", "/notifications/webhooks", {
+			secret: admin.secret,
+			body: { topic: "abc", callback_url: "HTTPS://Hooks.Example.COM:443/./in" },
+			env: { CALLBACK_POLICY: "public", WEBHOOKS: recordingQueue().binding },
+		});
+		expect(res.status).toBe(201);
+		expect(res.body.callback_url).toBe("https://hooks.example.com/in");
 	});
 
 	it("is subject to the permission rule", async () => {

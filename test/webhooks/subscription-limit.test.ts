@@ -2,8 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CONFIRMATION_COUNTED_SECONDS, PRUNED_AFTER_SECONDS } from "../../src/db/subscriptions";
 import { MAX_SUBSCRIPTIONS_PAGE } from "../../src/operations/webhook-subscriptions";
-import { type Account, bootstrap, call, expectError } from "../helpers";
-import { recordingQueue, storedSubscription } from "./support";
+import { type Account, bootstrap, call, clockPast, expectError, recordingQueue, storedSubscription } from "../fixtures";
 
 // MAX_SUBSCRIPTIONS bounds the confirmation messages an account has the service send: each one
 // (subscribe or resend) counts for a day, whatever becomes of its subscription; a live
@@ -57,8 +56,14 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 	it("subscribing with expires: 1 stops at the limit although the earlier ones expired", async () => {
 		const admin = await bootstrap();
 		const { jobs, subscribe } = subscriber(admin, 3);
-		for (let i = 0; i < 3; i++) expect((await subscribe({ expires: 1 })).status).toBe(201);
-		await new Promise((resolve) => setTimeout(resolve, 1100));
+		let validity = 0;
+		for (let i = 0; i < 3; i++) {
+			const res = await subscribe({ expires: 1 });
+			expect(res.status).toBe(201);
+			validity = res.body.subscription.validity_ts;
+		}
+		// A second after they were made, all three have expired.
+		await clockPast(validity);
 		const listed = await call("GET", "/notifications/webhooks?status=expired", { secret: admin.secret });
 		expect(Object.keys(listed.body.subscriptions)).toHaveLength(3);
 

@@ -1,8 +1,7 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError } from "../helpers";
-import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "./support";
+import { bootstrap, call, consume, expectError, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../fixtures";
 
 const OLD_SECRET = "Client-secret_16";
 const NEW_SECRET = "New-client-sec16";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_RULE_DEPTH, parseRule } from "../../src/rules/parse";
+import { MAX_RULE_DEPTH, parseRule } from "../../../src/rules/parse";
 
 const ok = (text: string) => {
 	const result = parseRule(text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { selectedColumns } from "../../src/db/columns";
+import { selectedColumns } from "../../../src/db/columns";
 
 describe("selectedColumns", () => {
 	it("counts the top-level select list, not commas inside calls, subqueries or quotes", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { OPERATION_NAMES } from "../src/policy/names";
-import { routes } from "../src/routes";
+import { OPERATION_NAMES } from "../../src/policy/names";
+import { routes } from "../../src/routes";
 
 describe("the route table", () => {
 	it("routes every operation name exactly once, and nothing else", () => {

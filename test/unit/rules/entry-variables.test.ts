@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { compileRule } from "../../src/rules/compile";
-import { evaluate, type Scope } from "../../src/rules/evaluate";
-import { parseRule } from "../../src/rules/parse";
+import { compileRule } from "../../../src/rules/compile";
+import { evaluate, type Scope } from "../../../src/rules/evaluate";
+import { parseRule } from "../../../src/rules/parse";
 
 const user = { account: "acc-1", user: "u-1", role: "r-1", description: {} };
 const withEntry: Scope = {

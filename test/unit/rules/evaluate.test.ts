@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { evaluate, type Scope } from "../../src/rules/evaluate";
-import { parseRule } from "../../src/rules/parse";
-import { Budget, BudgetExceeded } from "../../src/rules/strings";
+import { evaluate, type Scope } from "../../../src/rules/evaluate";
+import { parseRule } from "../../../src/rules/parse";
+import { Budget, BudgetExceeded } from "../../../src/rules/strings";
 
 const scope: Scope = {
 	twin: {

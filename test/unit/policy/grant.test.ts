@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { Caller } from "../../src/base/caller";
-import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription } from "../../src/policy/grant";
-import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
+import type { Caller } from "../../../src/base/caller";
+import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription } from "../../../src/policy/grant";
+import { STATEMENT_VOCABULARY } from "../../../src/policy/vocabulary";
 
 const everything = { effect: "deny" as const, actions: null };
 const noRules = { twin: null, entry: null, identity: null };

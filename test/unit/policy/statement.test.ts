@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allowedActions, checkGrant, decide, LATER_OPERATIONS } from "../../src/policy/statement";
+import { allowedActions, checkGrant, decide, LATER_OPERATIONS } from "../../../src/policy/statement";
 
 const vocabulary = ["a", "b", "c"];
 

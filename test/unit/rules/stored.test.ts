@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseRule } from "../../src/rules/parse";
-import { parseStoredRule, ruleOf, STORED_RULE_CACHE_SIZE } from "../../src/rules/stored";
+import { parseRule } from "../../../src/rules/parse";
+import { parseStoredRule, ruleOf, STORED_RULE_CACHE_SIZE } from "../../../src/rules/stored";
 
 describe("stored rules", () => {
 	it("are parsed once per isolate: the same text gives the very same tree", () => {

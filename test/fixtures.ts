@@ -1,0 +1,384 @@
+// What the tests inside workerd set up and call: requests through the Worker, accounts, users
+// and roles, twins, identities and ledger entries, injected D1 faults, webhook subscriptions
+// with the test receiver (test/webhooks/receiver.ts), and waiting on what cannot be awaited.
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { expect, inject, onTestFinished, vi } from "vitest";
+import worker from "../src/index";
+import { open } from "../src/base/seal";
+import type { ConfirmationJob } from "../src/notifications/jobs";
+import { tokenUrl } from "../src/notifications/messages";
+
+// ---- Requests ----
+
+export const BASE = "https://registry.test";
+
+type CallOptions = {
+	secret?: string;
+	body?: unknown;
+	headers?: Record<string, string>;
+	// Bindings to replace for this request (another CALLBACK_POLICY, a recording producer).
+	env?: Partial<Record<keyof Env, unknown>>;
+};
+
+// Every call goes through the Worker's own fetch handler, as a client's request would.
+export async function call(method: string, path: string, options: CallOptions = {}) {
+	const headers = new Headers(options.headers);
+	// Each call comes from its own client address unless the test names one, so that the
+	// per-address rate limits (src/http/rate-limit.ts) only meet the tests that aim at them.
+	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
+	if (options.secret) headers.set("authorization", options.secret);
+	let body: string | undefined;
+	if (options.body !== undefined) {
+		body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+		headers.set("content-type", "application/json");
+	}
+	const request = new Request(BASE + path, { method, headers, body });
+	const response = await (options.env ? fetchWithEnv(request, options.env) : exports.default.fetch(request));
+	const text = await response.text();
+	return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+export function randomAddress() {
+	const bytes = crypto.getRandomValues(new Uint8Array(3));
+	return `10.${bytes.join(".")}`;
+}
+
+// Calls the Worker's fetch handler with a modified environment (a missing binding, another
+// ADMIN_TOKEN), which the `exports` entry point cannot take.
+export function fetchWithEnv(request: Request, changes: Partial<Record<keyof Env, unknown>>) {
+	type Incoming = Parameters<typeof worker.fetch>[0];
+	return worker.fetch(request as Incoming, { ...env, ...changes } as Env, createExecutionContext());
+}
+
+// The error envelope, with the trace equal to the response's request id.
+export function expectError(res: Awaited<ReturnType<typeof call>>, status: number, subcode: number) {
+	expect(res.status).toBe(status);
+	expect(res.body).toMatchObject({ subcode, trace: res.headers.get("x-request-id") });
+	expect(typeof res.body.description).toBe("string");
+	expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
+}
+
+// Everything a client could compare between two answers, except the request's own id, the time
+// in Server-Timing, and the D1 bookmark's value (the database's state when the request ran, not
+// the resource). `swap` replaces names that differ between the two requests by design.
+export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: string) => string = (text) => text) {
+	const { trace: _, ...body } = res.body ?? {};
+	const headers = [...res.headers.entries()]
+		.filter(([name]) => name !== "x-request-id")
+		.map(([name, value]) => [name, name === "server-timing" ? value.replace(/dur=[\d.]+/, "dur=") : name === "x-d1-bookmark" ? "bookmark" : value]);
+	return JSON.parse(swap(JSON.stringify({ status: res.status, body, headers })));
+}
+
+// A figure of the Server-Timing header: queries, rows_read or rows_written.
+export function d1Cost(res: { headers: Headers }, figure: "queries" | "rows_read" | "rows_written") {
+	const match = new RegExp(`${figure}=(\\d+)`).exec(res.headers.get("server-timing") ?? "");
+	if (!match) throw new Error(`no ${figure} in Server-Timing`);
+	return Number(match[1]);
+}
+
+// ---- Accounts, users and roles ----
+
+export type Account = { account: string; user: string; role: string; secret: string };
+export type Statement = { effect: "allow" | "deny"; actions: string[] | null };
+export type Rules = { twin?: string | null; entry?: string | null; identity?: string | null };
+
+export async function bootstrap(): Promise<Account> {
+	const res = await call("POST", "/admin/accounts", { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
+	expect(res.status).toBe(201);
+	return res.body;
+}
+
+export async function issueSecret(admin: Account, user: string, validity_ts?: number | null) {
+	const pin = await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts } });
+	expect(pin.status).toBe(201);
+	const redeemed = await call("POST", `/secrets/${admin.account}/${pin.body.pin}`);
+	expect(redeemed.status).toBe(201);
+	return redeemed.body.secret as string;
+}
+
+export async function createUser(admin: Account, role = admin.role, name = "someone") {
+	const res = await call("POST", "/users", { secret: admin.secret, body: { name, role } });
+	expect(res.status).toBe(201);
+	return res.body.uuid as string;
+}
+
+// A role written straight into D1, past the API: no grant check, no journal line in the
+// account's object. For tests that need a role whose making is not what they test.
+export async function insertRole(account: string, statement: Statement) {
+	const uuid = crypto.randomUUID();
+	await env.DB.prepare(
+		"INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts) VALUES (?, ?, ?, ?, ?, 0, 0)",
+	)
+		.bind(uuid, account, "test role", JSON.stringify({ twin: null, entry: null, identity: null }), JSON.stringify(statement))
+		.run();
+	return uuid;
+}
+
+// A user with the given statement and a working secret.
+export async function userWith(admin: Account, statement: Statement): Promise<Account> {
+	const role = await insertRole(admin.account, statement);
+	const user = await createUser(admin, role);
+	return { ...admin, user, role, secret: await issueSecret(admin, user) };
+}
+
+// A role made through the API by `admin`, so every grant check applies to it.
+export async function role(admin: Account, statement: Statement, rules: Rules = {}, name = "Some role") {
+	const res = await call("POST", "/roles", { secret: admin.secret, body: { name, statement, rules } });
+	expect(res.status).toBe(201);
+	return res.body.uuid as string;
+}
+
+// A user of `admin`'s account with the given role and description, and a working secret.
+export async function member(admin: Account, roleUuid: string, description: Record<string, unknown> = {}): Promise<Account> {
+	const res = await call("POST", "/users", { secret: admin.secret, body: { name: "member", role: roleUuid, description } });
+	expect(res.status).toBe(201);
+	const user = res.body.uuid as string;
+	return { ...admin, user, role: roleUuid, secret: await issueSecret(admin, user) };
+}
+
+// A user of `admin`'s account holding a new role with these rules and the default statement
+// (the administrator may grant any rules), with a working secret.
+export async function userWithRules(admin: Account, rules: Rules, description: Record<string, unknown> = {}): Promise<Account> {
+	const made = await call("POST", "/roles", { secret: admin.secret, body: { name: "Rule holder", rules } });
+	expect(made.status).toBe(201);
+	const user = await call("POST", "/users", { secret: admin.secret, body: { name: "reader", role: made.body.uuid, description } });
+	expect(user.status).toBe(201);
+	return { ...admin, user: user.body.uuid as string, role: made.body.uuid as string, secret: await issueSecret(admin, user.body.uuid) };
+}
+
+// ---- Twins, scans, identities and ledgers ----
+
+export async function newTwin(secret: string, description: Record<string, unknown> = {}) {
+	const res = await call("POST", "/twins", { secret, body: { description } });
+	expect(res.status).toBe(201);
+	return res.body.uuid as string;
+}
+
+// Twins written straight into D1 in batches, for tests that need many.
+export async function seedTwins(owner: string, descriptions: Record<string, unknown>[]) {
+	const uuids = descriptions.map(() => crypto.randomUUID());
+	const statement = env.DB.prepare(
+		`INSERT INTO twins (uuid, owner, status, description, creation_certificate, termination_certificate, updated_ts)
+		VALUES (?, ?, 'alive', ?, ?, NULL, 1)`,
+	);
+	for (let i = 0; i < uuids.length; i += 500) {
+		await env.DB.batch(
+			uuids.slice(i, i + 500).map((uuid, j) =>
+				statement.bind(uuid, owner, JSON.stringify(descriptions[i + j]), JSON.stringify({ uuid, creator: owner, created_ts: 1 })),
+			),
+		);
+	}
+	return uuids;
+}
+
+export const scan = (secret: string, query: string) => call("GET", `/twins?${query}`, { secret });
+
+// Every page of a scan, to the end.
+export async function walk(secret: string, query: string) {
+	const seen: unknown[] = [];
+	let cursor: string | null = null;
+	let pages = 0;
+	do {
+		const res = await scan(secret, `${query}${cursor ? `&cursor=${cursor}` : ""}`);
+		expect(res.status).toBe(200);
+		seen.push(...res.body.twins);
+		cursor = res.body.cursor;
+		pages++;
+	} while (cursor !== null);
+	return { seen, pages };
+}
+
+export const idPath = (twin: string, identity?: string) =>
+	`/twins/${twin}/identities${identity === undefined ? "" : `/${encodeURIComponent(identity)}`}`;
+
+export async function attach(secret: string, twin: string, identities: Record<string, { validity_ts?: number | null; visibility?: string | null }>) {
+	const res = await call("POST", idPath(twin), { secret, body: { identities } });
+	expect(res.status, JSON.stringify(res.body)).toBe(201);
+	return res.body.identities;
+}
+
+// Identities written straight into D1 in batches, for tests that need thousands.
+export async function seedIdentities(account: string, rows: { twin: string; identity: string; visibility?: string | null }[]) {
+	const statement = env.DB.prepare(
+		"INSERT INTO twin_identities (twin, account, identity, validity_ts, visibility, created_ts, updated_ts) VALUES (?, ?, ?, NULL, ?, 1, 1)",
+	);
+	for (let i = 0; i < rows.length; i += 500) {
+		await env.DB.batch(rows.slice(i, i + 500).map((r) => statement.bind(r.twin, account, r.identity, r.visibility ?? null)));
+	}
+}
+
+export function ledger(twin: string, which = "personal", tail = "") {
+	return `/twins/${twin}/ledgers/${which}${tail}`;
+}
+
+export async function addEntries(secret: string, twin: string, entries: Record<string, unknown>) {
+	const res = await call("POST", ledger(twin), { secret, body: { entries } });
+	expect(res.status, JSON.stringify(res.body)).toBe(201);
+	return res.body.entries;
+}
+
+// ---- Injected D1 faults ----
+
+// A fault injected into D1 reaches its sessions too (the Worker runs each request in one).
+export function sessionsToo(target: D1Database, property: string | symbol, wrap: (db: D1Database) => D1Database) {
+	if (property !== "withSession") return undefined;
+	return (constraint?: string) => wrap(target.withSession(constraint) as unknown as D1Database);
+}
+
+// D1 whose batches fail after their first statement has run: D1 runs a batch as one
+// transaction, so nothing of it may remain.
+export function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			const session = sessionsToo(target, property, failingBatches);
+			if (session) return session;
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+// ---- Logged failures ----
+
+// console.error, recorded instead of printed, for a test that makes the service log a failure on
+// purpose and checks what it logged. Restored when the test ends.
+export function loggedErrors() {
+	const spy = vi.spyOn(console, "error").mockImplementation(() => undefined);
+	onTestFinished(() => spy.mockRestore());
+	return spy;
+}
+
+// ---- Network failures ----
+
+// The next `times` requests the Worker or its objects (they run in this isolate) send to `url`
+// fail as the network fails them: "lost" at once, as a dropped connection, "hang" when the
+// request's own signal gives up, as a receiver that never answers. Not made on a real
+// connection, whose failure the runtime also reports as an uncaught exception of its own,
+// which reads as a failed test. Other requests go out as usual. Undone when the test ends.
+export function failingNetwork(url: string, how: "lost" | "hang", times = Number.POSITIVE_INFINITY) {
+	const real = globalThis.fetch;
+	let left = times;
+	const spy = vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+		const target = new URL(input instanceof Request ? input.url : input).href;
+		if (target !== new URL(url).href || left <= 0) return real(input, init);
+		left--;
+		if (how === "lost") return Promise.reject(new Error("Network connection lost."));
+		return new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true }));
+	});
+	onTestFinished(() => spy.mockRestore());
+	return spy;
+}
+
+// ---- Waiting ----
+
+// Asks `probe` until `done` accepts its answer, and answers it; fails past `timeoutMs`. Only for
+// what a test cannot await: a message through the real queue reaching the receiver, an attempt
+// its delivery object finishes on its own, the clock passing a given time.
+export async function until<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const value = await probe();
+		if (done(value)) return value;
+		if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+		await new Promise((resolve) => setTimeout(resolve, 20));
+	}
+}
+
+// Until the clock reads later than `seconds` (a timestamp the service answered).
+export async function clockPast(seconds: number) {
+	if (!Number.isFinite(seconds)) throw new Error(`not a time: ${seconds}`);
+	await until(() => Date.now() / 1000, (at) => at > seconds, `the clock to pass ${seconds}`, 5_000);
+}
+
+// ---- Webhooks ----
+
+export const CLIENT_SECRET = "Client-secret_16";
+
+export const receiver = () => `http://127.0.0.1:${inject("receiverPort")}`;
+
+export type Received = { path: string; headers: Record<string, string>; body: string; at: number };
+
+// What the receiver got for `id` so far.
+export async function received(id: string): Promise<Received[]> {
+	return (await fetch(`${receiver()}/log/${id}`)).json();
+}
+
+// The messages the receiver got for `id`, once there are at least `count` of them.
+export async function messagesFor(id: string, count = 1): Promise<Received[]> {
+	return until(() => received(id), (log) => log.length >= count, `${count} messages for ${id}`);
+}
+
+export const bodies = (log: Received[]) => log.map((m) => JSON.parse(m.body));
+
+// Has the receiver answer 200 to its hanging requests for `id`.
+export async function release(id: string) {
+	await (await fetch(`${receiver()}/release/${id}`, { method: "POST" })).text();
+}
+
+export function pathOf(url: string) {
+	const u = new URL(url);
+	return u.pathname + u.search;
+}
+
+// A producer that keeps what it is given, in place of the WEBHOOKS queue.
+export function recordingQueue() {
+	const jobs: ConfirmationJob[] = [];
+	return { jobs, binding: { send: async (job: ConfirmationJob) => void jobs.push(job) } };
+}
+
+// Subscribes with a producer that records the queued job instead of sending it, so a test can
+// hand it to the real consumer itself, attempt by attempt.
+export async function subscribeRecording(admin: Account, body: Record<string, unknown>) {
+	const { jobs, binding } = recordingQueue();
+	const res = await call("POST", "/notifications/webhooks", {
+		secret: admin.secret,
+		body: { topic: "twins", ...body },
+		env: { CALLBACK_POLICY: "any", WEBHOOKS: binding },
+	});
+	expect(res.status).toBe(201);
+	expect(jobs).toHaveLength(1);
+	return { res, job: jobs[0], url: await confirmationUrl(res.body.subscription.uuid) };
+}
+
+// A subscription to `topic` whose callback is the test receiver under `id`, confirmed with the
+// token of its (recorded, not delivered) confirmation message.
+export async function confirmedSubscription(admin: Account, topic: string, id: string, extra: Record<string, unknown> = {}) {
+	const { res, url } = await subscribeRecording(admin, { topic, callback_url: `${receiver()}/r/${id}/ok`, ...extra });
+	const confirmed = await call("GET", pathOf(url));
+	expect(confirmed.status).toBe(200);
+	return { uuid: res.body.subscription.uuid as string, serverSecret: res.body.server_secret as string | undefined, url };
+}
+
+// The confirmation URL the next message to this subscription will carry, read from its sealed
+// token, for tests that manage a subscription without delivering its message first.
+export async function confirmationUrl(uuid: string) {
+	const row = await storedSubscription(uuid);
+	return tokenUrl(env, row?.publisher as string, await open(env, uuid, "token", row?.sealed_token as string));
+}
+
+// Runs the Worker's queue handler on one message, as the queue would on its `attempts`-th try.
+export async function consume(job: ConfirmationJob, attempts = 1, queueName = "twin-webhooks") {
+	const batch = createMessageBatch<ConfirmationJob>(queueName, [{ id: `m-${attempts}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body: job }]);
+	const ctx = createExecutionContext();
+	// The queue result does not keep retry delays; a spy on the message does.
+	const retry = vi.spyOn(batch.messages[0], "retry");
+	const queue = worker.queue as ExportedHandlerQueueHandler<Env, ConfirmationJob>;
+	await queue(batch, env, ctx);
+	const result = await getQueueResult(batch, ctx);
+	return { ...result, retryDelays: retry.mock.calls.map(([options]) => options?.delaySeconds) };
+}
+
+export async function storedSubscription(uuid: string) {
+	return env.DB.prepare("SELECT * FROM subscriptions WHERE uuid = ?").bind(uuid).first<Record<string, unknown>>();
+}
+
+// The outbox rows of a subscription: what was published to it, delivered or not.
+export async function outboxOf(subscription: string) {
+	const { results } = await env.DB.prepare("SELECT * FROM notification_outbox WHERE subscription = ? ORDER BY sent_ts").bind(subscription).all();
+	return results as Record<string, unknown>[];
+}
