@@ -6,6 +6,7 @@ import { defineConfig } from "vitest/config";
 const TEST_SECRETS = {
 	ADMIN_TOKEN: "test-admin-token-with-at-least-32-characters",
 	WEBHOOK_KEY: "test-webhook-key-with-at-least-32-characters",
+	TOKEN_KEY: "test-token-key-with-at-least-32-characters!",
 };
 
 // "workers" runs inside workerd against the real wrangler.toml bindings: D1 with the real

@@ -3,6 +3,7 @@ import { readBody } from "./http/body";
 import { buildRouter } from "./http/router";
 import { ApiError } from "./base/errors";
 import { errorResponse } from "./http/errors";
+import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
 import { consumeDeadLetters, consumeWebhookJobs, DEAD_LETTER_QUEUE } from "./notifications/queue-consumer";
 import type { WebhookJob } from "./notifications/jobs";
@@ -19,7 +20,7 @@ async function respond(request: Request, env: Env, ctx: ExecutionContext, reques
 		// revocation, and the request's later reads may come from a replica at least as new
 		// (see "Global callers" in docs/design.md).
 		const d1 = env.DB.withSession("first-primary");
-		return await router.fetch(request, env, ctx, { requestId, body, meter, d1 });
+		return await router.fetch(request, env, ctx, { requestId, body, meter, d1, stages: [{ name: "receive", at: Date.now() }] });
 	} catch (error) {
 		if (error instanceof ApiError) return errorResponse(error, requestId);
 		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
@@ -32,7 +33,8 @@ export default {
 	async fetch(request, env, ctx) {
 		const requestId = crypto.randomUUID();
 		const meter = new D1Meter();
-		const response = await respond(request, env, ctx, requestId, meter);
+		const response = request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter);
+		allowOrigins(response.headers);
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
 		const bookmark = meter.latestBookmark();

@@ -34,11 +34,19 @@ import {
 	resendWebhookConfirmation,
 } from "./operations/webhook-subscriptions";
 import { whoAmI } from "./operations/whoami";
+import { getAccount, updateAccount } from "./operations/account";
+import { trace } from "./operations/trace";
+import { createUserToken, refreshUserToken } from "./operations/tokens";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
 	{ method: "GET", path: "/whoami", operation: whoAmI },
+	{ method: "GET", path: "/account", operation: getAccount },
+	{ method: "PATCH", path: "/account", operation: updateAccount },
+	{ method: "POST", path: "/trace", operation: trace },
+	{ method: "POST", path: "/token", operation: createUserToken },
+	{ method: "POST", path: "/token/refresh", operation: refreshUserToken },
 	{ method: "POST", path: "/users", operation: createUser },
 	{ method: "GET", path: "/users", operation: getUsers },
 	{ method: "GET", path: "/users/:user", operation: getUser },

@@ -5,7 +5,7 @@ import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
-import type { Caller } from "../base/caller";
+import { type Caller, type Principal, principalOf } from "../base/caller";
 import { now } from "../base/time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { Journal } from "./journal";
@@ -29,11 +29,13 @@ export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
 const ownerOf = (caller: Caller, request: ScanRequest) => ({ user: caller.user, binding: bindingOf(request.match, request.details) });
 
-// Both are built by checkCredential from a credential row, so their keys come in one order.
-const sameCaller = (a: Caller, b: Caller) => JSON.stringify(a) === JSON.stringify(b);
+// The same principal: both are built by checkCredential from a credential row, so their keys
+// come in one order.
+const sameCaller = (checked: Principal, claimed: Caller) => JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
 
 // Writes take only who the caller is: what it may do is read again inside the serialized step.
-type CallerId = Pick<Caller, "account" | "user">;
+// The request's dictionary and credential travel with it.
+type CallerId = Pick<Caller, "account" | "user" | "dict" | "credential">;
 
 // One object per account, addressed by the account uuid. Writes to roles, users and their
 // credentials, identities and ledgers run here one at a time, each with the checks that guard

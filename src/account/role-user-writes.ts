@@ -12,18 +12,20 @@ import { now } from "../base/time";
 // write it guards cannot interleave with another write.
 
 export type RoleInput = { name: string; rules: RoleRules; statement: Statement };
-export type UserInput = { name: string; role: string; description: Description };
+export type UserInput = { name: string; role: string; description: Description; activity: Record<string, never> | null };
 // Per-account limits (wrangler.toml vars). Writes run one at a time here, so a count and
 // the insert after it cannot interleave with another create.
 export type Limits = { roles: number; users: number };
 
 // The caller's role and description are read again here, inside the serialized section: a
 // change made a moment ago by another request counts.
-export async function currentCaller(db: Database, caller: Pick<Caller, "account" | "user">): Promise<Caller> {
+// The request's dictionary and credential come with it: they are the request's, not stored.
+export async function currentCaller(db: Database, caller: Pick<Caller, "account" | "user" | "dict" | "credential">): Promise<Caller> {
 	const found = await findUserWithRole(db, caller.account, caller.user);
 	if (!found) throw new ApiError("unknown_credential");
 	const { role, user } = found;
-	return { account: caller.account, user: caller.user, role: role.uuid, statement: role.statement, rules: role.rules, description: user.description };
+	const { account, dict, credential } = caller;
+	return { account, user: caller.user, role: role.uuid, statement: role.statement, rules: role.rules, description: user.description, dict, credential };
 }
 
 export async function createRole(db: Database, caller: Caller, input: RoleInput, limits: Limits) {

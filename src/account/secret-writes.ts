@@ -12,7 +12,12 @@ import { now } from "../base/time";
 
 export type PinInput = Omit<typeof secretPins.$inferInsert, "account" | "user">;
 
+// A PIN made with a User Token would redeem into a secret that outlives the token and drops
+// its dictionary: refused whatever the role, before anything is read.
 export async function issuePin(db: Database, caller: Caller, user: string, pin: PinInput) {
+	if (caller.credential?.type === "token") {
+		throw new ApiError("credential_forbidden", { description: "A PIN can only be issued with a User Secret, not a User Token" });
+	}
 	await manageableUser(db, caller, user);
 	await replacePin(db, { ...pin, account: caller.account, user });
 	return { user };

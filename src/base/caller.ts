@@ -5,7 +5,8 @@ export type Description = Record<string, unknown>;
 export type RoleRules = { twin: string | null; entry: string | null; identity: string | null };
 export type Statement = { effect: "allow" | "deny"; actions: string[] | null };
 
-export type Caller = {
+// What the credential's row says, as it is now: the same for every request of the credential.
+export type Principal = {
 	account: string;
 	user: string;
 	role: string;
@@ -13,3 +14,27 @@ export type Caller = {
 	rules: RoleRules;
 	description: Description;
 };
+
+export type TokenOption = "create" | "refresh";
+
+// How the request proved it: a User Secret, or a User Token descending from one. `hash` is the
+// stored SHA-256 of that secret (what a token's `sec` claim holds), `fingerprint` its last four
+// characters, `validity_ts` when the secret stops working.
+export type Credential = {
+	type: "secret" | "token";
+	hash: string;
+	fingerprint: string;
+	validity_ts: number | null;
+	// A token's own claims.
+	token?: { options: TokenOption[]; exp: number; dict?: Description };
+};
+
+// `dict` is the request's dictionary (the X-TrustedTwin header, or a token's secret_dict) that
+// rules read as DICT; null without one. Both are per request: absent where a caller is built
+// from stored rows alone.
+export type Caller = Principal & { dict?: Description | null; credential?: Credential };
+
+export function principalOf(caller: Caller): Principal {
+	const { account, user, role, statement, rules, description } = caller;
+	return { account, user, role, statement, rules, description };
+}

@@ -15,6 +15,15 @@ export function base64Url(bytes: Uint8Array): string {
 	return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
+// Either base64 alphabet, padding optional; undefined for anything else.
+export function fromBase64Url(text: string): Uint8Array<ArrayBuffer> | undefined {
+	try {
+		return Uint8Array.from(atob(text.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0));
+	} catch {
+		return undefined;
+	}
+}
+
 export function randomBase64Url(byteCount: number): string {
 	return base64Url(crypto.getRandomValues(new Uint8Array(byteCount)));
 }

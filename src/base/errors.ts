@@ -23,6 +23,11 @@ export const ERRORS = {
 		subcode: 403104,
 		description: "The topic is not granted to the caller's account",
 	},
+	credential_forbidden: {
+		status: 403,
+		subcode: 403105,
+		description: "The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN",
+	},
 	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
 	not_found: { status: 404, subcode: 404102, description: "No such resource" },
 	pin_not_found: { status: 404, subcode: 404103, description: "No such PIN" },
@@ -52,6 +57,7 @@ export const ERRORS = {
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks are not configured on this server" },
+	tokens_unconfigured: { status: 500, subcode: 500103, description: "User Tokens are not configured on this server (TOKEN_KEY)" },
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

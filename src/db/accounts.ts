@@ -1,3 +1,4 @@
+import { eq } from "drizzle-orm";
 import type { Database } from "./client";
 import { accounts, roles, userSecrets, users } from "./schema";
 
@@ -16,4 +17,17 @@ export async function insertAccount(db: Database, rows: NewAccount) {
 		db.insert(users).values(rows.user),
 		db.insert(userSecrets).values(rows.secret),
 	]);
+}
+
+export function findAccount(db: Database, uuid: string) {
+	return db.select({ uuid: accounts.uuid, created_ts: accounts.created_ts, updated_ts: accounts.updated_ts, resource_access_log: accounts.resource_access_log }).from(accounts).where(eq(accounts.uuid, uuid)).get();
+}
+
+export function setResourceAccessLog(db: Database, uuid: string, value: Record<string, never> | null, at: number) {
+	return db
+		.update(accounts)
+		.set({ resource_access_log: value, updated_ts: at })
+		.where(eq(accounts.uuid, uuid))
+		.returning({ uuid: accounts.uuid, created_ts: accounts.created_ts, updated_ts: accounts.updated_ts, resource_access_log: accounts.resource_access_log })
+		.get();
 }

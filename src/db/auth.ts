@@ -4,7 +4,7 @@ import type { Description, RoleRules, Statement } from "./schema";
 // It runs on every authenticated request, so its text is fixed here rather than rebuilt by the
 // query builder each time (that cost more CPU than the rest of a minimal request together).
 const CREDENTIAL = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules,
-	users.description, user_secrets.validity_ts
+	users.description, user_secrets.validity_ts, user_secrets.fingerprint
 	FROM user_secrets
 	JOIN users ON users.uuid = user_secrets.user
 	JOIN roles ON roles.uuid = users.role
@@ -18,6 +18,7 @@ export type CredentialRow = {
 	rules: string;
 	description: string;
 	validity_ts: number | null;
+	fingerprint: string;
 };
 
 export async function findCredential(d1: D1Database, hash: string) {
@@ -29,8 +30,6 @@ export function credentialStatement(d1: D1Database, hash: string) {
 	return d1.prepare(CREDENTIAL).bind(hash);
 }
 
-export type Credential = ReturnType<typeof credentialOf>;
-
 export function credentialOf(row: CredentialRow | null | undefined) {
 	if (!row) return undefined;
 	return {
@@ -41,5 +40,6 @@ export function credentialOf(row: CredentialRow | null | undefined) {
 		rules: JSON.parse(row.rules) as RoleRules,
 		description: JSON.parse(row.description) as Description,
 		validity_ts: row.validity_ts,
+		fingerprint: row.fingerprint,
 	};
 }

@@ -8,6 +8,10 @@ import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from
 export const accounts = sqliteTable("accounts", {
 	uuid: text("uuid").primaryKey(),
 	created_ts: real("created_ts").notNull(),
+	// created_ts until the account is updated (a migration backfilled existing rows).
+	updated_ts: real("updated_ts").notNull().default(0),
+	// Where the original routes resource access logs; only null or {} are accepted here.
+	resource_access_log: text("resource_access_log", { mode: "json" }).$type<Record<string, never> | null>(),
 	// How many twins the account has made (terminated ones stay): what MAX_TWINS limits,
 	// kept here so that a create counts by one row instead of the account's every twin.
 	twins: integer("twins").notNull().default(0),
@@ -41,6 +45,8 @@ export const users = sqliteTable(
 			.notNull()
 			.references(() => roles.uuid),
 		description: text("description", { mode: "json" }).$type<Description>().notNull(),
+		// The original's activity logging setting: only null or {} are accepted here.
+		activity: text("activity", { mode: "json" }).$type<Record<string, never> | null>(),
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
 	},

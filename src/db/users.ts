@@ -34,7 +34,7 @@ export async function patchUser(
 	db: Database,
 	account: string,
 	uuid: string,
-	changes: Partial<{ name: string; role: string; description: Description }>,
+	changes: Partial<{ name: string; role: string; description: Description; activity: Record<string, never> | null }>,
 	updated_ts: number,
 ) {
 	const update = db

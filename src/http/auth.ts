@@ -1,12 +1,15 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
 import { findCredential } from "../db/auth";
-import type { Caller } from "../base/caller";
+import type { Caller, Credential, Principal } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
-import { CHALLENGE as challenge, checkCredential } from "../policy/credential";
+import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
+import { CHALLENGE as challenge, checkCredential, type CredentialFound } from "../policy/credential";
+import { claimsOf, type TokenClaims } from "../policy/token";
+
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{64}$/;
 
-// `Authorization: <secret>` as the original service has it; `Bearer <secret>` too.
+// `Authorization: <credential>` as the original service has it; `Bearer <credential>` too.
 function credentialFrom(request: Request): string | null {
 	const header = request.headers.get("authorization")?.trim();
 	if (!header) return null;
@@ -14,17 +17,51 @@ function credentialFrom(request: Request): string | null {
 	return (match ? match[1] : header).trim();
 }
 
-export async function authenticate(request: Request, d1: D1Database): Promise<Caller> {
-	const hash = await credentialHash(request);
-	return checkCredential(await findCredential(d1, hash), now());
+// What the request presents, before any D1 read: a secret (64 characters), or a token (three
+// base64url segments) whose signature and expiry hold. Both lead to one stored secret, by its
+// hash. The two shapes cannot be taken for each other; anything else is 401.
+export type Presented = { type: "secret"; hash: string } | { type: "token"; hash: string; claims: TokenClaims };
+
+export async function presentedCredential(request: Request, env: Env): Promise<Presented> {
+	const text = credentialFrom(request);
+	if (!text) throw new ApiError("missing_credential", { headers: challenge });
+	if (SECRET_SHAPE.test(text)) return { type: "secret", hash: await sha256Hex(text) };
+	if (!looksLikeJwt(text) || !env.TOKEN_KEY || env.TOKEN_KEY.length < MIN_TOKEN_KEY_LENGTH) {
+		throw new ApiError("unknown_credential", { headers: challenge });
+	}
+	const payload = await verifyJwt(env.TOKEN_KEY, text);
+	const claims = payload && claimsOf(payload);
+	if (!claims) throw new ApiError("unknown_credential", { headers: challenge });
+	if (claims.exp <= now()) throw new ApiError("expired_credential", { headers: challenge });
+	return { type: "token", hash: claims.sec, claims };
 }
 
-// The SHA-256 of the request's secret; 401 when there is none or it cannot be one.
-export async function credentialHash(request: Request): Promise<string> {
-	const secret = credentialFrom(request);
-	if (!secret) throw new ApiError("missing_credential", { headers: challenge });
-	if (!SECRET_SHAPE.test(secret)) throw new ApiError("unknown_credential", { headers: challenge });
-	return sha256Hex(secret);
+// The caller a credential row stands for, checked as the presented credential requires: alive,
+// and for a token the user and account it was made for.
+export function callerOf(presented: Presented, found: CredentialFound | undefined, at: number): Caller {
+	const principal = checkCredential(found, at);
+	if (presented.type === "token" && (presented.claims.sub !== principal.user || presented.claims.acc !== principal.account)) {
+		throw new ApiError("unknown_credential", { headers: challenge });
+	}
+	return { ...principal, credential: credentialInfo(presented, found!) };
+}
+
+function credentialInfo(presented: Presented, found: CredentialFound): Credential {
+	const { fingerprint, validity_ts } = found;
+	if (presented.type === "secret") return { type: "secret", hash: presented.hash, fingerprint, validity_ts };
+	const { opt, exp, dict } = presented.claims;
+	return { type: "token", hash: presented.hash, fingerprint, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } };
+}
+
+export async function authenticate(request: Request, d1: D1Database, env: Env): Promise<Caller> {
+	const presented = await presentedCredential(request, env);
+	return callerOf(presented, await findCredential(d1, presented.hash), now());
+}
+
+// The caller of a guess the account's object checked (its principal as the row shows it).
+export function guessedCaller(presented: Presented, principal: Principal): Caller | undefined {
+	if (presented.type === "token" && (presented.claims.sub !== principal.user || presented.claims.acc !== principal.account)) return undefined;
+	return principal;
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

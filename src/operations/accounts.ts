@@ -22,7 +22,7 @@ export const createAccount = defineOperation({
 		const user = crypto.randomUUID();
 		const { secret, hash, fingerprint } = await newUserSecret();
 		await insertAccount(ctx.db, {
-			account: { uuid: account, created_ts: at },
+			account: { uuid: account, created_ts: at, updated_ts: at },
 			role: {
 				uuid: role,
 				account,

@@ -13,7 +13,11 @@ export type Context = {
 	db: Database;
 	url: URL;
 	meter: D1Meter;
+	// The request's id (its trace) and the steps it went through so far.
+	request: { id: string; stages: Stage[] };
 };
+
+export type Stage = { name: string; at: number };
 
 type Input<P, Q, B> = {
 	params: P extends z.ZodType ? z.infer<P> : Record<string, never>;

@@ -70,8 +70,16 @@ export const userRecord = z.object({
 	name: z.string(),
 	role: uuidOut,
 	description: descriptionOut,
+	activity: z.strictObject({}).nullable(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
+});
+
+// The original's activity logging setting (of users) and resource access log (of the
+// account) route logs into Timeseries tables, which this service does not have: only "none"
+// (null, or the empty object) is accepted.
+export const unsupportedSetting = z.union([z.null(), z.strictObject({}, { error: "Only null or {} are supported" })], {
+	error: "Only null or {} are supported",
 });
 
 export const secretRecord = z.object({

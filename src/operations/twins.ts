@@ -18,10 +18,12 @@ export function twinView(twin: TwinRow) {
 	return { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json };
 }
 
-// A twin the caller may not see answers exactly as a twin that does not exist.
-export async function visibleTwin(ctx: Context, caller: Caller, uuid: string): Promise<TwinRow> {
+// A twin the caller may not see answers exactly as a twin that does not exist, and so does a
+// terminated one when the caller asks for alive twins only.
+export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, aliveOnly = false): Promise<TwinRow> {
 	const at = now();
-	const twin = await ctx.meter.sightedOne(() => findTwin(ctx.db, uuid), (row) => isVisible(caller, row, at));
+	const sees = (row: TwinRow) => isVisible(caller, row, at) && !(aliveOnly && row.status === "terminated");
+	const twin = await ctx.meter.sightedOne(() => findTwin(ctx.db, uuid), sees);
 	if (twin) return twin;
 	throw new ApiError("not_found", { description: "No such twin" });
 }
@@ -63,8 +65,9 @@ export const getTwin = defineOperation({
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
-	async run({ params }, ctx) {
-		return visibleTwin(ctx, ctx.caller, params.twin);
+	query: z.strictObject({ show_terminated: queryBoolean.optional().default(true) }),
+	async run({ params, query }, ctx) {
+		return visibleTwin(ctx, ctx.caller, params.twin, !query.show_terminated);
 	},
 });
 

@@ -4,7 +4,7 @@ import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
 import { MAX_USERS_CEILING } from "../base/limits";
-import { mapOf, description, timestampOut, userRecord, uuid, uuidOut } from "./schemas";
+import { mapOf, description, timestampOut, unsupportedSetting, userRecord, uuid, uuidOut } from "./schemas";
 
 const userParams = z.strictObject({ user: uuid });
 const userName = z.string().trim().min(1).max(128);
@@ -15,10 +15,11 @@ export const createUser = defineOperation({
 	auth: "secret",
 	status: 201,
 	response: userRecord,
-	body: z.strictObject({ name: userName, role: uuid, description: description.optional() }),
+	body: z.strictObject({ name: userName, role: uuid, description: description.optional(), activity: unsupportedSetting.optional() }),
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
-		return accountClient(ctx, ctx.caller.account).createUser(ctx.caller, { ...body, description: body.description ?? {} });
+		const input = { ...body, description: body.description ?? {}, activity: body.activity ?? null };
+		return accountClient(ctx, ctx.caller.account).createUser(ctx.caller, input);
 	},
 });
 
@@ -57,7 +58,12 @@ export const updateUser = defineOperation({
 	auth: "secret",
 	response: userRecord,
 	params: userParams,
-	body: z.strictObject({ name: userName.optional(), role: uuid.optional(), description: description.optional() }),
+	body: z.strictObject({
+		name: userName.optional(),
+		role: uuid.optional(),
+		description: description.optional(),
+		activity: unsupportedSetting.optional(),
+	}),
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateUser(ctx.caller, params.user, body);
 	},

@@ -1,4 +1,4 @@
-import type { Caller } from "../base/caller";
+import type { Caller, Principal } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { decide } from "./statement";
 
@@ -8,13 +8,15 @@ import { decide } from "./statement";
 export const CHALLENGE = { "www-authenticate": 'Bearer realm="twin-registry"' };
 
 // The caller of a credential row, if the secret exists and has not expired.
-export function checkCredential(found: (Caller & { validity_ts: number | null }) | undefined, at: number): Caller {
+export type CredentialFound = Principal & { validity_ts: number | null; fingerprint: string };
+
+export function checkCredential(found: CredentialFound | undefined, at: number): Principal {
 	if (!found) throw new ApiError("unknown_credential", { headers: CHALLENGE });
 	if (found.validity_ts !== null && found.validity_ts <= at) {
 		throw new ApiError("expired_credential", { headers: CHALLENGE });
 	}
-	const { validity_ts: _, ...caller } = found;
-	return caller;
+	const { validity_ts: _, fingerprint: __, ...principal } = found;
+	return principal;
 }
 
 // The permission rule by operation name, before anything else the operation does.

@@ -2,6 +2,11 @@
 // the vocabulary of `statement.actions`; test/unit/routes.test.ts keeps it equal to the route table.
 export const OPERATION_NAMES = [
 	"who_am_i",
+	"get_account",
+	"update_account",
+	"trace",
+	"create_user_token",
+	"refresh_user_token",
 	"create_user",
 	"get_users",
 	"get_user",

@@ -19,7 +19,7 @@ export const ENTRY_VARIABLES = [
 	"old_value",
 ] as const;
 export type EntryVariable = (typeof ENTRY_VARIABLES)[number];
-export type Root = "TWIN" | "USER" | "LEDGER" | SystemVariable | EntryVariable;
+export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | SystemVariable | EntryVariable;
 
 export type CompareOp = "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "=~" | "!~";
 

@@ -3,7 +3,7 @@ import type { Json } from "./ast";
 import { evaluate, type Scope } from "./evaluate";
 import { ruleOf } from "./stored";
 import { Budget, WORK_UNITS, withinBudget } from "./strings";
-import type { TwinView } from "./visibility";
+import { scopeOf, type TwinView } from "./visibility";
 
 export type IdentityView = { identity: string; account: string; visibility: string | null; validity_ts: number | null };
 
@@ -25,14 +25,7 @@ function seesIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: n
 	if (!personal && (item.visibility === null || isExpired(item, now))) return false;
 	const role = ruleOf(caller.rules.identity);
 	if (!role) return personal;
-	const { account, user, role: roleId, description } = caller;
-	const scope: Scope = {
-		user: { account, user, role: roleId, description: description as Json },
-		twin: { ...twin, description: twin.description as Json },
-		identity: item.identity,
-		now,
-		budget,
-	};
+	const scope: Scope = { ...scopeOf(caller, now), twin: { ...twin, description: twin.description as Json }, identity: item.identity, budget };
 	if (!evaluate(role, scope)) return false;
 	if (personal) return true;
 	const visibility = ruleOf(item.visibility);

@@ -18,7 +18,7 @@ jsep.addUnaryOp("not");
 jsep.addUnaryOp("-");
 
 const COMPARE_OPS = new Set<string>(["==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~"]);
-const ROOTS = new Set<string>(["TWIN", "USER", "LEDGER", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES]);
+const ROOTS = new Set<string>(["TWIN", "USER", "DICT", "LEDGER", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES]);
 
 export type ParseResult = { ok: true; rule: Rule } | { ok: false; position: number; message: string };
 

@@ -18,7 +18,8 @@ export type EntryScope = {
 // identity an identity rule is about, and the ledger entry where the rule is about one.
 export type Scope = {
 	twin?: { uuid: string; owner: string; status: string; description: Json };
-	user: { account: string; user: string; role: string; description: Json };
+	// `dict`: the request's dictionary (DICT), null without one.
+	user: { account: string; user: string; role: string; description: Json; dict?: Json };
 	now: number;
 	// Counts the characters `in` and `=~` process, for callers that bound a request's work.
 	budget?: Budget;
@@ -41,6 +42,7 @@ export type Variable =
 
 export const VARIABLES: Record<Root, Variable> = {
 	USER: { source: "caller", value: ({ user }) => user.description },
+	DICT: { source: "caller", value: ({ user }) => user.dict ?? null },
 	account: { source: "caller", value: ({ user }) => user.account },
 	user: { source: "caller", value: ({ user }) => user.user },
 	role: { source: "caller", value: ({ user }) => user.role },

@@ -5,8 +5,8 @@ import { ruleOf } from "./stored";
 import { Budget, WORK_UNITS, withinBudget } from "./strings";
 
 export function scopeOf(caller: Caller, now: number): Omit<Scope, "twin"> {
-	const { account, user, role, description } = caller;
-	return { user: { account, user, role, description: description as Json }, now };
+	const { account, user, role, description, dict } = caller;
+	return { user: { account, user, role, description: description as Json, dict: (dict ?? null) as Json }, now };
 }
 
 // What the rules read of a twin.

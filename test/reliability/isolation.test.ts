@@ -17,12 +17,19 @@ type World = {
 	firstSubscription: string;
 	firstIdentity: string;
 	secondTwin: string;
+	// A User Token of the second account's administrator: a token acts as its user, no more.
+	secondToken: string;
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
 
 const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
+	get_account: (w) => [{ method: "GET", path: "/account", secret: w.second.secret, expect: [200] }],
+	update_account: (w) => [{ method: "PATCH", path: "/account", body: { resource_access_log: null }, secret: w.second.secret, expect: [200] }],
+	trace: (w) => [{ method: "POST", path: "/trace", secret: w.second.secret, expect: [201] }],
+	create_user_token: (w) => [{ method: "POST", path: "/token", body: {}, secret: w.second.secret, expect: [201] }],
+	refresh_user_token: (w) => [{ method: "POST", path: "/token/refresh", body: {}, secret: w.secondToken, expect: [403] }],
 	create_user: (w) => [{ method: "POST", path: "/users", body: { name: "x", role: w.first.role }, secret: w.second.secret, expect: [404] }],
 	get_users: (w) => [{ method: "GET", path: "/users", secret: w.second.secret, expect: [200] }],
 	get_user: (w) => [{ method: "GET", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
@@ -52,7 +59,10 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "GET", path: `/twins?count=1&cursor=${w.firstCursor}`, secret: w.second.secret, expect: [400] },
 		{ method: "GET", path: `/twins?details=true&match=${encodeURIComponent(`owner == '${w.first.account}'`)}`, secret: w.second.secret, expect: [200] },
 	],
-	get_twin: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
+	get_twin: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.secondToken, expect: [404] },
+	],
 	update_twin: (w) => [{ method: "PATCH", path: `/twins/${w.firstTwin}`, body: { description: {} }, secret: w.second.secret, expect: [404] }],
 	terminate_twin: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
 	create_twin_identity: (w) => [
@@ -163,7 +173,8 @@ describe("the tenant-isolation matrix", () => {
 		expect(granted.status).toBe(200);
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin };
+		const secondToken = (await call("POST", "/token", { secret: second.secret, body: { options: ["create"] } })).body.token as string;
+		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken };
 		const secrets = [first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
 
 		let cases = 0;

@@ -1,0 +1,44 @@
+import * as z from "zod";
+import { findAccount, setResourceAccessLog } from "../db/accounts";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import { defineOperation } from "./operation";
+import { timestampOut, unsupportedSetting, uuidOut } from "./schemas";
+
+// The caller's account as the original shows it: no description (there is no ACCOUNT rule
+// root either), and a resource access log setting that only "none" can be given here.
+const accountRecord = z.object({
+	uuid: uuidOut,
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+	resource_access_log: z.strictObject({}).nullable(),
+});
+
+export const getAccount = defineOperation({
+	name: "get_account",
+	summary: "The caller's account",
+	auth: "secret",
+	response: accountRecord,
+	async run(_input, ctx) {
+		const account = await findAccount(ctx.db, ctx.caller.account);
+		// The credential's row joined the account's user a moment ago; gone since, it is as absent.
+		if (!account) throw new ApiError("not_found", { description: "No such account" });
+		return account;
+	},
+});
+
+export const updateAccount = defineOperation({
+	name: "update_account",
+	summary: "Change the caller's account: only resource_access_log, to null or {}",
+	auth: "secret",
+	response: accountRecord,
+	body: z.strictObject({ resource_access_log: unsupportedSetting.optional() }),
+	async run({ body }, ctx) {
+		const updated =
+			body.resource_access_log === undefined
+				? await findAccount(ctx.db, ctx.caller.account)
+				: await setResourceAccessLog(ctx.db, ctx.caller.account, body.resource_access_log, now());
+		if (!updated) throw new ApiError("not_found", { description: "No such account" });
+		return updated;
+	},
+});

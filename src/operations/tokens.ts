@@ -1,0 +1,89 @@
+import * as z from "zod";
+import { ApiError } from "../base/errors";
+import { MIN_TOKEN_KEY_LENGTH, signJwt } from "../base/jwt";
+import { now } from "../base/time";
+import type { Caller, Description, TokenOption } from "../base/caller";
+import { deriveToken, mayRefresh, TOKEN_OPTIONS, tokenExpiry, type TokenClaims } from "../policy/token";
+import { defineOperation } from "./operation";
+import { DESCRIPTION_KEY, jsonValue, timestamp, timestampOut } from "./schemas";
+
+// User Tokens: short-lived credentials a backend hands to a front-end (a browser, a phone) that
+// must not hold a User Secret. A token acts as its user with the user's role as it is at each
+// request; nothing is stored, so making one writes nothing.
+
+// A dictionary rides in every request made with the token: kept small.
+const MAX_SECRET_DICT_BYTES = 2048;
+
+const secretDict = z
+	.record(z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"), jsonValue)
+	.refine((dict) => new TextEncoder().encode(JSON.stringify(dict)).byteLength <= MAX_SECRET_DICT_BYTES, {
+		error: `At most ${MAX_SECRET_DICT_BYTES} bytes of compact JSON`,
+	});
+
+const validity = timestamp.nullable().optional().refine((ts) => ts == null || ts > now(), "Must be in the future");
+
+async function issue(ctx: { env: Env }, claims: TokenClaims): Promise<string> {
+	const key = ctx.env.TOKEN_KEY;
+	if (!key || key.length < MIN_TOKEN_KEY_LENGTH) throw new ApiError("tokens_unconfigured");
+	return signJwt(key, claims);
+}
+
+function claimsFor(caller: Caller, exp: number, at: number, options: TokenOption[], dict: Description | undefined): TokenClaims {
+	return {
+		sub: caller.user,
+		acc: caller.account,
+		sec: caller.credential!.hash,
+		iat: at,
+		exp,
+		opt: options,
+		...(dict === undefined ? {} : { dict }),
+		jti: crypto.randomUUID(),
+	};
+}
+
+export const createUserToken = defineOperation({
+	name: "create_user_token",
+	summary: "A User Token: acts as the caller until it expires (a day at most), without its secret",
+	auth: "secret",
+	status: 201,
+	response: z.object({ token: z.string(), options: z.array(z.enum(TOKEN_OPTIONS)).max(TOKEN_OPTIONS.length), validity_ts: timestampOut }),
+	body: z.strictObject({
+		secret_dict: secretDict.optional(),
+		options: z.array(z.enum(TOKEN_OPTIONS)).max(16).optional().default([]),
+		validity_ts: validity,
+	}),
+	async run({ body }, ctx) {
+		const credential = ctx.caller.credential!;
+		const derived = deriveToken(credential, { options: body.options, dict: body.secret_dict as Description | undefined });
+		if (!derived.ok && derived.refusal === "no_option") {
+			throw new ApiError("credential_forbidden", { description: "The User Token does not have the create option" });
+		}
+		if (!derived.ok) {
+			throw new ApiError("escalation", { description: "A token made from a token takes only its options and its secret_dict" });
+		}
+		const at = now();
+		const exp = tokenExpiry(body.validity_ts, at, [credential.validity_ts, credential.token?.exp]);
+		const token = await issue(ctx, claimsFor(ctx.caller, exp, at, derived.options, derived.dict));
+		return { token, options: derived.options, validity_ts: exp };
+	},
+});
+
+export const refreshUserToken = defineOperation({
+	name: "refresh_user_token",
+	summary: "A new copy of the calling User Token with a later expiry (its refresh option needed)",
+	auth: "secret",
+	status: 201,
+	response: z.object({ token: z.string(), validity_ts: timestampOut }),
+	body: z.strictObject({ validity_ts: validity }),
+	async run({ body }, ctx) {
+		const credential = ctx.caller.credential!;
+		if (!mayRefresh(credential)) {
+			throw new ApiError("credential_forbidden", { description: "Only a User Token with the refresh option can be refreshed" });
+		}
+		const at = now();
+		// Not bounded by the token's own expiry: outliving it is what refreshing is for.
+		const exp = tokenExpiry(body.validity_ts, at, [credential.validity_ts]);
+		const token = await issue(ctx, claimsFor(ctx.caller, exp, at, credential.token!.options, credential.token!.dict));
+		return { token, validity_ts: exp };
+	},
+});

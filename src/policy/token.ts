@@ -1,0 +1,67 @@
+import type { Credential, Description, TokenOption } from "../base/caller";
+import { deepEqual } from "../rules/evaluate";
+import type { Json } from "../rules/ast";
+
+// User Tokens: what a token may be made from, how long it lives, and what its claims must be.
+// Pure decisions; signing and the credential query are the HTTP layer's.
+
+// A bearer credential held by a browser lives a day at most.
+export const MAX_TOKEN_SECONDS = 86_400;
+export const TOKEN_OPTIONS = ["create", "refresh"] as const satisfies readonly TokenOption[];
+
+export type TokenClaims = {
+	sub: string;
+	acc: string;
+	sec: string;
+	iat: number;
+	exp: number;
+	opt: TokenOption[];
+	dict?: Description;
+	jti: string;
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isText = (value: unknown): value is string => typeof value === "string" && value.length > 0;
+const isTime = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
+
+// The claims of a verified payload, or undefined when one is missing or of another type: the
+// key signed it, so this only guards against a payload of another version.
+export function claimsOf(payload: Record<string, unknown>): TokenClaims | undefined {
+	const { sub, acc, sec, iat, exp, opt, dict, jti } = payload;
+	if (!isText(sub) || !isText(acc) || !isText(sec) || !isText(jti) || !isTime(iat) || !isTime(exp)) return undefined;
+	if (!Array.isArray(opt) || !opt.every((o) => (TOKEN_OPTIONS as readonly unknown[]).includes(o))) return undefined;
+	if (dict !== undefined && !isObject(dict)) return undefined;
+	return { sub, acc, sec, iat, exp, opt: opt as TokenOption[], ...(dict === undefined ? {} : { dict }), jti };
+}
+
+// When a new token stops working: the time asked for (none, or later than a day from now,
+// means a day from now), then no later than any of `limits` (the secret's validity, and for a
+// token made from a token its parent's expiry).
+export function tokenExpiry(requested: number | null | undefined, at: number, limits: (number | null | undefined)[]): number {
+	const longest = at + MAX_TOKEN_SECONDS;
+	const asked = requested === null || requested === undefined || requested > longest ? longest : requested;
+	const bounds = limits.filter((limit): limit is number => typeof limit === "number");
+	return Math.round(Math.min(asked, ...bounds) * 1000) / 1000;
+}
+
+// What create_user_token may make with this credential. A secret makes any token. A token
+// makes one only with its `create` option, and no wider than itself: options among its own,
+// and its own secret_dict (absent in the request means the same).
+export type Derivation = { ok: true; options: TokenOption[]; dict?: Description } | { ok: false; refusal: "no_option" | "widens" };
+
+export function deriveToken(credential: Credential, request: { options: TokenOption[]; dict?: Description }): Derivation {
+	const options = [...new Set(request.options)];
+	const parent = credential.token;
+	if (credential.type === "secret" || !parent) return { ok: true, options, ...(request.dict === undefined ? {} : { dict: request.dict }) };
+	if (!parent.options.includes("create")) return { ok: false, refusal: "no_option" };
+	if (!options.every((option) => parent.options.includes(option))) return { ok: false, refusal: "widens" };
+	if (request.dict !== undefined && (parent.dict === undefined || !deepEqual(request.dict as Json, parent.dict as Json))) {
+		return { ok: false, refusal: "widens" };
+	}
+	return { ok: true, options, ...(parent.dict === undefined ? {} : { dict: parent.dict }) };
+}
+
+// refresh_user_token needs a token with the `refresh` option.
+export function mayRefresh(credential: Credential): boolean {
+	return credential.type === "token" && (credential.token?.options.includes("refresh") ?? false);
+}
