@@ -1,4 +1,4 @@
-// `npm start [-- --port N]`: local D1 migrations, an ADMIN_TOKEN and a WEBHOOK_KEY in .dev.vars
+// `npm start [-- --port N]`: local D1 migrations, an ADMIN_TOKEN, a WEBHOOK_KEY and a TOKEN_KEY in .dev.vars
 // on first start, then `wrangler dev` on 127.0.0.1 with every binding simulated locally and
 // PUBLIC_URL set to that local origin.
 import { randomBytes } from "node:crypto";
@@ -10,7 +10,8 @@ import { wrangler, wranglerDone } from "../wrangler.mjs";
 const { values } = parseArgs({ options: { port: { type: "string", default: "8787" } } });
 
 // WEBHOOK_KEY seals stored webhook secrets: kept across starts, or they could not be opened.
-for (const name of ["ADMIN_TOKEN", "WEBHOOK_KEY"]) {
+// TOKEN_KEY signs User Tokens: kept too, so that tokens live across a restart.
+for (const name of ["ADMIN_TOKEN", "WEBHOOK_KEY", "TOKEN_KEY"]) {
 	if (readDevVars()[name]) continue;
 	appendFileSync(DEV_VARS, `${name}=${randomBytes(32).toString("base64url")}\n`);
 	console.log(`Wrote a new ${name} to ${DEV_VARS}`);

@@ -5,8 +5,10 @@ import { wrangler, wranglerDone } from "../wrangler.mjs";
 
 export async function startDevServer({ port, persistTo, vars = {}, inspectorPort }) {
 	await wranglerDone(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
-	// Webhooks need a sealing key and the public origin; a throwaway server gets throwaway ones.
-	const all = { WEBHOOK_KEY: randomBytes(32).toString("base64url"), PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars };
+	// Webhooks need a sealing key and the public origin, tokens a signing key; a throwaway
+	// server gets throwaway ones.
+	const key = () => randomBytes(32).toString("base64url");
+	const all = { WEBHOOK_KEY: key(), TOKEN_KEY: key(), PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars };
 	const varArgs = Object.entries(all).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
 	if (inspectorPort) varArgs.push("--inspector-port", String(inspectorPort));
 	const child = wrangler(

@@ -115,7 +115,7 @@ export function openApiDocument(routes: Route[]) {
 		},
 		components: {
 			securitySchemes: {
-				apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "The User Secret, raw or as `Bearer <secret>`" },
+				apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "A User Secret or a User Token, raw or as `Bearer <credential>`" },
 				adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for bootstrapping accounts" },
 			},
 			schemas,

@@ -1,4 +1,6 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
@@ -9,17 +11,19 @@ const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
 if (!available) console.warn(`Skipping the browser test: ${CHROMIUM} is not installed (npm run test:e2e installs it where it can).`);
 
+const ADMIN_TOKEN = "an-admin-token-for-the-browser-test-only";
+
 // The flags keep a headless Chromium off the network it would otherwise try to reach.
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-describe.skipIf(!available)("the API reference page in a real browser", () => {
+describe.skipIf(!available)("in a real browser", () => {
 	let server: { url: string; stop: () => void };
 	let browser: BrowserContext;
 	let state: string;
 
 	beforeAll(async () => {
 		state = mkdtempSync(join(tmpdir(), "twin-registry-browser-"));
-		server = await startDevServer({ port: 8798, persistTo: state });
+		server = await startDevServer({ port: 8798, persistTo: state, vars: { ADMIN_TOKEN } });
 		// A fresh, empty profile for every run.
 		browser = await chromium.launchPersistentContext(join(state, "profile"), { executablePath: CHROMIUM, args: FLAGS });
 	}, 120_000);
@@ -42,5 +46,37 @@ describe.skipIf(!available)("the API reference page in a real browser", () => {
 		// Left for a person to look at; .wrangler/ is not tracked.
 		await page.screenshot({ path: ".wrangler/docs.png" });
 		expect(failed).toEqual([]);
+	}, 60_000);
+
+	it("lets a page on another origin call the API with a User Token and read the answer", async () => {
+		const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
+		const account = (await created.json()) as { account: string; user: string; role: string; secret: string };
+		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: account.secret }, body: "{}" });
+		const { token } = (await made.json()) as { token: string };
+		// The page's own origin: another port of the loopback address.
+		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>front-end</title>"));
+		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
+		try {
+			const origin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+			const page = await browser.newPage();
+			await page.goto(origin);
+			// A POST with a JSON body and an Authorization header needs a preflight first.
+			const answer = await page.evaluate(
+				async ({ api, token }) => {
+					const whoami = await fetch(`${api}/whoami`, { headers: { authorization: `Bearer ${token}` } });
+					const twin = await fetch(`${api}/twins`, {
+						method: "POST",
+						headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+						body: JSON.stringify({ description: { from: "a browser" } }),
+					});
+					return { status: whoami.status, body: await whoami.json(), trace: whoami.headers.get("x-request-id"), created: twin.status };
+				},
+				{ api: server.url, token },
+			);
+			expect(answer).toEqual({ status: 200, body: { account: account.account, user: account.user, role: account.role }, trace: expect.any(String), created: 201 });
+		} finally {
+			pageServer.close();
+		}
 	}, 60_000);
 });
