@@ -57,6 +57,26 @@ describe("the X-TrustedTwin header", () => {
 	});
 });
 
+describe("DICT in entry rules", () => {
+	it("is the writer's in conditions and the reader's in an entry's visibility", async () => {
+		const admin = await bootstrap();
+		const twin = (await call("POST", "/twins", { secret: admin.secret, body: {} })).body.uuid as string;
+		const path = `/twins/${twin}/ledgers/personal`;
+		const entries = { level: { value: 5, visibility: "DICT.badge == 'inspector'" } };
+		expect((await call("POST", path, { secret: admin.secret, body: { entries } })).status).toBe(201);
+		const update = { entries: { level: { value: 6 } }, conditions: { level: "entry_value == DICT.expect" } };
+		expectError(await call("PATCH", path, { ...withDict(admin.secret, { expect: 4 }), body: update }), 409, 409102);
+		expect((await call("PATCH", path, { ...withDict(admin.secret, { expect: 5 }), body: update })).status).toBe(200);
+
+		// Another account sees the twin; the entry shows only to a reader whose request says so.
+		const other = await bootstrap();
+		const reader = await member(other, await role(other, { effect: "deny", actions: [] }, { twin: "true", entry: "true" }));
+		const foreign = `/twins/${twin}/ledgers/${admin.account}/value`;
+		expect((await call("GET", foreign, withDict(reader.secret, { badge: "inspector" }))).body.entries.level.value).toBe(6);
+		expect((await call("GET", foreign, withDict(reader.secret, { badge: "visitor" }))).body.entries).toEqual({});
+	});
+});
+
 describe("a token's dictionary", () => {
 	it("is DICT, whatever header the request carries, and {} for a token without one", async () => {
 		const { reader, north } = await serialReader();

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { base64Url } from "../../src/base/crypto";
 import { signJwt } from "../../src/base/jwt";
-import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, role, member, seedTwins } from "../helpers";
+import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, member, randomAddress, role, seedTwins } from "../helpers";
 
 // User Tokens through the Worker's fetch: what they are made from, how long they live, that
 // they act as their user with the role as it is now, and every way to forge or widen one.
@@ -150,6 +150,18 @@ describe("forged tokens", () => {
 			const forged = await signJwt(env.TOKEN_KEY, { ...claims, ...changed });
 			expectError(await call("GET", "/whoami", { secret: forged }), 401, 401102);
 		}
+	});
+
+	it("counts as failed authentications of its address, like a wrong secret", async () => {
+		const admin = await bootstrap();
+		const headers = { "cf-connecting-ip": randomAddress() };
+		const forged = await signJwt("another-key-of-at-least-32-characters!!", { sub: admin.user });
+		const statuses: number[] = [];
+		// 30 a minute; a run that crosses into the next minute gets a second allowance at most.
+		while (statuses.at(-1) !== 429 && statuses.length <= 61) statuses.push((await call("GET", "/whoami", { secret: forged, headers })).status);
+		expect(statuses.at(-1)).toBe(429);
+		expect(new Set(statuses.slice(0, -1))).toEqual(new Set([401]));
+		expect(statuses.length).toBeGreaterThan(30);
 	});
 
 	it("answers an expired token 401103", async () => {
