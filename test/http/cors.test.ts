@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../helpers";
+import { bootstrap, call } from "../fixtures";
 
 // A page on any origin may call every route: credentials travel in headers, never cookies.
 describe("CORS", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, member, role } from "../helpers";
+import { bootstrap, call, createUser, expectError, issueSecret, member, role } from "../fixtures";
 
 describe("get_account and update_account", () => {
 	it("answers the caller's account, and changes only resource_access_log to null or {}", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, fingerprint } from "../helpers";
+import { bootstrap, call, createUser, expectError, fingerprint } from "../fixtures";
 
 // What the original's own client sends, beyond the interface.
 describe("activity on users", () => {

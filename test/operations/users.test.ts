@@ -14,6 +14,7 @@ describe("create_user", () => {
 			name: "Ada",
 			role: admin.role,
 			description: { team: "ops", level_2: [1, { a: null }] },
+			activity: null,
 			created_ts: expect.any(Number),
 			updated_ts: expect.any(Number),
 		});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, fingerprint, member, role, scan, seedTwins, walk } from "../helpers";
+import { bootstrap, call, expectError, fingerprint, member, role, scan, seedTwins, walk } from "../fixtures";
 
 // DICT: the request's dictionary, from the X-TrustedTwin header or a token's secret_dict, read
 // by every rule like USER and compiled into scan SQL.

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { base64Url } from "../../src/base/crypto";
 import { signJwt } from "../../src/base/jwt";
-import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, member, randomAddress, role, seedTwins } from "../helpers";
+import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, member, randomAddress, role, seedTwins } from "../fixtures";
 
 // User Tokens through the Worker's fetch: what they are made from, how long they live, that
 // they act as their user with the role as it is now, and every way to forge or widen one.
