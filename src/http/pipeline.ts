@@ -1,11 +1,10 @@
 import type { IRequest } from "itty-router";
 import { type Database, database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import { type Claim, JsonText, type Operation, StaleGuess } from "../operations/operation";
+import { type Claim, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
 import { authenticate, authenticateAdmin, callerOf, presentedCredential, refusedCredential } from "./auth";
 import { dictOf } from "./dict";
 import { now } from "../base/time";
-import type { Stage } from "../operations/operation";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
 import { checkStatement } from "../policy/credential";
 import { parseJson } from "./body";
