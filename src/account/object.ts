@@ -5,7 +5,7 @@ import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
-import { type Caller, type Principal, principalOf } from "../base/caller";
+import { type Caller, type Claim, type Principal, principalOf } from "../base/caller";
 import { now } from "../base/time";
 import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
 import { Journal } from "./journal";
@@ -23,8 +23,6 @@ import * as writes from "./role-user-writes";
 // The account whose outbox the alarm drains (the object's name, kept where the alarm finds it).
 const OUTBOX_ACCOUNT = "outbox-account";
 
-// Who asks for a scan page: a caller the Worker checked, or (with `hash`) one it only guessed.
-export type ScanCredential = { caller: Caller; hash?: string };
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
 const ownerOf = (caller: Caller, request: ScanRequest) => ({ user: caller.user, binding: bindingOf(request.match, request.details) });
@@ -112,7 +110,7 @@ export class AccountDO extends DurableObject<Env> {
 	// nor any cursor used, before the row shows the secret alive and its role allowing
 	// scan_twins. `stale` when the row no longer stands for the guess exactly (another user,
 	// role, rules or description): the Worker then checks the credential itself and asks again.
-	async scan(credential: ScanCredential, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
+	async scan(credential: Claim, cursor: string | undefined, request: ScanRequest, bookmark: string | null = null) {
 		const meter = new D1Meter();
 		return this.answer(meter, async (at): Promise<ScanAnswer> => {
 			const { caller: claimed, hash } = credential;

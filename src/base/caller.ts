@@ -34,6 +34,12 @@ export type Credential = {
 // from stored rows alone.
 export type Caller = Principal & { dict?: Description | null; credential?: Credential };
 
+// Who calls an operation. Without `hash`, `caller` is what the Worker found checking the
+// credential. With it, `caller` is only this isolate's guess from an earlier request, still to
+// be checked against `hash` (the stored hash of the secret the credential descends from) by
+// whoever reads on its behalf: the account's object, in the same D1 batch as its read.
+export type Claim = { caller: Caller; hash?: string };
+
 export function principalOf(caller: Caller): Principal {
 	const { account, user, role, statement, rules, description } = caller;
 	return { account, user, role, statement, rules, description };

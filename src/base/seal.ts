@@ -1,4 +1,4 @@
-import { base64Url } from "./crypto";
+import { base64Url, fromBase64Url } from "./crypto";
 import { ApiError } from "./errors";
 
 const encoder = new TextEncoder();
@@ -38,7 +38,8 @@ export async function seal(env: Env, subscription: string, purpose: Purpose, pla
 }
 
 export async function open(env: Env, subscription: string, purpose: Purpose, sealed: string): Promise<string> {
-	const bytes = Uint8Array.from(atob(sealed.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0));
+	const bytes = fromBase64Url(sealed);
+	if (!bytes) throw new Error("A sealed value is base64url");
 	const additionalData = encoder.encode(`${subscription}/${purpose}`);
 	const plain = await crypto.subtle.decrypt(
 		{ name: "AES-GCM", iv: bytes.slice(0, 12), additionalData },

@@ -1,6 +1,6 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
 import { findCredential } from "../db/auth";
-import type { Caller, Credential, Principal } from "../base/caller";
+import type { Caller, Credential } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
@@ -56,12 +56,6 @@ function credentialInfo(presented: Presented, found: CredentialFound): Credentia
 export async function authenticate(request: Request, d1: D1Database, env: Env): Promise<Caller> {
 	const presented = await presentedCredential(request, env);
 	return callerOf(presented, await findCredential(d1, presented.hash), now());
-}
-
-// The caller of a guess the account's object checked (its principal as the row shows it).
-export function guessedCaller(presented: Presented, principal: Principal): Caller | undefined {
-	if (presented.type === "token" && (presented.claims.sub !== principal.user || presented.claims.acc !== principal.account)) return undefined;
-	return principal;
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

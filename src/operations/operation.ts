@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import type { Caller } from "../base/caller";
+import type { Caller, Claim } from "../base/caller";
 import type { OperationName } from "../policy/names";
 
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
@@ -48,10 +48,8 @@ export type Operation<
 	checksCredential?: true;
 };
 
-// Who calls a "secret" operation. Without `hash`, `caller` is what the Worker found checking
-// the credential. With it (only for an operation that declares `checksCredential`), `caller`
-// is only this isolate's guess from an earlier request, still to be checked against `hash`.
-export type Claim = { caller: Caller; hash?: string };
+// `claim.hash` is set only for an operation that declares `checksCredential`.
+export type { Claim };
 
 export class StaleGuess extends Error {}
 
