@@ -9,6 +9,8 @@
 //   notifications/        everything that delivers a message to a receiver: the outbox drain,
 //                         the queue consumer, the delivery object, messages, signing, retries,
 //                         the callback URL policy
+//   storage/              the bytes of docs in R2: streamed in while hashed, read by range,
+//                         deleted; signed download links
 //   db/                   every D1 statement (drizzle schema and queries)
 //   policy/               pure permission logic: statements, grants, manageability
 //   rules/                the rule language: parse, evaluate, compile to SQL
@@ -35,13 +37,15 @@ module.exports = {
 		layer("policy", ["base", "rules"]),
 		// D1 statements take compiled SQL as text, so db/ needs no rules of its own.
 		layer("db", ["base"]),
+		// R2 objects and the links to them: bytes, never rows.
+		layer("storage", ["base"]),
 		// Notifications read subscriptions and the outbox and build messages from stored rows.
 		layer("notifications", ["base", "db"]),
 		// The account's object runs the serialized writes and scans with rules, policy and db,
-		// and hands the messages a write committed to the notification outbox drain.
-		layer("account", ["base", "rules", "policy", "db", "notifications"]),
+		// deletes the R2 objects its writes let go of, and hands the messages a write committed to the notification outbox drain.
+		layer("account", ["base", "rules", "policy", "db", "storage", "notifications"]),
 		// Handlers reach the object, the database and the pure layers; never http/.
-		layer("operations", ["base", "rules", "policy", "db", "notifications", "account"]),
+		layer("operations", ["base", "rules", "policy", "db", "storage", "notifications", "account"]),
 		// The HTTP layer serves operations; it never reaches past them into the object.
 		layer("http", ["base", "rules", "policy", "db", "operations"]),
 		{

@@ -1,5 +1,4 @@
 import { D1Meter } from "./db/meter";
-import { readBody } from "./http/body";
 import { buildRouter } from "./http/router";
 import { ApiError } from "./base/errors";
 import { errorResponse } from "./http/errors";
@@ -15,12 +14,11 @@ const router = buildRouter(routes);
 
 async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
 	try {
-		const body = await readBody(request);
 		// One D1 session per request, begun at the primary: the credential check sees every
 		// revocation, and the request's later reads may come from a replica at least as new
 		// (see "Global callers" in docs/design.md).
 		const d1 = env.DB.withSession("first-primary");
-		return await router.fetch(request, env, ctx, { requestId, body, meter, d1, stages: [{ name: "receive", at: Date.now() }] });
+		return await router.fetch(request, env, ctx, { requestId, meter, d1, stages: [{ name: "receive", at: Date.now() }] });
 	} catch (error) {
 		if (error instanceof ApiError) return errorResponse(error, requestId);
 		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.

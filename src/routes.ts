@@ -37,6 +37,8 @@ import { whoAmI } from "./operations/whoami";
 import { getAccount, updateAccount } from "./operations/account";
 import { trace } from "./operations/trace";
 import { createUserToken, refreshUserToken } from "./operations/tokens";
+import { createUploadUrl, invalidateUploadUrl, uploadToCache } from "./operations/uploads";
+import { attachTwinDoc, deleteTwinDoc, deleteTwinDocs, downloadDoc, getTwinDoc, getTwinDocs, updateTwinDoc } from "./operations/docs";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 
 // The route table: every operation once, under the path of the interface.
@@ -80,6 +82,17 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/value", operation: getTwinLedgerEntryValue },
 	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger/value", operation: updateTwinLedgerEntryValue },
 	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/history", operation: getTwinLedgerEntryHistory },
+	{ method: "POST", path: "/cache", operation: createUploadUrl },
+	{ method: "DELETE", path: "/cache/:handler", operation: invalidateUploadUrl },
+	{ method: "PUT", path: "/cache/:account/:handler", operation: uploadToCache },
+	{ method: "POST", path: "/twins/:twin/docs", operation: attachTwinDoc },
+	{ method: "GET", path: "/twins/:twin/docs", operation: getTwinDocs },
+	{ method: "DELETE", path: "/twins/:twin/docs", operation: deleteTwinDocs },
+	// The name takes the rest of the path: its folders' '/' stay as they are.
+	{ method: "GET", path: "/twins/:twin/docs/:name+", operation: getTwinDoc },
+	{ method: "PATCH", path: "/twins/:twin/docs/:name+", operation: updateTwinDoc },
+	{ method: "DELETE", path: "/twins/:twin/docs/:name+", operation: deleteTwinDoc },
+	{ method: "GET", path: "/download/:account/:handler", operation: downloadDoc },
 	{ method: "POST", path: "/notifications/webhooks", operation: webhookSubscribe },
 	{ method: "GET", path: "/notifications/webhooks", operation: getWebhookSubscriptions },
 	// Before /notifications/webhooks/:account, although that one segment could not match these.

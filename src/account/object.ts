@@ -1,5 +1,5 @@
 import type { TwinView } from "../rules/visibility";
-import { accountLimit, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
+import { accountLimit, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
@@ -19,9 +19,11 @@ import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
 import * as identities from "./identity-writes";
 import * as writes from "./role-user-writes";
+import * as docs from "./doc-writes";
 
-// The account whose outbox the alarm drains (the object's name, kept where the alarm finds it).
-const OUTBOX_ACCOUNT = "outbox-account";
+// The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
+// and tidies its uploads and doc objects. (The key's name is older than docs.)
+const ACCOUNT = "outbox-account";
 
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
@@ -102,6 +104,57 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "delete_twin_identity", (db) => identities.removeIdentity(db, caller.account, twin, identity));
 	}
 
+	// Upload URLs and docs of this account (the twin checked visible by the caller).
+	createUpload(caller: CallerId, upload: { handler: string; tokenHash: string; validity_ts: number }) {
+		return this.write(caller, "create_upload_url", async (db, current) => {
+			const created = await docs.createUpload(db, current, upload, this.docLimits(), now());
+			await this.wakeBy(caller.account, upload.validity_ts);
+			return created;
+		});
+	}
+
+	invalidateUpload(caller: CallerId, handler: string) {
+		return this.write(caller, "invalidate_upload_url", (db, current) => this.tidyingAfter(db, current.account, docs.invalidateUpload(db, current, handler, now())));
+	}
+
+	// A PUT to an upload URL: no user calls, the URL's token is the credential.
+	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
+		return this.serialized((db) => docs.claimUpload(db, account, handler, tokenHash, length, this.docLimits(), now()));
+	}
+
+	finishUpload(handler: string, object: string, hash: string) {
+		return this.serialized((db) => docs.finishUpload(db, this.env.DOCS, handler, object, hash));
+	}
+
+	reopenUpload(account: string, handler: string, object: string) {
+		return this.serialized((db) => docs.reopenUpload(db, account, handler, object));
+	}
+
+	attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
+		return this.write(caller, "attach_twin_doc", (db, current) => docs.attachDocs(db, current, twin, input, this.docLimits(), now()));
+	}
+
+	updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
+		return this.write(caller, "update_twin_doc", (db, current) => docs.updateDoc(db, current, twin, name, description, now()));
+	}
+
+	deleteDoc(caller: CallerId, twin: string, name: string) {
+		return this.write(caller, "delete_twin_doc", (db, current) => this.tidyingAfter(db, current.account, docs.deleteDoc(db, current, twin, name, now())));
+	}
+
+	deleteDocs(caller: CallerId, twin: string) {
+		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(db, current.account, docs.deleteDocs(db, current, twin, now())));
+	}
+
+	// After a write that let go of objects: delete them from R2 now, or from the alarm when R2
+	// fails (their keys wait in doc_garbage, written in the write's own batch).
+	private async tidyingAfter<T>(db: Database, account: string, write: Promise<T>): Promise<T> {
+		const value = await write;
+		const next = await docs.tidyDocs(db, this.env.DOCS, account, now());
+		if (next !== undefined) await this.wakeBy(account, next);
+		return value;
+	}
+
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
 	// A caller the Worker checked reads in a session that continues the request's: from a
 	// replica at least as new as the check, or the primary. A credential the Worker did not
@@ -150,19 +203,44 @@ export class AccountDO extends DurableObject<Env> {
 		}
 	}
 
+	private docLimits(): docs.DocLimits {
+		const env = this.env;
+		return { uploads: Number(env.MAX_UPLOADS), perTwin: accountLimit(env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING), bytes: Number(env.MAX_DOC_BYTES) };
+	}
+
 	private limits(): writes.Limits {
 		return { roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING), users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING) };
 	}
 
-	// One alarm serves both needs: sweeping expired cursors, and draining notification messages
-	// a write committed but could not hand to the queue. It is set for the earlier of the two.
+	// One alarm serves every timed need: sweeping expired cursors, draining notification
+	// messages a write committed but could not hand to the queue, releasing expired uploads and
+	// deleting the R2 objects no row refers to. It is set for the earliest of them.
 	async alarm() {
 		const sweep = this.cursors.sweep(now());
-		const account = await this.ctx.storage.get<string>(OUTBOX_ACCOUNT);
+		const account = await this.ctx.storage.get<string>(ACCOUNT);
 		const left = account !== undefined && (await this.drain(account));
-		const due = [sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000, left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined];
+		const tidy = account === undefined ? undefined : await this.tidy(account);
+		const due = [
+			sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000,
+			left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
+			tidy === undefined ? undefined : Math.ceil(tidy * 1000),
+		];
 		const next = Math.min(...due.filter((t) => t !== undefined));
 		if (Number.isFinite(next)) await this.ctx.storage.setAlarm(next);
+	}
+
+	// Serialized with the writes: it changes uploads and the account's doc bytes too.
+	private async tidy(account: string): Promise<number | undefined> {
+		const outcome = await this.serialized((db) => docs.tidyDocs(db, this.env.DOCS, account, now()));
+		return outcome.ok ? outcome.value : now() + 60;
+	}
+
+	// An alarm no later than `atSeconds`, which will know the account.
+	private async wakeBy(account: string, atSeconds: number) {
+		await this.ctx.storage.put(ACCOUNT, account);
+		const target = Math.ceil(atSeconds * 1000);
+		const current = await this.ctx.storage.getAlarm();
+		if (current === null || current > target) await this.ctx.storage.setAlarm(target);
 	}
 
 	private scheduleSweep(atSeconds: number) {
@@ -172,7 +250,7 @@ export class AccountDO extends DurableObject<Env> {
 	// Before a batch with notification messages commits: an alarm at most DRAIN_GRACE_SECONDS
 	// away, so a crash right after the commit leaves nothing behind for good.
 	private async armDrain(account: string) {
-		await this.ctx.storage.put(OUTBOX_ACCOUNT, account);
+		await this.ctx.storage.put(ACCOUNT, account);
 		const target = Date.now() + DRAIN_GRACE_SECONDS * 1000;
 		const current = await this.ctx.storage.getAlarm();
 		if (current === null || current > target) await this.ctx.storage.setAlarm(target);

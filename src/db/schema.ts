@@ -15,6 +15,9 @@ export const accounts = sqliteTable("accounts", {
 	// How many twins the account has made (terminated ones stay): what MAX_TWINS limits,
 	// kept here so that a create counts by one row instead of the account's every twin.
 	twins: integer("twins").notNull().default(0),
+	// The bytes of the account's docs and of its uploads not yet attached (claimed when a PUT
+	// begins): what MAX_DOC_BYTES limits. Only the account's object changes it.
+	doc_bytes: integer("doc_bytes").notNull().default(0),
 });
 
 export const roles = sqliteTable(
@@ -279,4 +282,58 @@ export const ledgerHistory = sqliteTable(
 		bytes: integer("bytes").notNull().default(0),
 	},
 	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] }), index("ledger_history_sizes").on(t.twin, t.account, t.name, t.ts, t.bytes)],
+);
+
+// An upload URL (create_upload_url): the handler, the SHA-256 of its token, and what has come
+// through it. `receiving` while a PUT streams the bytes (its length already counted in the
+// account's doc_bytes), `uploaded` once they are all in R2 under `object`. Attach deletes the
+// row and hands `object` to the doc; expiry and invalidation hand it to doc_garbage.
+export const uploads = sqliteTable(
+	"uploads",
+	{
+		handler: text("handler").primaryKey(),
+		account: text("account").notNull(),
+		user: text("user").notNull(),
+		token_hash: text("token_hash").notNull(),
+		state: text("state", { enum: ["pending", "receiving", "uploaded"] }).notNull(),
+		object: text("object"),
+		size: integer("size"),
+		hash: text("hash"),
+		validity_ts: real("validity_ts").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	// Counting an account's live uploads and finding its expired ones read this index only.
+	(t) => [index("uploads_account_validity").on(t.account, t.validity_ts)],
+);
+
+// A file attached to a twin: its bytes are the R2 object `object`. Names are unique per twin
+// across accounts; the same index counts a twin's docs and lists them in name order.
+export const docs = sqliteTable(
+	"docs",
+	{
+		uuid: text("uuid").primaryKey(),
+		twin: text("twin").notNull(),
+		name: text("name").notNull(),
+		account: text("account").notNull(),
+		object: text("object").notNull(),
+		size: integer("size").notNull(),
+		hash: text("hash").notNull(),
+		storage_class: text("storage_class", { enum: ["access_optimized", "cost_optimized"] }).notNull(),
+		description: text("description", { mode: "json" }).$type<Description>(),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("docs_twin_name").on(t.twin, t.name), index("docs_twin_account").on(t.twin, t.account)],
+);
+
+// R2 objects no row refers to any more, written in the same batch that let go of them; the
+// account's object deletes them from R2 and then the row, retrying from its alarm.
+export const docGarbage = sqliteTable(
+	"doc_garbage",
+	{
+		object: text("object").primaryKey(),
+		account: text("account").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [index("doc_garbage_account").on(t.account, t.created_ts)],
 );

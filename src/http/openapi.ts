@@ -53,6 +53,10 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output", shared: Record<st
 	return hoistDefinitions(rest, shared);
 }
 
+function headerParameters(names: readonly string[] | undefined) {
+	return (names ?? []).map((name) => ({ name, in: "header", required: false, schema: { type: "string" } }));
+}
+
 function parameters(schema: z.ZodType | undefined, where: "path" | "query", shared: Record<string, JsonSchema>) {
 	if (!(schema instanceof z.ZodObject)) return [];
 	return Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, field]) => ({
@@ -67,6 +71,7 @@ const ERROR_STATUSES: Record<AuthKind, number[]> = {
 	secret: [400, 401, 403, 404, 405, 413, 500],
 	admin: [400, 401, 404, 405, 413, 500],
 	none: [400, 404, 405, 413, 500],
+	capability: [400, 404, 405, 409, 411, 413, 416, 429, 500],
 };
 
 function errorResponses(auth: AuthKind) {
@@ -79,18 +84,30 @@ function errorResponses(auth: AuthKind) {
 	);
 }
 
+function requestBody(body: z.ZodType | "stream", shared: Record<string, JsonSchema>) {
+	if (body === "stream") return { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
+	return { required: true, content: { "application/json": { schema: jsonSchema(body, "input", shared) } } };
+}
+
+function success(operation: Operation, shared: Record<string, JsonSchema>) {
+	if (operation.bytes) return { "application/octet-stream": { schema: { type: "string", format: "binary" } } };
+	return { "application/json": { schema: jsonSchema(operation.response, "output", shared) } };
+}
+
 function operationObject(operation: Operation, shared: Record<string, JsonSchema>) {
 	const status = String(operation.status ?? 200);
 	return {
 		operationId: operation.name,
 		summary: operation.summary,
 		security: operation.auth === "secret" ? [{ apiKey: [] }] : operation.auth === "admin" ? [{ adminToken: [] }] : [],
-		parameters: [...parameters(operation.params, "path", shared), ...parameters(operation.query, "query", shared)],
-		...(operation.body && {
-			requestBody: { required: true, content: { "application/json": { schema: jsonSchema(operation.body, "input", shared) } } },
-		}),
+		parameters: [
+			...parameters(operation.params, "path", shared),
+			...parameters(operation.query, "query", shared),
+			...headerParameters(operation.headers),
+		],
+		...(operation.body && { requestBody: requestBody(operation.body, shared) }),
 		responses: {
-			[status]: { description: "Success", content: { "application/json": { schema: jsonSchema(operation.response, "output", shared) } } },
+			[status]: { description: "Success", content: success(operation, shared) },
 			...errorResponses(operation.auth),
 		},
 	};
@@ -101,7 +118,7 @@ export function openApiDocument(routes: Route[]) {
 	const schemas: Record<string, JsonSchema> = {};
 	schemas.Error = jsonSchema(errorEnvelope, "output", schemas);
 	for (const { method, path, operation } of routes) {
-		const templated = path.replace(/:(\w+)/g, "{$1}");
+		const templated = path.replace(/:(\w+)\+?/g, "{$1}");
 		// Grouped on the page by the first segment of the path: users, roles, twins, ...
 		const tags = [path.split("/")[1]];
 		paths[templated] = { ...paths[templated], [method.toLowerCase()]: { tags, ...operationObject(operation, schemas) } };

@@ -1,36 +1,38 @@
 import type { IRequest } from "itty-router";
 import { type Database, database } from "../db/client";
 import type { D1Meter } from "../db/meter";
-import { type Claim, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
+import { type Claim, type Context, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
+import type { Caller } from "../base/caller";
 import { authenticate, authenticateAdmin, callerOf, presentedCredential, refusedCredential } from "./auth";
 import { dictOf } from "./dict";
 import { now } from "../base/time";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
 import { checkStatement } from "../policy/credential";
-import { parseJson } from "./body";
+import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
-import { spendAttempt } from "./rate-limit";
+import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { validate } from "./validation";
 
 export type RequestState = {
 	requestId: string;
-	body: Uint8Array | undefined;
 	meter: D1Meter;
 	d1: D1DatabaseSession;
 	// The request's steps as the Worker clock saw them (it moves only across I/O), for trace.
 	stages: Stage[];
 };
 
-// The order is fixed: authenticate, check the permission rule by operation name, read the
-// request's dictionary, validate params, query and body, and only then run the handler. An
-// operation that checks the credential with its own read (`checksCredential`) runs first on
-// the isolate's guess of the caller, when it has one; the object keeps that order.
+// The order is fixed: read a JSON body (at most 64 KiB), authenticate, check the permission
+// rule by operation name, read the request's dictionary, validate the params, find what the
+// path names (a twin the caller may see), validate query, headers and body, and only then run
+// the handler. An operation that checks the credential with its own read (`checksCredential`)
+// runs first on the isolate's guess of the caller, when it has one; the object keeps that order.
 export function pipeline(operation: Operation) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
 		const url = new URL(request.url);
 		const d1 = state.meter.wrap(state.d1);
+		const body = operation.body === "stream" ? undefined : await readBody(request);
 		if (operation.checksCredential) {
-			const answer = await runOnGuess(operation, request, env, url, state, d1);
+			const answer = await runOnGuess(operation, request, env, url, state, d1, body);
 			if (answer) return answer;
 		}
 		let claim: Claim | undefined;
@@ -45,13 +47,21 @@ export function pipeline(operation: Operation) {
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
 			mark(state, "authenticate");
+		} else if (operation.auth === "capability") {
+			refuseIfLimited(request);
 		} else {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
-		const input = readInput(operation, request, url, state);
-		mark(state, "validate");
-		return run(operation, input, { env, url, meter: state.meter, d1, state }, claim);
+		const ctx = contextOf({ env, url, meter: state.meter, d1, state }, claim);
+		try {
+			const input = await readInput(operation, request, url, body, ctx);
+			mark(state, "validate");
+			return await run(operation, input, ctx);
+		} catch (error) {
+			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404) await spendFailedLookup(env.SECRET_ATTEMPTS, request);
+			throw error;
+		}
 	};
 }
 
@@ -60,11 +70,12 @@ function mark(state: RequestState, name: string) {
 }
 
 type Runtime = { env: Env; url: URL; meter: D1Meter; d1: D1Database; state: RequestState };
+type RunContext = Context & { caller?: Caller; claim?: Claim };
 
-function run(operation: Operation, input: unknown, { env, url, meter, d1, state }: Runtime, claim: Claim | undefined) {
+function contextOf({ env, url, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
 	// drizzle is built only for an operation that queries through it (not /whoami).
 	let db: Database | undefined;
-	const ctx = {
+	return {
 		env,
 		get db() {
 			return (db ??= database(d1));
@@ -75,15 +86,22 @@ function run(operation: Operation, input: unknown, { env, url, meter, d1, state 
 		claim,
 		request: { id: state.requestId, stages: state.stages },
 	};
-	// The Operation type guarantees `caller` and `claim` are present for "secret" routes.
+}
+
+// The Operation type guarantees `caller` and `claim` are present for "secret" routes.
+function run(operation: Operation, input: unknown, ctx: RunContext) {
 	return operation.run(input as never, ctx as never).then((result) => answer(operation, result));
 }
 
-function readInput(operation: Operation, request: IRequest, url: URL, state: RequestState) {
+async function readInput(operation: Operation, request: IRequest, url: URL, body: Uint8Array | undefined, ctx: RunContext) {
+	const params = operation.params ? validate(operation.params, request.params) : {};
+	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
 	return {
-		params: operation.params ? validate(operation.params, request.params) : {},
+		params,
+		located,
 		query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
-		body: operation.body ? validate(operation.body, bodyOf(state.body)) : undefined,
+		headers: Object.fromEntries((operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined])),
+		body: operation.body === "stream" ? request.body : operation.body ? validate(operation.body, bodyOf(body)) : undefined,
 	};
 }
 
@@ -95,6 +113,7 @@ function bodyOf(bytes: Uint8Array | undefined): unknown {
 }
 
 function answer(operation: Operation, result: unknown) {
+	if (operation.bytes) return result as Response;
 	if (result instanceof JsonText) {
 		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
 	}
@@ -104,21 +123,22 @@ function answer(operation: Operation, result: unknown) {
 // The operation on the isolate's guess of the caller, for a credential seen before. Undefined
 // sends the request down the usual path: no guess, input the usual path must refuse in its own
 // order (after the credential and the statement), or a guess the object found outdated.
-async function runOnGuess(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState, d1: D1Database) {
+async function runOnGuess(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState, d1: D1Database, body: Uint8Array | undefined) {
 	const presented = await presentedCredential(request, env).catch(() => undefined);
 	const found = presented && guessCaller(presented.hash);
 	if (presented === undefined || found === undefined) return undefined;
-	let caller, input;
+	let caller, input, ctx;
 	try {
 		// The same checks as on the usual path, on the row as last seen; the object reads it again.
 		caller = callerOf(presented, found, now());
 		caller.dict = dictOf(request, caller.credential!);
-		input = readInput(operation, request, url, state);
+		ctx = contextOf({ env, url, meter: state.meter, d1, state }, { caller, hash: presented.hash });
+		input = await readInput(operation, request, url, body, ctx);
 	} catch {
 		return undefined;
 	}
 	try {
-		return await run(operation, input, { env, url, meter: state.meter, d1, state }, { caller, hash: presented.hash });
+		return await run(operation, input, ctx);
 	} catch (error) {
 		if (error instanceof StaleGuess) return undefined;
 		if (!(error instanceof ApiError) || error.status !== 401) throw error;

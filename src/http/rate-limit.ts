@@ -21,3 +21,24 @@ export async function spendAttempt(limiter: RateLimit, request: Request): Promis
 	const { success } = await limiter.limit({ key: clientKey(request) });
 	if (!success) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
+
+// A capability route (an upload or download URL) spends an attempt only when its lookup fails.
+// An address refused for that is then refused before any lookup, by this isolate, for the
+// rest of the minute: else a guess that happened to be right would still be answered.
+const refusedUntil = new Map<string, number>();
+const MAX_REMEMBERED = 10_000;
+
+export function refuseIfLimited(request: Request): void {
+	const until = refusedUntil.get(clientKey(request));
+	if (until !== undefined && until > Date.now()) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
+}
+
+export async function spendFailedLookup(limiter: RateLimit, request: Request): Promise<void> {
+	try {
+		await spendAttempt(limiter, request);
+	} catch (error) {
+		if (refusedUntil.size >= MAX_REMEMBERED) refusedUntil.clear();
+		refusedUntil.set(clientKey(request), Date.now() + 60_000);
+		throw error;
+	}
+}

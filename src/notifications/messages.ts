@@ -1,7 +1,7 @@
 import { effectiveStatus, type SubscriptionRow } from "../db/subscriptions";
-import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import type { OutboxRow } from "../db/outbox";
+import { publicOrigin } from "../base/origin";
 
 // The "subscription" dictionary of the interface, in answers and messages alike.
 export function subscriptionView(row: SubscriptionRow, at = now()) {
@@ -31,19 +31,6 @@ export function notificationMessage(row: OutboxRow) {
 		sent_ts: row.sent_ts,
 		subscription: JSON.parse(row.subscription_view) as Record<string, unknown>,
 	};
-}
-
-// The origin confirmation and management URLs are built on: the PUBLIC_URL var, never the
-// request's Host header (which the caller chooses).
-export function publicOrigin(env: Env): string {
-	let url: URL | undefined;
-	try {
-		url = env.PUBLIC_URL ? new URL(env.PUBLIC_URL) : undefined;
-	} catch {
-		url = undefined;
-	}
-	if (!url) throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (PUBLIC_URL)" });
-	return url.origin;
 }
 
 export function tokenUrl(env: Env, account: string, token: string) {

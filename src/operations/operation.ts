@@ -5,8 +5,10 @@ import type { Caller, Claim } from "../base/caller";
 import type { OperationName } from "../policy/names";
 
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
-// (the PIN, webhook token and documentation routes carry their own proof or need none).
-export type AuthKind = "secret" | "admin" | "none";
+// (the PIN, webhook token and documentation routes carry their own proof or need none: every
+// request to them counts against the address), or a capability URL (an upload or download
+// URL: only a lookup that fails, 404, counts, since transfers are traffic).
+export type AuthKind = "secret" | "admin" | "none" | "capability";
 
 export type Context = {
 	env: Env;
@@ -19,17 +21,27 @@ export type Context = {
 
 export type Stage = { name: string; at: number };
 
-type Input<P, Q, B> = {
+// A body the operation reads itself, as it streams in (an upload): never buffered, and the
+// 64 KiB limit of a JSON body does not apply.
+export type Streamed = "stream";
+
+type Input<P, Q, B, L> = {
 	params: P extends z.ZodType ? z.infer<P> : Record<string, never>;
 	query: Q extends z.ZodType ? z.infer<Q> : Record<string, never>;
-	body: B extends z.ZodType ? z.infer<B> : undefined;
+	body: B extends z.ZodType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined;
+	// The request headers the operation declared, by lowercase name.
+	headers: Record<string, string | undefined>;
+	located: L;
 };
+
+type RunContext<A extends AuthKind> = A extends "secret" ? Context & { caller: Caller; claim: Claim } : Context;
 
 export type Operation<
 	A extends AuthKind = AuthKind,
 	P extends z.ZodType | undefined = z.ZodType | undefined,
 	Q extends z.ZodType | undefined = z.ZodType | undefined,
-	B extends z.ZodType | undefined = z.ZodType | undefined,
+	B extends z.ZodType | Streamed | undefined = z.ZodType | Streamed | undefined,
+	L = unknown,
 > = {
 	name: OperationName;
 	summary: string;
@@ -37,9 +49,17 @@ export type Operation<
 	params?: P;
 	query?: Q;
 	body?: B;
+	// Request headers the operation reads (documented as header parameters).
+	headers?: readonly string[];
+	// The resource the path names, found right after the path is validated and before the query
+	// and the body are: a route under a twin the caller cannot see answers 404102 whatever else
+	// the request holds, exactly as for an absent twin.
+	locate?(params: P extends z.ZodType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
 	status?: 200 | 201;
 	response: z.ZodType;
-	run(input: Input<P, Q, B>, ctx: A extends "secret" ? Context & { caller: Caller; claim: Claim } : Context): Promise<unknown>;
+	// The operation answers the bytes of a file (a Response it builds), not JSON.
+	bytes?: true;
+	run(input: Input<P, Q, B, L>, ctx: RunContext<A>): Promise<unknown>;
 	// The operation may run before the Worker checks the credential, for a credential whose
 	// caller this isolate has seen: its `claim` then carries the credential's hash, and the
 	// operation has the account's object check it in the same D1 batch as its own read. It
@@ -65,7 +85,8 @@ export function defineOperation<
 	A extends AuthKind,
 	P extends z.ZodType | undefined = undefined,
 	Q extends z.ZodType | undefined = undefined,
-	B extends z.ZodType | undefined = undefined,
->(operation: Operation<A, P, Q, B>): Operation<A, P, Q, B> {
+	B extends z.ZodType | Streamed | undefined = undefined,
+	L = undefined,
+>(operation: Operation<A, P, Q, B, L>): Operation<A, P, Q, B, L> {
 	return operation;
 }

@@ -3,7 +3,7 @@ import { now } from "../base/time";
 import type { SubscriptionRow } from "../db/subscriptions";
 import type { ConfirmationJob } from "../notifications/jobs";
 import { seal } from "../base/seal";
-import { publicOrigin } from "../notifications/messages";
+import { publicOrigin } from "../base/origin";
 import type { Context } from "./operation";
 
 // A new confirmation for a subscription: a new message uuid and a new token (at least 128

@@ -1,0 +1,197 @@
+import type { Database } from "../db/client";
+import * as rows from "../db/docs";
+import type { DocRow, UploadRow } from "../db/docs";
+import { ApiError } from "../base/errors";
+import type { Caller, Description } from "../base/caller";
+import { timingSafeEqualText } from "../base/crypto";
+import { deleteObjects, newObjectKey } from "../storage/objects";
+
+// An account's upload URLs and docs. The account's object runs these one at a time: the count
+// of live uploads, the account's doc bytes and a handler's state cannot race another write of
+// the same account. What is shared with other accounts (a twin's names and its doc count) is
+// held by the attach batch itself (db/docs.ts attachDocs).
+
+export type DocLimits = { uploads: number; perTwin: number; bytes: number };
+export type StorageClass = DocRow["storage_class"];
+export type AttachInput = Record<string, { handler: string; hash?: string; storage_class?: StorageClass; description?: Description | null }>;
+
+const noSuchUpload = () => new ApiError("upload_not_found", { description: "No such upload handler or URL" });
+
+// The record the API shows of a doc. The writes add the twin as `uuid` for the object's journal;
+// the response schemas leave it out.
+export function docRecord(row: DocRow) {
+	return {
+		creation_certificate: { size: row.size, hash: row.hash, created_ts: row.created_ts, creator: row.account },
+		storage_class: row.storage_class,
+		updated_ts: row.updated_ts,
+		...(row.description === null ? {} : { description: row.description }),
+		status: "ok" as const,
+	};
+}
+
+export async function createUpload(db: Database, caller: Caller, upload: { handler: string; tokenHash: string; validity_ts: number }, limits: DocLimits, at: number) {
+	if ((await rows.countLiveUploads(db, caller.account, at)) >= limits.uploads) {
+		throw new ApiError("upload_limit", { description: `The account already holds ${limits.uploads} live upload URLs, its limit (MAX_UPLOADS)` });
+	}
+	await rows.insertUpload(db, {
+		handler: upload.handler,
+		account: caller.account,
+		user: caller.user,
+		token_hash: upload.tokenHash,
+		state: "pending",
+		object: null,
+		size: null,
+		hash: null,
+		validity_ts: upload.validity_ts,
+		created_ts: at,
+	});
+	return { uuid: upload.handler, handler: upload.handler, validity_ts: upload.validity_ts };
+}
+
+// One of the caller's own live handlers; for anyone else, and when unknown, expired or already
+// attached (its row is gone then), the same 404171.
+async function ownLiveUpload(db: Database, caller: Caller, handler: string, at: number): Promise<UploadRow> {
+	const row = await rows.findUpload(db, handler);
+	if (!row || row.account !== caller.account || row.user !== caller.user || row.validity_ts <= at) throw noSuchUpload();
+	return row;
+}
+
+export async function invalidateUpload(db: Database, caller: Caller, handler: string, at: number) {
+	await ownLiveUpload(db, caller, handler, at);
+	await rows.releaseUploads(db, caller.account, [handler], at);
+	return { uuid: handler, handler };
+}
+
+// The start of a PUT: the token must open this account's live handler, whose URL holds no file
+// yet, and the file's length must fit the account's doc bytes. The length counts from here on.
+export async function claimUpload(db: Database, account: string, handler: string, tokenHash: string, length: number, limits: DocLimits, at: number) {
+	const row = await rows.findUpload(db, handler);
+	if (!row || row.account !== account || !timingSafeEqualText(row.token_hash, tokenHash) || row.validity_ts <= at) throw noSuchUpload();
+	if (row.state !== "pending") throw new ApiError("upload_used");
+	const used = (await rows.docBytes(db, account))?.bytes ?? 0;
+	if (used + length > limits.bytes) {
+		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads would exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
+	}
+	const object = newObjectKey();
+	if (!(await rows.claimUpload(db, row, object, length))) throw new ApiError("upload_used");
+	return { object };
+}
+
+// The end of a PUT whose bytes are all in R2. When the URL was invalidated or expired while the
+// bytes streamed, its row is gone: the object it made is deleted here, and the PUT is 404171.
+export async function finishUpload(db: Database, bucket: R2Bucket, handler: string, object: string, hash: string) {
+	const row = await rows.finishUpload(db, handler, object, hash);
+	if (!row) {
+		await deleteObjects(bucket, [object]).catch(() => undefined);
+		throw noSuchUpload();
+	}
+	return { handler, size: row.size!, hash };
+}
+
+export function reopenUpload(db: Database, account: string, handler: string, object: string) {
+	return rows.reopenUpload(db, account, handler, object);
+}
+
+// All or nothing, in the order the caller meets the refusals: handlers (own and live, then
+// uploaded), hashes, names, the twin's count, the account's bytes.
+export async function attachDocs(db: Database, caller: Caller, twin: string, input: AttachInput, limits: DocLimits, at: number) {
+	const names = Object.keys(input);
+	const handlers = names.map((name) => input[name].handler);
+	const found = new Map((await rows.findUploads(db, handlers)).map((row) => [row.handler, row]));
+	const uploads = names.map((name) => found.get(input[name].handler));
+	if (uploads.some((row) => !row || row.account !== caller.account || row.user !== caller.user || row.validity_ts <= at)) throw noSuchUpload();
+	const waiting = names.filter((_, i) => uploads[i]!.state !== "uploaded");
+	if (waiting.length) throw new ApiError("upload_empty", { description: `The upload URL of ${waiting.join(", ")} has received no file yet` });
+	const wrong = names.filter((name, i) => input[name].hash !== undefined && input[name].hash!.toLowerCase() !== uploads[i]!.hash);
+	if (wrong.length) {
+		const details = wrong.map((name) => ({ path: `docs.${name}.hash`, message: "Differs from the SHA-256 of the uploaded file" }));
+		throw new ApiError("hash_mismatch", { description: `The hash of ${wrong.join(", ")} differs from the upload's SHA-256; nothing was attached`, details });
+	}
+	const taken = await rows.takenNames(db, twin, names);
+	if (taken.length) throw nameTaken(taken);
+	if ((await rows.countTwinDocs(db, twin)) + names.length > limits.perTwin) throw twinFull(limits.perTwin);
+	const used = (await rows.docBytes(db, caller.account))?.bytes ?? 0;
+	if (used > limits.bytes) {
+		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
+	}
+	const docs: DocRow[] = names.map((name, i) => ({
+		uuid: crypto.randomUUID(),
+		twin,
+		name,
+		account: caller.account,
+		object: uploads[i]!.object!,
+		size: uploads[i]!.size!,
+		hash: uploads[i]!.hash!,
+		storage_class: input[name].storage_class ?? "access_optimized",
+		description: input[name].description ?? null,
+		created_ts: at,
+		updated_ts: at,
+	}));
+	const race = await rows.attachDocs(db, docs, handlers, limits.perTwin);
+	if (race === "name_taken") throw nameTaken(names);
+	if (race === "twin_full") throw twinFull(limits.perTwin);
+	return { uuid: twin, docs: Object.fromEntries(docs.map((doc) => [doc.name, docRecord(doc)])) };
+}
+
+function nameTaken(names: string[]) {
+	const details = names.map((name) => ({ path: `docs.${name}`, message: "The twin already has a doc of this name" }));
+	return new ApiError("conflict", { description: `The twin already has a doc named ${names.join(" or ")}`, details });
+}
+
+function twinFull(limit: number) {
+	return new ApiError("twin_doc_limit", { description: `A twin holds at most ${limit} docs (MAX_TWIN_DOCS)` });
+}
+
+// A doc of the twin the caller may change: its own account's. Another account's doc is visible
+// to whoever sees the twin, so it is 403, not 404.
+async function ownDoc(db: Database, caller: Caller, twin: string, name: string): Promise<DocRow> {
+	const row = await rows.findDoc(db, twin, name);
+	if (!row) throw new ApiError("not_found", { description: "No such doc" });
+	if (row.account !== caller.account) throw new ApiError("not_owner", { description: "Only the account that attached a doc may change or delete it" });
+	return row;
+}
+
+export async function updateDoc(db: Database, caller: Caller, twin: string, name: string, description: Description | null | undefined, at: number) {
+	const row = await ownDoc(db, caller, twin, name);
+	if (description === undefined) return { uuid: twin, ...docRecord(row) };
+	const updated = await rows.setDocDescription(db, row.uuid, description, at);
+	if (!updated) throw new ApiError("not_found", { description: "No such doc" });
+	return { uuid: twin, ...docRecord(updated) };
+}
+
+export async function deleteDoc(db: Database, caller: Caller, twin: string, name: string, at: number) {
+	const row = await ownDoc(db, caller, twin, name);
+	await rows.removeDocs(db, caller.account, twin, [row.uuid], at);
+	return { uuid: twin, ...docRecord(row) };
+}
+
+// The twin's docs attached by the caller's account; other accounts' stay.
+export async function deleteDocs(db: Database, caller: Caller, twin: string, at: number) {
+	const own = (await rows.listTwinDocs(db, twin)).filter((row) => row.account === caller.account);
+	const removed = own.length ? await rows.removeDocs(db, caller.account, twin, own.map((row) => row.uuid), at) : [];
+	return { uuid: twin, docs: removed.map((row) => ({ name: row.name, created_ts: row.created_ts, updated_ts: row.updated_ts, size: row.size })) };
+}
+
+// Background work of the account's object: expired uploads are released, and the objects
+// nobody refers to are deleted from R2, then forgotten. Answers when it must run again:
+// the next upload's expiry, or soon when R2 failed or more is left than one round takes.
+export async function tidyDocs(db: Database, bucket: R2Bucket, account: string, at: number): Promise<number | undefined> {
+	const ROUND = 100;
+	const expired = await rows.expiredUploads(db, account, at, ROUND);
+	if (expired.length) await rows.releaseUploads(db, account, expired.map((row) => row.handler), at);
+	const garbage = (await rows.garbageOf(db, account, ROUND)).map((row) => row.object);
+	let retry = expired.length === ROUND || garbage.length === ROUND;
+	if (garbage.length) {
+		try {
+			await deleteObjects(bucket, garbage);
+			await rows.forgetGarbage(db, garbage);
+		} catch (error) {
+			console.error(JSON.stringify({ docGarbage: account, error: String(error) }));
+			retry = true;
+		}
+	}
+	const next = await rows.nextUploadExpiry(db, account);
+	const soon = retry ? at + 60 : undefined;
+	const due = [next, soon].filter((t): t is number => t !== undefined);
+	return due.length ? Math.min(...due) : undefined;
+}

@@ -1,0 +1,265 @@
+import * as z from "zod";
+import { accountClient } from "../account/client";
+import { docRecord } from "../account/doc-writes";
+import { MAX_TWIN_DOCS_CEILING } from "../base/limits";
+import type { Caller } from "../base/caller";
+import { ApiError } from "../base/errors";
+import { publicOrigin } from "../base/origin";
+import { now } from "../base/time";
+import { findDoc, findDocByUuid, listTwinDocs } from "../db/docs";
+import { checkStatement } from "../policy/credential";
+import { Budget, refuseOverBudget, regexError, search, WORK_UNITS } from "../rules/strings";
+import { canSign, signDownload, verifyDownload } from "../storage/links";
+import { readRange } from "../storage/range";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { description, descriptionOut, mapOf, queryBoolean, timestampOut, uuid, uuidOut } from "./schemas";
+import { visibleTwin } from "./twins";
+
+// Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
+// sees a twin sees all its docs and may attach to it, alive or terminated; only the account
+// that attached a doc changes or deletes it. Every route under a twin first finds the twin
+// visible to the caller (`locate`), so a hidden twin answers as an absent one whatever the
+// rest of the request holds.
+
+const DOC_NAME = /^([a-zA-Z0-9_-]{1,32}\/){0,5}[a-zA-Z0-9_-]{1,32}(\.[a-zA-Z0-9]{1,8})?$/;
+const docName = z.string().regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$");
+
+// In a path the name follows /docs/ with its folders' '/' as they are (or as %2F), decoded once.
+const docNameParam = z
+	.string()
+	.transform((text, ctx) => {
+		try {
+			return decodeURIComponent(text);
+		} catch {
+			ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
+			return z.NEVER;
+		}
+	})
+	.pipe(docName);
+
+const MAX_DOCS_PER_ATTACH = 10;
+const MAX_MASK_LENGTH = 256;
+// A mask runs over at most MAX_TWIN_DOCS names of at most 203 characters.
+const MASK_WORK_UNITS = 5 * WORK_UNITS;
+// A download URL lives an hour unless asked otherwise, a week at most.
+const DOWNLOAD_VALIDITY_SECONDS = 3600;
+const MAX_DOWNLOAD_VALIDITY_SECONDS = 7 * 24 * 3600;
+
+const STORAGE_CLASSES = ["access_optimized", "cost_optimized"] as const;
+
+const docOut = z.object({
+	creation_certificate: z.object({ size: z.number().int(), hash: z.string(), created_ts: timestampOut, creator: uuidOut }),
+	storage_class: z.enum(STORAGE_CLASSES),
+	updated_ts: timestampOut,
+	description: descriptionOut.optional(),
+	status: z.literal("ok"),
+	download: z.object({ url: z.string(), validity_ts: timestampOut }).optional(),
+});
+
+// [created_ts, updated_ts, size], under the doc's name or, in the tree view, its last segment.
+const listedOut = z.tuple([timestampOut, timestampOut, z.number().int()]);
+type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
+// Folders nest at most five deep; no level holds more than the twin's docs.
+const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING));
+const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
+
+const view = z.enum(["list", "tree"]).optional().default("list");
+type Listed = { name: string; created_ts: number; updated_ts: number; size: number };
+
+// The list view keys each doc by its name, in byte order; the tree view nests folders as keys
+// ending in '/', so a file and a folder may share a name (`a` and `a/`).
+function listing(docs: Listed[], as: "list" | "tree") {
+	const sorted = [...docs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+	const out: Tree = {};
+	for (const doc of sorted) {
+		const entry: z.infer<typeof listedOut> = [doc.created_ts, doc.updated_ts, doc.size];
+		if (as === "list") {
+			out[doc.name] = entry;
+			continue;
+		}
+		const segments = doc.name.split("/");
+		let level = out;
+		for (const folder of segments.slice(0, -1)) level = (level[`${folder}/`] ??= {}) as Tree;
+		level[segments.at(-1)!] = entry;
+	}
+	return { docs: out };
+}
+
+type SecretContext = Context & { caller: Caller };
+const twinOf = (params: { twin: string }, ctx: SecretContext) => visibleTwin(ctx, ctx.caller, params.twin);
+
+const twinParams = z.strictObject({ twin: uuid });
+const docParams = z.strictObject({ twin: uuid, name: docNameParam });
+
+export const attachTwinDoc = defineOperation({
+	name: "attach_twin_doc",
+	summary: "File uploaded files under names on a twin the caller can see, all or none",
+	auth: "secret",
+	params: twinParams,
+	locate: twinOf,
+	body: z.strictObject({
+		docs: z
+			.record(
+				docName,
+				z.strictObject({
+					handler: uuid,
+					hash: z.string().regex(/^[0-9a-fA-F]{64}$/, "Must be 64 hexadecimal digits (SHA-256)").optional(),
+					storage_class: z.enum(STORAGE_CLASSES).optional(),
+					description: description.nullable().optional(),
+				}),
+			)
+			.refine((docs) => Object.keys(docs).length >= 1 && Object.keys(docs).length <= MAX_DOCS_PER_ATTACH, `Must hold 1 to ${MAX_DOCS_PER_ATTACH} docs`)
+			.refine((docs) => new Set(Object.values(docs).map((doc) => doc.handler)).size === Object.keys(docs).length, "Each doc needs its own handler"),
+	}),
+	status: 201,
+	response: z.object({ docs: mapOf(docOut, MAX_DOCS_PER_ATTACH) }),
+	async run({ located: twin, body }, ctx) {
+		return accountClient(ctx, ctx.caller.account).attachDocs(ctx.caller, twin.uuid, body.docs);
+	},
+});
+
+export const getTwinDocs = defineOperation({
+	name: "get_twin_docs",
+	summary: "The docs of a twin the caller can see, whoever attached them, as a list or a folder tree",
+	auth: "secret",
+	params: twinParams,
+	locate: twinOf,
+	query: z.strictObject({
+		mask: z
+			.string()
+			.max(MAX_MASK_LENGTH)
+			.superRefine((pattern, ctx) => {
+				const error = regexError(pattern);
+				if (error) ctx.addIssue({ code: "custom", message: `${error.message} at position ${error.offset}` });
+			})
+			.optional(),
+		view,
+	}),
+	response: listOut,
+	async run({ located: twin, query }, ctx) {
+		const rows = await listTwinDocs(ctx.db, twin.uuid);
+		const budget = new Budget(MASK_WORK_UNITS);
+		const { mask } = query;
+		const matching = mask === undefined ? rows : refuseOverBudget("mask", () => rows.filter((row) => search(row.name, mask, budget)));
+		return listing(matching, query.view);
+	},
+});
+
+export const deleteTwinDocs = defineOperation({
+	name: "delete_twin_docs",
+	summary: "Delete the docs the caller's account attached to a twin; other accounts' stay",
+	auth: "secret",
+	params: twinParams,
+	locate: twinOf,
+	query: z.strictObject({ view }),
+	response: listOut,
+	async run({ located: twin, query }, ctx) {
+		const { docs } = await accountClient(ctx, ctx.caller.account).deleteDocs(ctx.caller, twin.uuid);
+		return listing(docs, query.view);
+	},
+});
+
+const queryTimestamp = z
+	.string()
+	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp in seconds")
+	.transform(Number);
+
+export const getTwinDoc = defineOperation({
+	name: "get_twin_doc",
+	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
+	auth: "secret",
+	params: docParams,
+	locate: twinOf,
+	query: z
+		.strictObject({ download: queryBoolean.optional().default(false), validity_ts: queryTimestamp.optional() })
+		.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] }),
+	response: docOut,
+	async run({ located: twin, params, query }, ctx) {
+		const at = now();
+		let link: ((doc: string) => Promise<{ url: string; validity_ts: number }>) | undefined;
+		if (query.download) {
+			// Issuing the URL is what download_doc permits: the GET of the URL has no caller.
+			checkStatement(ctx.caller, "download_doc");
+			link = await downloadLink(ctx, at, query.validity_ts);
+		}
+		const row = await findDoc(ctx.db, twin.uuid, params.name);
+		if (!row) throw new ApiError("not_found", { description: "No such doc" });
+		return { ...docRecord(row), ...(link && { download: await link(row.uuid) }) };
+	},
+});
+
+// Everything a download URL needs is checked before the doc is read: the validity asked for,
+// PUBLIC_URL and the key.
+async function downloadLink(ctx: SecretContext, at: number, asked: number | undefined) {
+	const validity_ts = asked ?? at + DOWNLOAD_VALIDITY_SECONDS;
+	if (!(validity_ts > at && validity_ts <= at + MAX_DOWNLOAD_VALIDITY_SECONDS)) {
+		const message = `Must be later than now and at most ${MAX_DOWNLOAD_VALIDITY_SECONDS} seconds from now`;
+		throw new ApiError("validation", { description: `validity_ts: ${message}`, details: [{ path: "validity_ts", message }] });
+	}
+	const origin = publicOrigin(ctx.env, "Download URLs are");
+	const account = ctx.caller.account;
+	const expiry = Math.round(validity_ts * 1000);
+	if (!canSign(ctx.env.WEBHOOK_KEY)) {
+		throw new ApiError("webhooks_unconfigured", { description: "Download URLs are not configured on this server (WEBHOOK_KEY)" });
+	}
+	return async (doc: string) => ({ url: `${origin}/download/${account}/${await signDownload(ctx.env.WEBHOOK_KEY, account, doc, expiry)}`, validity_ts: expiry / 1000 });
+}
+
+export const updateTwinDoc = defineOperation({
+	name: "update_twin_doc",
+	summary: "Change or remove the description of a doc the caller's account attached",
+	auth: "secret",
+	params: docParams,
+	locate: twinOf,
+	body: z.strictObject({ description: description.nullable().optional() }),
+	response: docOut,
+	async run({ located: twin, params, body }, ctx) {
+		return accountClient(ctx, ctx.caller.account).updateDoc(ctx.caller, twin.uuid, params.name, body.description);
+	},
+});
+
+export const deleteTwinDoc = defineOperation({
+	name: "delete_twin_doc",
+	summary: "Delete a doc the caller's account attached, with its file; answers it as it was",
+	auth: "secret",
+	params: docParams,
+	locate: twinOf,
+	response: docOut,
+	async run({ located: twin, params }, ctx) {
+		return accountClient(ctx, ctx.caller.account).deleteDoc(ctx.caller, twin.uuid, params.name);
+	},
+});
+
+const noSuchDownload = () => new ApiError("upload_not_found", { description: "No such download URL" });
+
+export const downloadDoc = defineOperation({
+	name: "download_doc",
+	summary: "The GET of a download URL: the doc's bytes, as an attachment, whole or one range",
+	auth: "capability",
+	params: z.strictObject({ account: uuid, handler: z.string().max(128) }),
+	headers: ["range"],
+	bytes: true,
+	response: z.never(),
+	async run({ params, headers }, ctx) {
+		const doc = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());
+		const row = doc === undefined ? undefined : await findDocByUuid(ctx.db, doc);
+		if (!row) throw noSuchDownload();
+		const range = readRange(headers.range, row.size);
+		if (range.kind === "unsatisfiable") throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });
+		const part = range.kind === "part" ? range.range : undefined;
+		const object = await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
+		if (!object) throw noSuchDownload();
+		const out = new Headers({
+			"content-type": "application/octet-stream",
+			"content-length": String(part ? part.length : row.size),
+			etag: `"${row.hash}"`,
+			"accept-ranges": "bytes",
+			"content-disposition": `attachment; filename="${row.name.split("/").at(-1)}"`,
+			"cache-control": "private, no-store",
+			"x-content-type-options": "nosniff",
+		});
+		if (part) out.set("content-range", `bytes ${part.offset}-${part.offset + part.length - 1}/${row.size}`);
+		return new Response(object.body, { status: part ? 206 : 200, headers: out });
+	},
+});
