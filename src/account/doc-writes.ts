@@ -3,6 +3,7 @@ import * as rows from "../db/docs";
 import type { DocRow, UploadRow } from "../db/docs";
 import { ApiError } from "../base/errors";
 import type { Caller, Description } from "../base/caller";
+import type { D1Meter } from "../db/meter";
 import { timingSafeEqualText } from "../base/crypto";
 import { deleteObjects, newObjectKey } from "../storage/objects";
 
@@ -48,25 +49,32 @@ export async function createUpload(db: Database, caller: Caller, upload: { handl
 	return { uuid: upload.handler, handler: upload.handler, validity_ts: upload.validity_ts };
 }
 
+// Whether an upload row is one the caller may use: its own user's, and live. Any other row is
+// absent to it, Server-Timing included (D1Meter.sighted): another user's or account's handler
+// answers exactly as one that never existed.
+const ownLive = (caller: Pick<Caller, "account" | "user">, at: number) => (row: UploadRow) =>
+	row.account === caller.account && row.user === caller.user && row.validity_ts > at;
+
 // One of the caller's own live handlers; for anyone else, and when unknown, expired or already
 // attached (its row is gone then), the same 404171.
-async function ownLiveUpload(db: Database, caller: Caller, handler: string, at: number): Promise<UploadRow> {
-	const row = await rows.findUpload(db, handler);
-	if (!row || row.account !== caller.account || row.user !== caller.user || row.validity_ts <= at) throw noSuchUpload();
+async function ownLiveUpload(db: Database, meter: D1Meter, caller: Caller, handler: string, at: number): Promise<UploadRow> {
+	const row = await meter.sightedOne(() => rows.findUpload(db, handler), ownLive(caller, at));
+	if (!row) throw noSuchUpload();
 	return row;
 }
 
-export async function invalidateUpload(db: Database, caller: Caller, handler: string, at: number) {
-	await ownLiveUpload(db, caller, handler, at);
+export async function invalidateUpload(db: Database, meter: D1Meter, caller: Caller, handler: string, at: number) {
+	await ownLiveUpload(db, meter, caller, handler, at);
 	await rows.releaseUploads(db, caller.account, [handler], at);
 	return { uuid: handler, handler };
 }
 
 // The start of a PUT: the token must open this account's live handler, whose URL holds no file
 // yet, and the file's length must fit the account's doc bytes. The length counts from here on.
-export async function claimUpload(db: Database, account: string, handler: string, tokenHash: string, length: number, limits: DocLimits, at: number) {
-	const row = await rows.findUpload(db, handler);
-	if (!row || row.account !== account || !timingSafeEqualText(row.token_hash, tokenHash) || row.validity_ts <= at) throw noSuchUpload();
+export async function claimUpload(db: Database, meter: D1Meter, account: string, handler: string, tokenHash: string, length: number, limits: DocLimits, at: number) {
+	const opens = (found: UploadRow) => found.account === account && timingSafeEqualText(found.token_hash, tokenHash) && found.validity_ts > at;
+	const row = await meter.sightedOne(() => rows.findUpload(db, handler), opens);
+	if (!row) throw noSuchUpload();
 	if (row.state !== "pending") throw new ApiError("upload_used");
 	const used = (await rows.docBytes(db, account))?.bytes ?? 0;
 	if (used + length > limits.bytes) {
@@ -94,12 +102,12 @@ export function reopenUpload(db: Database, account: string, handler: string, obj
 
 // All or nothing, in the order the caller meets the refusals: handlers (own and live, then
 // uploaded), hashes, names, the twin's count, the account's bytes.
-export async function attachDocs(db: Database, caller: Caller, twin: string, input: AttachInput, limits: DocLimits, at: number) {
+export async function attachDocs(db: Database, meter: D1Meter, caller: Caller, twin: string, input: AttachInput, limits: DocLimits, at: number) {
 	const names = Object.keys(input);
 	const handlers = names.map((name) => input[name].handler);
-	const found = new Map((await rows.findUploads(db, handlers)).map((row) => [row.handler, row]));
+	const found = new Map((await meter.sighted(() => rows.findUploads(db, handlers), ownLive(caller, at))).map((row) => [row.handler, row]));
 	const uploads = names.map((name) => found.get(input[name].handler));
-	if (uploads.some((row) => !row || row.account !== caller.account || row.user !== caller.user || row.validity_ts <= at)) throw noSuchUpload();
+	if (uploads.some((row) => !row)) throw noSuchUpload();
 	const waiting = names.filter((_, i) => uploads[i]!.state !== "uploaded");
 	if (waiting.length) throw new ApiError("upload_empty", { description: `The upload URL of ${waiting.join(", ")} has received no file yet` });
 	const wrong = names.filter((name, i) => input[name].hash !== undefined && input[name].hash!.toLowerCase() !== uploads[i]!.hash);

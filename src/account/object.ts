@@ -114,12 +114,12 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	invalidateUpload(caller: CallerId, handler: string) {
-		return this.write(caller, "invalidate_upload_url", (db, current) => this.tidyingAfter(db, current.account, docs.invalidateUpload(db, current, handler, now())));
+		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(db, current.account, docs.invalidateUpload(db, meter, current, handler, now())));
 	}
 
 	// A PUT to an upload URL: no user calls, the URL's token is the credential.
 	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
-		return this.serialized((db) => docs.claimUpload(db, account, handler, tokenHash, length, this.docLimits(), now()));
+		return this.serialized((db, meter) => docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), now()));
 	}
 
 	finishUpload(handler: string, object: string, hash: string) {
@@ -131,7 +131,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
-		return this.write(caller, "attach_twin_doc", (db, current) => docs.attachDocs(db, current, twin, input, this.docLimits(), now()));
+		return this.write(caller, "attach_twin_doc", (db, current, meter) => docs.attachDocs(db, meter, current, twin, input, this.docLimits(), now()));
 	}
 
 	updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {

@@ -27,7 +27,7 @@ describe("the API document", () => {
 		for (const [path, methods] of Object.entries(body.paths as Record<string, Record<string, { operationId: string }>>)) {
 			for (const [method, operation] of Object.entries(methods)) documented.push(`${method.toUpperCase()} ${path} ${operation.operationId}`);
 		}
-		const routed = routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")} ${r.operation.name}`);
+		const routed = routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)\+?/g, "{$1}")} ${r.operation.name}`);
 		expect(documented.sort()).toEqual(routed.sort());
 	});
 

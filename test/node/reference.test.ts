@@ -68,7 +68,7 @@ describe("the route table in docs/operations.md", () => {
 	const documented = table(FILE, HEADER).map((row) => row.map(plain));
 	const served = routes.map((route) => [
 		route.method,
-		route.path.replace(/:(\w+)/g, "{$1}"),
+		route.path.replace(/:(\w+)\+?/g, "{$1}"),
 		route.operation.name,
 		route.operation.auth,
 		route.operation.summary,

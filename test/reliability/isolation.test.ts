@@ -19,9 +19,13 @@ type World = {
 	secondTwin: string;
 	// A User Token of the second account's administrator: a token acts as its user, no more.
 	secondToken: string;
+	// The first account's upload URL (pending), and a download URL of its doc on its twin.
+	firstHandler: string;
+	firstUploadToken: string;
+	firstDownload: string;
 };
 
-type Attempt = { method: string; path: string; body?: unknown; secret?: string; expect: number[] };
+type Attempt = { method: string; path: string; body?: unknown; secret?: string; headers?: Record<string, string>; expect: number[] };
 
 const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
@@ -144,6 +148,27 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	delete_webhook_subscription: (w) => [
 		{ method: "DELETE", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] },
 	],
+	create_upload_url: (w) => [{ method: "POST", path: "/cache", secret: w.second.secret, expect: [201] }],
+	invalidate_upload_url: (w) => [{ method: "DELETE", path: `/cache/${w.firstHandler}`, secret: w.second.secret, expect: [404] }],
+	upload_to_cache: (w) => [
+		{ method: "PUT", path: `/cache/${w.second.account}/${w.firstHandler}?token=${w.firstUploadToken}`, body: "bytes", headers: { "content-length": "5" }, expect: [404] },
+	],
+	attach_twin_doc: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/docs`, body: { docs: { "x.txt": { handler: w.firstHandler } } }, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/twins/${w.secondTwin}/docs`, body: { docs: { "x.txt": { handler: w.firstHandler } } }, secret: w.second.secret, expect: [404] },
+	],
+	get_twin_docs: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/docs?view=tree`, secret: w.second.secret, expect: [404] }],
+	delete_twin_docs: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}/docs`, secret: w.second.secret, expect: [404] }],
+	get_twin_doc: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/docs/first-doc.txt?download=true`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.firstTwin}/docs/first-doc.txt?validity_ts=x`, secret: w.second.secret, expect: [404] },
+	],
+	update_twin_doc: (w) => [
+		{ method: "PATCH", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, body: { description: {} }, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_doc: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, secret: w.second.secret, expect: [404] }],
+	// The first account's download URL, presented under the second account's path.
+	download_doc: (w) => [{ method: "GET", path: `/download/${w.second.account}/${w.firstDownload}`, expect: [404] }],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
@@ -174,8 +199,23 @@ describe("the tenant-isolation matrix", () => {
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
 		const secondToken = (await call("POST", "/token", { secret: second.secret, body: { options: ["create"] } })).body.token as string;
-		const world: World = { first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken };
-		const secrets = [first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken, firstSubscription, "example.com/first"];
+		const uploaded = (await call("POST", "/cache", { secret: first.secret })).body;
+		expect((await call("PUT", pathOf(uploaded.url), { body: "first-account-doc" })).status).toBe(200);
+		const filed = await call("POST", `/twins/${firstTwin}/docs`, { secret: first.secret, body: { docs: { "first-doc.txt": { handler: uploaded.handler } } } });
+		expect(filed.status).toBe(201);
+		const pending = (await call("POST", "/cache", { secret: first.secret })).body;
+		const firstHandler = pending.handler as string;
+		const firstUploadToken = new URL(pending.url).searchParams.get("token") as string;
+		const download = (await call("GET", `/twins/${firstTwin}/docs/first-doc.txt?download=true`, { secret: first.secret })).body.download.url as string;
+		const firstDownload = download.split("/").at(-1) as string;
+		const world: World = {
+			...{ first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken },
+			...{ firstHandler, firstUploadToken, firstDownload },
+		};
+		const secrets = [
+			...[first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken],
+			...[firstSubscription, "example.com/first", "first-doc", "first-account-doc", firstHandler, firstUploadToken, firstDownload],
+		];
 
 		let cases = 0;
 		for (const [operation, attempts] of Object.entries(ATTEMPTS)) {
@@ -183,6 +223,7 @@ describe("the tenant-isolation matrix", () => {
 				const res = await call(attempt.method, attempt.path, {
 					secret: attempt.secret,
 					body: attempt.body,
+					headers: attempt.headers,
 					env: { WEBHOOKS: { send: async () => undefined } },
 				});
 				cases++;
@@ -209,6 +250,10 @@ describe("the tenant-isolation matrix", () => {
 			[firstSubscription, crypto.randomUUID()],
 			[firstIdentity, encodeURIComponent("RFID#other")],
 			["first_entry", "other_entry"],
+			[firstDownload, `${crypto.randomUUID()}.${Date.now() + 3_600_000}.${"A".repeat(43)}`],
+			[firstHandler, crypto.randomUUID()],
+			[firstUploadToken, firstUploadToken.replace(/./g, "A")],
+			["first-doc", "other-doc"],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;
@@ -218,7 +263,7 @@ describe("the tenant-isolation matrix", () => {
 				const request = JSON.stringify([attempt.path, attempt.body ?? null]);
 				if (swap(request) === request) continue;
 				const send = (path: string, body: unknown) =>
-					call(attempt.method, path, { secret: attempt.secret, body, env: { WEBHOOKS: { send: async () => undefined } } });
+					call(attempt.method, path, { secret: attempt.secret, body, headers: attempt.headers, env: { WEBHOOKS: { send: async () => undefined } } });
 				const absentBody = attempt.body === undefined ? undefined : JSON.parse(swap(JSON.stringify(attempt.body)));
 				const absent = fingerprint(await send(swap(attempt.path), absentBody));
 				const foreign = fingerprint(await send(attempt.path, attempt.body), swap);
