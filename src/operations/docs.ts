@@ -12,7 +12,7 @@ import { Budget, refuseOverBudget, regexError, search, WORK_UNITS } from "../rul
 import { canSign, signDownload, verifyDownload } from "../storage/links";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
-import { defineOperation } from "./operation";
+import { defineOperation, JsonText } from "./operation";
 import { description, descriptionOut, mapOf, queryBoolean, timestampOut, uuid, uuidOut } from "./schemas";
 import { visibleTwin } from "./twins";
 
@@ -69,21 +69,37 @@ type Listed = { name: string; created_ts: number; updated_ts: number; size: numb
 
 // The list view keys each doc by its name, in byte order; the tree view nests folders as keys
 // ending in '/', so a file and a folder may share a name (`a` and `a/`).
+// Written as JSON text with Maps, not returned as an object: a JS object, and so
+// JSON.stringify, puts the keys that read as array indexes ("0", "2024", names a doc may have)
+// first, in numeric order, and the byte order of the contract would be lost.
+type Level = Map<string, z.infer<typeof listedOut> | Level>;
+
 function listing(docs: Listed[], as: "list" | "tree") {
 	const sorted = [...docs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-	const out: Tree = {};
+	const out: Level = new Map();
 	for (const doc of sorted) {
 		const entry: z.infer<typeof listedOut> = [doc.created_ts, doc.updated_ts, doc.size];
 		if (as === "list") {
-			out[doc.name] = entry;
+			out.set(doc.name, entry);
 			continue;
 		}
 		const segments = doc.name.split("/");
 		let level = out;
-		for (const folder of segments.slice(0, -1)) level = (level[`${folder}/`] ??= {}) as Tree;
-		level[segments.at(-1)!] = entry;
+		for (const folder of segments.slice(0, -1)) {
+			const key = `${folder}/`;
+			if (!level.has(key)) level.set(key, new Map());
+			level = level.get(key) as Level;
+		}
+		level.set(segments.at(-1)!, entry);
 	}
-	return { docs: out };
+	return new JsonText(`{"docs":${levelJson(out)}}`);
+}
+
+// Sorted full names put every level's keys in byte order too: a folder's key is the prefix of
+// its names, '/' included.
+function levelJson(level: Level): string {
+	const members = [...level].map(([key, value]) => `${JSON.stringify(key)}:${value instanceof Map ? levelJson(value) : JSON.stringify(value)}`);
+	return `{${members.join(",")}}`;
 }
 
 type SecretContext = Context & { caller: Caller };

@@ -20,8 +20,12 @@ export function readRange(header: string | null | undefined, size: number): Rang
 		return { kind: "part", range: { offset: size - length, length } };
 	}
 	const start = Number(first);
-	const end = last === "" ? size - 1 : Number(last);
-	if (end < start) return { kind: "whole" };
+	// Only a last position the client wrote makes the range invalid (and ignored) when it comes
+	// before the first: an open range ends with the file, so `bytes=<size>-` (and any open
+	// range of an empty file) used to read as invalid and answer the whole file, where RFC 9110
+	// makes a first position at or past the end unsatisfiable.
+	if (last !== "" && Number(last) < start) return { kind: "whole" };
 	if (start >= size) return { kind: "unsatisfiable" };
+	const end = last === "" ? size - 1 : Number(last);
 	return { kind: "part", range: { offset: start, length: Math.min(end, size - 1) - start + 1 } };
 }
