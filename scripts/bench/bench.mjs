@@ -1,14 +1,16 @@
 // `npm run bench`: seeds a local account with 100,000 twins, then measures scan_twins at the
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
 // and the throughput of GET /twins?count=100&details=true under load from a second process;
-// then reads and writes a 64 KiB ledger (ledger.mjs) and measures notifications
-// (notifications.mjs), and last runs the side-by-side comparison (compare.mjs). Prints
-// tables and writes bench/results.json. `-- --only ledger` or
-// `-- --only notifications` runs that part alone; `-- --port N` serves on N.
+// then reads and writes a 64 KiB ledger (ledger.mjs), measures notifications
+// (notifications.mjs) and a 50 MB doc's upload and download (docs.mjs), and last runs the
+// side-by-side comparison (compare.mjs). Prints tables and writes bench/results.json.
+// `-- --only ledger`, `-- --only notifications` or `-- --only docs` runs that part alone;
+// `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
+import { benchDocs, printDocs } from "./docs.mjs";
 import { benchLedger, printLedger } from "./ledger.mjs";
 import { benchNotifications, printNotifications } from "./notifications.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
@@ -18,7 +20,8 @@ import { wranglerDone } from "../wrangler.mjs";
 const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
 const ledgerOnly = args.only === "ledger";
 const notificationsOnly = args.only === "notifications";
-const TWINS = ledgerOnly || notificationsOnly ? 0 : 100_000;
+const docsOnly = args.only === "docs";
+const TWINS = ledgerOnly || notificationsOnly || docsOnly ? 0 : 100_000;
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
@@ -51,6 +54,11 @@ try {
 		const notifications = await benchNotifications(server.url, secret);
 		writeFileSync("bench/results.json", `${JSON.stringify({ notifications }, null, 2)}\n`);
 		printNotifications(notifications);
+		console.log("\nwritten to bench/results.json");
+	} else if (docsOnly) {
+		const docs = await benchDocs(server.url, secret);
+		writeFileSync("bench/results.json", `${JSON.stringify({ docs }, null, 2)}\n`);
+		printDocs(docs);
 		console.log("\nwritten to bench/results.json");
 	} else {
 		await benchAll(server, headers);
@@ -113,7 +121,8 @@ async function benchAll(server, headers) {
 
 	const ledger = await benchLedger(server.url, secret);
 	const notifications = await benchNotifications(server.url, secret);
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications };
+	const docs = await benchDocs(server.url, secret);
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -126,5 +135,6 @@ async function benchAll(server, headers) {
 	console.log(`(${load.requests} requests, statuses ${JSON.stringify(load.statuses)}, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms)`);
 	printLedger(ledger);
 	printNotifications(notifications);
+	printDocs(docs);
 	console.log("\nwritten to bench/results.json");
 }
