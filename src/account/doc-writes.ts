@@ -182,24 +182,24 @@ export async function deleteDocs(db: Database, caller: Caller, twin: string, at:
 
 // Background work of the account's object: expired uploads are released, and the objects
 // nobody refers to are deleted from R2, then forgotten. Answers when it must run again:
-// the next upload's expiry, or soon when R2 failed or more is left than one round takes.
+// the next upload's expiry, or sooner when more is left than one round takes or R2 failed.
 export async function tidyDocs(db: Database, bucket: R2Bucket, account: string, at: number): Promise<number | undefined> {
 	const ROUND = 100;
 	const expired = await rows.expiredUploads(db, account, at, ROUND);
 	if (expired.length) await rows.releaseUploads(db, account, expired.map((row) => row.handler), at);
 	const garbage = (await rows.garbageOf(db, account, ROUND)).map((row) => row.object);
-	let retry = expired.length === ROUND || garbage.length === ROUND;
+	// More than one round's work left: again in a second; R2 failing: again in a minute.
+	let soon = expired.length === ROUND || garbage.length === ROUND ? at + 1 : undefined;
 	if (garbage.length) {
 		try {
 			await deleteObjects(bucket, garbage);
 			await rows.forgetGarbage(db, garbage);
 		} catch (error) {
 			console.error(JSON.stringify({ docGarbage: account, error: String(error) }));
-			retry = true;
+			soon = at + 60;
 		}
 	}
 	const next = await rows.nextUploadExpiry(db, account);
-	const soon = retry ? at + 60 : undefined;
 	const due = [next, soon].filter((t): t is number => t !== undefined);
 	return due.length ? Math.min(...due) : undefined;
 }
