@@ -39,6 +39,15 @@ import { trace } from "./operations/trace";
 import { createUserToken, refreshUserToken } from "./operations/tokens";
 import { createUploadUrl, invalidateUploadUrl, uploadToCache } from "./operations/uploads";
 import { attachTwinDoc, deleteTwinDoc, deleteTwinDocs, downloadDoc, getTwinDoc, getTwinDocs, updateTwinDoc } from "./operations/docs";
+import {
+	createIndexesTable,
+	deleteIndexesTable,
+	getIndexesTable,
+	getIndexesTables,
+	queryIndexesTable,
+	truncateIndexesTable,
+	updateIndexesTable,
+} from "./operations/indexes";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 
 // The route table: every operation once, under the path of the interface.
@@ -47,6 +56,13 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/account", operation: getAccount },
 	{ method: "PATCH", path: "/account", operation: updateAccount },
 	{ method: "POST", path: "/trace", operation: trace },
+	{ method: "POST", path: "/account/services/indexes", operation: createIndexesTable },
+	{ method: "GET", path: "/account/services/indexes", operation: getIndexesTables },
+	{ method: "GET", path: "/account/services/indexes/:index", operation: getIndexesTable },
+	{ method: "PATCH", path: "/account/services/indexes/:index", operation: updateIndexesTable },
+	{ method: "DELETE", path: "/account/services/indexes/:index", operation: deleteIndexesTable },
+	{ method: "GET", path: "/account/services/indexes/:index/data", operation: queryIndexesTable },
+	{ method: "DELETE", path: "/account/services/indexes/:index/data", operation: truncateIndexesTable },
 	{ method: "POST", path: "/token", operation: createUserToken },
 	{ method: "POST", path: "/token/refresh", operation: refreshUserToken },
 	{ method: "POST", path: "/users", operation: createUser },

@@ -116,7 +116,10 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, sight }, answer);
 }
 
-type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter };
+// `index` gives the statements that bring the writing account's Indexes tables up to the
+// ledger as written (account/index-tables.ts), and what to do once they have landed.
+type IndexChanges = (ledger: { account: string; twin: string; owner: string; values: Record<string, Json> }) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
+type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter; index?: IndexChanges };
 
 // The write's events: its trigger, each entry's change, the ledger after it, and the sight
 // the write was checked with (its budget is the request's).
@@ -131,12 +134,17 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	const sight = new EntrySight(writer, twin, writer.account, e.ledger, e.at, e.sight.budget);
 	const events = publications(sight, e.trigger, e.events, e.at);
 	const published = Object.keys(events).length > 0;
+	// A write that changes nothing leaves the rows as they are.
+	const values = Object.fromEntries([...e.ledger].map(([name, entry]) => [name, entry.value]));
+	const index = statements.length && e.notify.index ? await e.notify.index({ account: writer.account, twin: twin.uuid, owner: twin.owner, values }) : undefined;
+	if (index) statements.push(...index.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
 		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit }));
 		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);
+	index?.committed();
 	return { ...entriesOut(answer), published };
 }
 

@@ -1,5 +1,5 @@
 import type { TwinView } from "../rules/visibility";
-import { accountLimit, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
+import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
@@ -20,10 +20,21 @@ import * as secrets from "./secret-writes";
 import * as identities from "./identity-writes";
 import * as writes from "./role-user-writes";
 import * as docs from "./doc-writes";
+import * as indexes from "./index-tables";
+import type { IndexDefinition } from "../db/indexes";
+import { checkIndexAccess } from "../policy/indexes";
 
 // The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
 // and tidies its uploads and doc objects. (The key's name is older than docs.)
 const ACCOUNT = "outbox-account";
+// Index work the alarm has left: builds by table (the generation and the last twin walked), and
+// generations of rows to delete (all of a deleted table's).
+const INDEX_BUILDS = "index-builds";
+const INDEX_DROPS = "index-drops";
+type Builds = Record<string, { generation: number; after: string }>;
+type Drops = { uuid: string; below: number }[];
+// Old rows deleted per alarm step.
+const DROP_ROWS = 1000;
 
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
@@ -47,6 +58,7 @@ export class AccountDO extends DurableObject<Env> {
 	private draining: Promise<unknown> = Promise.resolve();
 	private readonly cursors: CursorStore;
 	private readonly lines: Journal;
+	private readonly catalog = new indexes.IndexCatalog();
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -146,6 +158,76 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(db, current.account, docs.deleteDocs(db, current, twin, now())));
 	}
 
+	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
+	// the deletion of old rows from the alarm.
+	createIndexTables(caller: CallerId, input: Record<string, IndexDefinition>) {
+		return this.write(caller, "create_indexes_table", async (db, current) => {
+			checkIndexAccess(current);
+			const { builds, ...value } = await indexes.createTables(db, this.catalog, current, input, this.indexLimits(), now());
+			await this.scheduleIndexWork(caller.account, builds, undefined);
+			return value;
+		});
+	}
+
+	updateIndexTable(caller: CallerId, name: string, changes: Partial<IndexDefinition>) {
+		return this.write(caller, "update_indexes_table", async (db, current) => {
+			checkIndexAccess(current);
+			const { builds, drop, ...value } = await indexes.updateTable(db, this.catalog, current, name, changes, now());
+			await this.scheduleIndexWork(caller.account, builds, drop);
+			return value;
+		});
+	}
+
+	truncateIndexTable(caller: CallerId, name: string) {
+		return this.write(caller, "truncate_indexes_table", async (db, current) => {
+			checkIndexAccess(current);
+			const { builds, drop, ...value } = await indexes.truncateTable(db, this.catalog, current, name, now());
+			await this.scheduleIndexWork(caller.account, builds, drop, value.uuid);
+			return value;
+		});
+	}
+
+	deleteIndexTable(caller: CallerId, name: string) {
+		return this.write(caller, "delete_indexes_table", async (db, current) => {
+			checkIndexAccess(current);
+			const { drop, ...value } = await indexes.deleteTable(db, this.catalog, current, name);
+			await this.scheduleIndexWork(caller.account, [], drop, value.uuid);
+			return value;
+		});
+	}
+
+	// New builds start from the first twin; `stop` ends a table's build (truncate, delete).
+	private async scheduleIndexWork(account: string, builds: { uuid: string; generation: number }[], drop: { uuid: string; below: number } | undefined, stop?: string) {
+		const pending = (await this.ctx.storage.get<Builds>(INDEX_BUILDS)) ?? {};
+		if (stop) delete pending[stop];
+		for (const build of builds) pending[build.uuid] = { generation: build.generation, after: "" };
+		await this.ctx.storage.put(INDEX_BUILDS, pending);
+		if (drop) await this.ctx.storage.put(INDEX_DROPS, [...((await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? []), drop]);
+		if (builds.length || drop) await this.wakeBy(account, now());
+	}
+
+	// One step of index work, queued between writes like a write: a step of one build, and a
+	// round of old rows deleted. Answers whether work is left.
+	private async indexWork(account: string): Promise<boolean> {
+		const outcome = await this.serialized(async (db) => {
+			const builds = (await this.ctx.storage.get<Builds>(INDEX_BUILDS)) ?? {};
+			const [uuid, build] = Object.entries(builds)[0] ?? [];
+			if (uuid && build) {
+				const next = await indexes.buildStep(db, this.catalog, account, uuid, build.after, now(), this.indexLimits());
+				if (next === null) delete builds[uuid];
+				else builds[uuid] = { ...build, after: next };
+				await this.ctx.storage.put(INDEX_BUILDS, builds);
+			}
+			const drops = (await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? [];
+			if (drops.length) {
+				const deleted = await indexes.dropRows(db, drops[0].uuid, drops[0].below, DROP_ROWS);
+				if (deleted < DROP_ROWS) await this.ctx.storage.put(INDEX_DROPS, drops.slice(1));
+			}
+			return Object.keys(builds).length > 0 || ((await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? []).length > 0;
+		});
+		return outcome.ok ? outcome.value : true;
+	}
+
 	// After a write that let go of objects: delete them from R2 now, or from the alarm when R2
 	// fails (their keys wait in doc_garbage, written in the write's own batch).
 	private async tidyingAfter<T>(db: Database, account: string, write: Promise<T>): Promise<T> {
@@ -208,6 +290,10 @@ export class AccountDO extends DurableObject<Env> {
 		return { uploads: Number(env.MAX_UPLOADS), perTwin: accountLimit(env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING), bytes: Number(env.MAX_DOC_BYTES) };
 	}
 
+	private indexLimits(): indexes.IndexLimits {
+		return { tables: accountLimit(this.env.MAX_INDEXES_TABLES, MAX_INDEXES_TABLES_CEILING), rows: Number(this.env.MAX_INDEX_ROWS) };
+	}
+
 	private limits(): writes.Limits {
 		return { roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING), users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING) };
 	}
@@ -220,7 +306,9 @@ export class AccountDO extends DurableObject<Env> {
 		const account = await this.ctx.storage.get<string>(ACCOUNT);
 		const left = account !== undefined && (await this.drain(account));
 		const tidy = account === undefined ? undefined : await this.tidy(account);
+		const indexing = account !== undefined && (await this.indexWork(account));
 		const due = [
+			indexing ? Date.now() : undefined,
 			sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000,
 			left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
 			tidy === undefined ? undefined : Math.ceil(tidy * 1000),
@@ -277,7 +365,9 @@ export class AccountDO extends DurableObject<Env> {
 		const account = write.writer.account;
 		return this.serialized(async (db, meter) => {
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
-			const { published, ...value } = await writeLedger(db, write, now(), { fanOut, beforeCommit: () => this.armDrain(account), meter });
+			const at = now();
+			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(db, this.catalog, ledger, at, this.indexLimits());
+			const { published, ...value } = await writeLedger(db, write, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
 			if (published) await this.drain(account);
 			return value;
 		});

@@ -9,3 +9,5 @@ export const MAX_TWIN_DOCS_CEILING = 1_000;
 export function accountLimit(value: string | number, ceiling: number): number {
 	return Math.min(Number(value), ceiling);
 }
+// get_indexes_tables answers every table of the account in one page.
+export const MAX_INDEXES_TABLES_CEILING = 100;

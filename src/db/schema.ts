@@ -265,7 +265,8 @@ export const ledgerEntries = sqliteTable(
 		entry_updated_ts: real("entry_updated_ts").notNull(),
 		value_changed_ts: real("value_changed_ts").notNull(),
 	},
-	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] })],
+	// The account-first index lets an index table's build walk one account's ledgers in twin order.
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] }), index("ledger_entries_account_twin").on(t.account, t.twin)],
 );
 
 // Past values of entries that keep history, newest first by `ts`; pruned on write.
@@ -336,4 +337,48 @@ export const docGarbage = sqliteTable(
 		created_ts: real("created_ts").notNull(),
 	},
 	(t) => [index("doc_garbage_account").on(t.account, t.created_ts)],
+);
+
+// An Indexes table: a typed view of one account's own ledgers (CONTRACT §18). `generation`
+// changes on a rebuild or truncate: rows of older generations are invisible at once and deleted
+// in the background. `rows` and `table_size` count the current generation; only the account's
+// object writes them, in the same batch as the rows.
+export type IndexDefinition = {
+	rule: string;
+	properties: { names: string[]; types: string[] };
+	templates: { properties: Record<string, string> };
+};
+
+export const indexTables = sqliteTable(
+	"index_tables",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		rule: text("rule").notNull(),
+		properties: text("properties", { mode: "json" }).$type<IndexDefinition["properties"]>().notNull(),
+		templates: text("templates", { mode: "json" }).$type<IndexDefinition["templates"]>().notNull(),
+		generation: integer("generation").notNull(),
+		status: text("status", { enum: ["building", "ready", "full"] }).notNull(),
+		rows: integer("rows").notNull().default(0),
+		table_size: integer("table_size").notNull().default(0),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("index_tables_account_name").on(t.account, t.name)],
+);
+
+// One row per twin whose ledger passes the table's rule: its properties as compact JSON, in
+// the order of the table's names. Keyed for the query's walk in twin order.
+export const indexRows = sqliteTable(
+	"index_rows",
+	{
+		table: text("table").notNull(),
+		generation: integer("generation").notNull(),
+		twin: text("twin").notNull(),
+		properties: text("properties").notNull(),
+		size: integer("size").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.table, t.generation, t.twin] })],
 );

@@ -19,7 +19,34 @@ export const ENTRY_VARIABLES = [
 	"old_value",
 ] as const;
 export type EntryVariable = (typeof ENTRY_VARIABLES)[number];
-export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | SystemVariable | EntryVariable;
+// `ROW.<property>`: the typed values of an Indexes table's row, bound only in the `match` of
+// query_indexes_table; null everywhere else.
+export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | "ROW" | SystemVariable | EntryVariable;
+
+// Every root, where a rule says where it was found.
+export const ROOTS: readonly Root[] = ["TWIN", "USER", "DICT", "LEDGER", "ROW", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES];
+
+// The roots a rule reads, each once, in the order first met.
+export function rootsOf(rule: Rule | null, found = new Set<Root>()): Set<Root> {
+	if (rule === null) return found;
+	switch (rule.kind) {
+		case "literal":
+			break;
+		case "var":
+			found.add(rule.root);
+			break;
+		case "list":
+			for (const item of rule.items) rootsOf(item, found);
+			break;
+		case "not":
+			rootsOf(rule.arg, found);
+			break;
+		default:
+			rootsOf(rule.left, found);
+			rootsOf(rule.right, found);
+	}
+	return found;
+}
 
 export type CompareOp = "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "=~" | "!~";
 

@@ -1,5 +1,5 @@
 import jsep from "jsep";
-import { type CompareOp, ENTRY_VARIABLES, type Json, type Root, type Rule, SYSTEM_VARIABLES } from "./ast";
+import { type CompareOp, type Json, type Root, ROOTS, type Rule } from "./ast";
 import { regexError } from "./strings";
 
 export const MAX_RULE_LENGTH = 1024;
@@ -18,7 +18,7 @@ jsep.addUnaryOp("not");
 jsep.addUnaryOp("-");
 
 const COMPARE_OPS = new Set<string>(["==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~"]);
-const ROOTS = new Set<string>(["TWIN", "USER", "DICT", "LEDGER", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES]);
+const ROOT_NAMES = new Set<string>(ROOTS);
 
 export type ParseResult = { ok: true; rule: Rule } | { ok: false; position: number; message: string };
 
@@ -139,6 +139,6 @@ function variable(node: jsep.Expression, text: string): Rule {
 	}
 	if (current.type !== "Identifier") throw new RuleError("only variables have members", at(text, "."));
 	const name = (current as jsep.Identifier).name;
-	if (!ROOTS.has(name)) throw new RuleError(`unknown variable '${name}'`, at(text, name));
+	if (!ROOT_NAMES.has(name)) throw new RuleError(`unknown variable '${name}'`, at(text, name));
 	return { kind: "var", root: name as Root, path };
 }

@@ -25,6 +25,8 @@ export type Scope = {
 	budget?: Budget;
 	identity?: string;
 	entry?: EntryScope;
+	// An Indexes table's row, in the `match` of query_indexes_table.
+	row?: { [property: string]: Json };
 };
 
 // The twin's columns a rule reads (the names a compiled rule's query gives them).
@@ -53,6 +55,7 @@ export const VARIABLES: Record<Root, Variable> = {
 	twin_status: { source: "twin", column: "status", value: ({ twin }) => twin?.status ?? null },
 	identity: { source: "binding", value: ({ identity }) => identity ?? null },
 	LEDGER: { source: "binding", value: ({ entry }) => entry?.values ?? null },
+	ROW: { source: "binding", value: ({ row }) => row ?? null },
 	ledger: { source: "binding", value: ({ entry }) => entry?.ledger ?? null },
 	entry_name: { source: "binding", value: ({ entry }) => entry?.name ?? null },
 	entry_value: { source: "binding", value: ({ entry }) => entry?.value ?? null },

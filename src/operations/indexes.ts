@@ -1,0 +1,206 @@
+import * as z from "zod";
+import { accountClient } from "../account/client";
+import type { Caller } from "../base/caller";
+import { sha256Hex } from "../base/crypto";
+import { ApiError } from "../base/errors";
+import { utf8Bytes } from "../base/json";
+import { MAX_INDEXES_TABLES_CEILING } from "../base/limits";
+import { findIndexTable, type IndexTableRow, listIndexTables, rowPage } from "../db/indexes";
+import { checkIndexAccess } from "../policy/indexes";
+import type { Json } from "../rules/ast";
+import { evaluate, type Scope } from "../rules/evaluate";
+import { checkDefinition, INDEX_NAME, MAX_INDEX_PROPERTIES } from "../rules/index-definition";
+import { MAX_RULE_LENGTH } from "../rules/parse";
+import { ruleOf } from "../rules/stored";
+import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
+import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
+
+// Indexes tables (CONTRACT §18): typed rows kept from the account's own ledgers, one per twin
+// whose ledger passes the table's rule, current when a ledger write answers. Definitions are
+// written by the account's object; rows are read here, a page at a time in twin order.
+
+const MAX_TABLES_PER_CREATE = 10;
+// A query page stops before its answer would pass this.
+const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+type SecretContext = Context & { caller: Caller };
+
+const STATUSES = ["building", "ready", "full"] as const;
+
+const definitionFields = {
+	rule: z.string().max(MAX_RULE_LENGTH),
+	properties: z.strictObject({ names: z.array(z.string()).max(MAX_INDEX_PROPERTIES + 1), types: z.array(z.string()).max(MAX_INDEX_PROPERTIES + 1) }),
+	templates: z.strictObject({ properties: z.record(z.string(), z.string()) }),
+};
+
+// The pure checks of a definition (rule roots, names, types, templates), as issues at their paths.
+const definition = z.strictObject(definitionFields).superRefine((value, ctx) => {
+	for (const detail of checkDefinition(value)) ctx.addIssue({ code: "custom", message: detail.message, path: detail.path.split(".") });
+});
+
+const indexOut = z.object({
+	stats: z.object({ rows: z.number().int(), table_size: z.number().int() }),
+	rule: z.string(),
+	properties: z.object({ names: z.array(z.string()).max(MAX_INDEX_PROPERTIES), types: z.array(z.string()).max(MAX_INDEX_PROPERTIES) }),
+	templates: z.object({ properties: mapOf(z.string(), MAX_INDEX_PROPERTIES) }),
+	status: z.enum(STATUSES),
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+});
+
+function indexRecord(row: IndexTableRow) {
+	const { rows, table_size, rule, properties, templates, status, created_ts, updated_ts } = row;
+	return { stats: { rows, table_size }, rule, properties, templates, status, created_ts, updated_ts };
+}
+
+// Every route first checks the caller may see the account's ledgers whole (403102), before the
+// request is validated or any table looked up.
+const confined = async (_params: unknown, ctx: SecretContext) => checkIndexAccess(ctx.caller);
+
+// A table of the caller's account by name. Another account's table, and a name outside the
+// pattern, answer as an absent one: one lookup through (account, name) either way.
+async function ownTable(params: { index: string }, ctx: SecretContext): Promise<IndexTableRow> {
+	checkIndexAccess(ctx.caller);
+	const row = INDEX_NAME.test(params.index) ? await findIndexTable(ctx.db, ctx.caller.account, params.index) : undefined;
+	if (!row) throw new ApiError("not_found", { description: "No such index table" });
+	return row;
+}
+
+const tableParams = z.strictObject({ index: z.string() });
+
+export const createIndexesTable = defineOperation({
+	name: "create_indexes_table",
+	summary: "Define Indexes tables: typed rows kept from the account's own ledgers by a rule and templates",
+	auth: "secret",
+	locate: confined,
+	body: z.strictObject({
+		indexes: z
+			.record(z.string().regex(INDEX_NAME, `Must match ${INDEX_NAME.source}`), definition)
+			.refine((tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_TABLES_PER_CREATE, `Must hold 1 to ${MAX_TABLES_PER_CREATE} tables`),
+	}),
+	status: 201,
+	response: z.object({ indexes: mapOf(z.union([indexOut, z.object({ error: z.string() })]), MAX_TABLES_PER_CREATE) }),
+	async run({ body }, ctx) {
+		return accountClient(ctx, ctx.caller.account).createIndexTables(ctx.caller, body.indexes);
+	},
+});
+
+export const getIndexesTables = defineOperation({
+	name: "get_indexes_tables",
+	summary: "The account's Indexes tables, in name order",
+	auth: "secret",
+	locate: confined,
+	response: z.object({ indexes: mapOf(indexOut, MAX_INDEXES_TABLES_CEILING) }),
+	async run(_input, ctx) {
+		const rows = await listIndexTables(ctx.db, ctx.caller.account);
+		return { indexes: Object.fromEntries(rows.map((row) => [row.name, indexRecord(row)])) };
+	},
+});
+
+export const getIndexesTable = defineOperation({
+	name: "get_indexes_table",
+	summary: "One Indexes table: its definition, status and row counts",
+	auth: "secret",
+	params: tableParams,
+	locate: ownTable,
+	response: indexOut,
+	async run({ located }) {
+		return indexRecord(located);
+	},
+});
+
+export const updateIndexesTable = defineOperation({
+	name: "update_indexes_table",
+	summary: "Replace parts of an Indexes table's definition; a change rebuilds its rows",
+	auth: "secret",
+	params: tableParams,
+	locate: confined,
+	body: z.strictObject(definitionFields).partial().refine((b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined, "Give rule, properties, templates or several"),
+	response: indexOut,
+	async run({ params, body }, ctx) {
+		return accountClient(ctx, ctx.caller.account).updateIndexTable(ctx.caller, params.index, body);
+	},
+});
+
+export const deleteIndexesTable = defineOperation({
+	name: "delete_indexes_table",
+	summary: "Delete an Indexes table: its name is free at once, its rows go in the background",
+	auth: "secret",
+	params: tableParams,
+	locate: confined,
+	response: indexOut,
+	async run({ params }, ctx) {
+		return accountClient(ctx, ctx.caller.account).deleteIndexTable(ctx.caller, params.index);
+	},
+});
+
+export const truncateIndexesTable = defineOperation({
+	name: "truncate_indexes_table",
+	summary: "Empty an Indexes table; rows come back as their ledgers change",
+	auth: "secret",
+	params: tableParams,
+	locate: confined,
+	response: indexOut,
+	async run({ params }, ctx) {
+		return accountClient(ctx, ctx.caller.account).truncateIndexTable(ctx.caller, params.index);
+	},
+});
+
+// What `match` reads: ROW.<property> and `twin`; every other root is null, the caller's own
+// names included (a query is about rows, not about who asks).
+function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scope {
+	const none = null as unknown as string;
+	return { twin: { uuid: twin, owner: none, status: none, description: null }, user: { account: none, user: none, role: none, description: null }, now: none as unknown as number, budget, row };
+}
+
+const rowOut = z.object({ twin: uuidOut, properties: mapOf(z.json(), MAX_INDEX_PROPERTIES), updated_ts: timestampOut });
+
+export const queryIndexesTable = defineOperation({
+	name: "query_indexes_table",
+	summary: "A page of an Indexes table's rows in twin order, those that pass match",
+	auth: "secret",
+	params: tableParams,
+	locate: ownTable,
+	query: z.strictObject({ match: ruleText.optional(), cursor: cursorIn.optional(), count: pageLimit(1000).optional().default(100) }),
+	response: z.object({ cursor: cursorOut, rows: z.array(rowOut).max(1000) }),
+	async run({ located: table, query }, ctx) {
+		const match = query.match === undefined ? null : ruleOf(query.match);
+		// The cursor holds for this table's generation and this match only.
+		const scope = `query_indexes_table/${table.uuid}/${table.generation}/${await sha256Hex(query.match ?? "")}`;
+		const after = (await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()])))?.[0] ?? "";
+		const rows = await rowPage(ctx.db, { table: table.uuid, generation: table.generation }, after, query.count);
+		const budget = new Budget(WORK_UNITS);
+		const names = table.properties.names;
+		const answer: z.infer<typeof rowOut>[] = [];
+		let bytes = 0;
+		let examined = 0;
+		for (const row of rows) {
+			if (examined > 0 && budget.exhausted) break;
+			const stored = JSON.parse(row.properties) as Record<string, Json>;
+			const properties = Object.fromEntries(names.map((name) => [name, stored[name] ?? null]));
+			let passes = true;
+			if (match) {
+				try {
+					passes = evaluate(match, rowScope(row.twin, properties, budget));
+				} catch (error) {
+					if (!(error instanceof BudgetExceeded)) throw error;
+					if (examined === 0) throw overBudget("match", error, " on one row");
+					break;
+				}
+			}
+			if (passes) {
+				const out = { twin: row.twin, properties, updated_ts: row.updated_ts };
+				bytes += utf8Bytes(JSON.stringify(out)) + 1;
+				if (examined > 0 && bytes > MAX_PAGE_BYTES) break;
+				answer.push(out);
+			}
+			examined++;
+		}
+		const done = rows.length < query.count && examined === rows.length;
+		const last = rows[examined - 1]?.twin;
+		return { cursor: done || !last ? null : await sealCursor(ctx.env, scope, [last]), rows: answer };
+	},
+});

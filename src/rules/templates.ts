@@ -1,0 +1,163 @@
+// The templates of an Indexes table's properties (CONTRACT §18 "Definition"): Python
+// `str.format` text whose fields read the ledger's entries, `{LEDGER[status][rpm]}`, or the
+// row's twin, ledger and owner. Conversions and format specs are deferred, so they are refused
+// rather than ignored: a definition written for the original would render differently.
+
+import type { Json } from "./ast";
+import { step } from "./evaluate";
+
+export const MAX_TEMPLATE_LENGTH = 256;
+export const MAX_TEMPLATE_FIELDS = 8;
+
+// `[<digits>]` has both readings, as in Python: `index` on a list, `key` on anything else.
+// `[<key>]` and `.<name>` have only a key (`index` null).
+export type Accessor = { key: string; index: number | null };
+
+export type Field = { kind: "entry"; entry: string; path: Accessor[] } | { kind: "twin" | "ledger" | "owner" };
+
+// Literal text (braces already unescaped, adjacent text merged, never empty) and fields in order.
+export type Template = { parts: (string | Field)[] };
+
+export type TemplateResult = { ok: true; template: Template } | { ok: false; message: string; position: number };
+
+// What a row's fields read: `entries` are the ledger's values by entry name (`LEDGER[...]`),
+// `ledger` is what `{ledger}` renders (the account uuid).
+export type TemplateInput = { entries: Record<string, Json>; twin: string; ledger: string; owner: string };
+
+const ROOT_END = /[[.!:{}]/g;
+const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
+const DIGITS = /^[0-9]+$/;
+const FIELD_NAMES = "LEDGER[<entry>], twin, ledger or owner";
+
+class TemplateError extends Error {
+	constructor(
+		message: string,
+		readonly position: number,
+	) {
+		super(message);
+	}
+}
+
+export function parseTemplate(text: string): TemplateResult {
+	if (text.length > MAX_TEMPLATE_LENGTH) {
+		return { ok: false, position: MAX_TEMPLATE_LENGTH, message: `longer than ${MAX_TEMPLATE_LENGTH} characters` };
+	}
+	try {
+		return { ok: true, template: { parts: parts(text) } };
+	} catch (error) {
+		if (error instanceof TemplateError) return { ok: false, position: error.position, message: error.message };
+		throw error;
+	}
+}
+
+function parts(text: string): (string | Field)[] {
+	const result: (string | Field)[] = [];
+	let literal = "";
+	let fields = 0;
+	let i = 0;
+	while (i < text.length) {
+		const c = text[i];
+		if ((c === "{" || c === "}") && text[i + 1] === c) {
+			literal += c;
+			i += 2;
+		} else if (c === "}") {
+			throw new TemplateError("single }: write }} for a literal brace", i);
+		} else if (c === "{") {
+			if (++fields > MAX_TEMPLATE_FIELDS) throw new TemplateError(`more than ${MAX_TEMPLATE_FIELDS} fields`, i);
+			if (literal) result.push(literal);
+			literal = "";
+			const [field, end] = parseField(text, i);
+			result.push(field);
+			i = end;
+		} else {
+			literal += c;
+			i++;
+		}
+	}
+	if (literal) result.push(literal);
+	return result;
+}
+
+// The field opened by the `{` at `open`, and the offset after its `}`.
+function parseField(text: string, open: number): [Field, number] {
+	const start = open + 1;
+	ROOT_END.lastIndex = start;
+	let i = ROOT_END.exec(text)?.index ?? text.length;
+	const root = text.slice(start, i);
+	if (i >= text.length) throw new TemplateError("{ without its }", open);
+	if (root === "twin" || root === "ledger" || root === "owner") {
+		if (text[i] === "[" || text[i] === ".") throw new TemplateError(`${root} takes no [key] or .name`, i);
+		return [{ kind: root }, close(text, open, i, "}")];
+	}
+	if (root === "") {
+		if (text[i] === "}") throw new TemplateError(`empty field: name ${FIELD_NAMES}`, open);
+		throw new TemplateError(`expected ${FIELD_NAMES} after {`, i);
+	}
+	if (root !== "LEDGER") throw new TemplateError(`unknown field "${root}": use ${FIELD_NAMES}`, start);
+	if (text[i] !== "[") throw new TemplateError("name the entry in brackets: LEDGER[<entry>]", i);
+	const path: Accessor[] = [];
+	while (text[i] === "[" || text[i] === ".") {
+		if (text[i] === "[") {
+			const end = text.indexOf("]", i + 1);
+			if (end < 0) throw new TemplateError("[ without its ]", i);
+			if (end === i + 1) throw new TemplateError("empty []: name an entry or key", i);
+			const key = text.slice(i + 1, end);
+			path.push({ key, index: DIGITS.test(key) ? Number(key) : null });
+			i = end + 1;
+		} else {
+			NAME.lastIndex = i + 1;
+			const name = NAME.exec(text)?.[0];
+			if (name === undefined) throw new TemplateError("expected a name (letters, digits, _) after .", i + 1);
+			path.push({ key: name, index: null });
+			i = NAME.lastIndex;
+		}
+	}
+	const [entry, ...rest] = path;
+	return [{ kind: "entry", entry: entry.key, path: rest }, close(text, open, i)];
+}
+
+// The offset after the `}` expected at `i`, which ends the field opened at `open`.
+function close(text: string, open: number, i: number, expected = "[, . or }"): number {
+	if (text[i] === "}") return i + 1;
+	if (text[i] === "!" || text[i] === ":") throw new TemplateError("conversions and format specs are not supported", i);
+	if (i >= text.length) throw new TemplateError("{ without its }", open);
+	throw new TemplateError(`expected ${expected} to end the field, not ${JSON.stringify(text[i])}`, i);
+}
+
+// One field alone yields its JSON value as is; in text a field renders strings as they are and
+// other values as compact JSON, and any null or missing field makes the whole result null
+// (never "None" or "null" inside a text).
+export function renderTemplate(template: Template, input: TemplateInput): Json {
+	const { parts } = template;
+	if (parts.length === 1 && typeof parts[0] !== "string") return fieldValue(parts[0], input);
+	let text = "";
+	for (const part of parts) {
+		if (typeof part === "string") {
+			text += part;
+			continue;
+		}
+		const value = fieldValue(part, input);
+		if (value === null) return null;
+		text += typeof value === "string" ? value : JSON.stringify(value);
+	}
+	return text;
+}
+
+function fieldValue(field: Field, input: TemplateInput): Json {
+	switch (field.kind) {
+		case "twin":
+			return input.twin;
+		case "ledger":
+			return input.ledger;
+		case "owner":
+			return input.owner;
+		case "entry": {
+			// Own keys only: an entry named "constructor" or "__proto__" is just a name.
+			const value = Object.hasOwn(input.entries, field.entry) ? input.entries[field.entry] : null;
+			return field.path.reduce<Json>(
+				(at, { key, index }) => (index !== null && Array.isArray(at) ? step(at, index) : step(at, key)),
+				value,
+			);
+		}
+	}
+}
