@@ -58,12 +58,13 @@ export class AccountDO extends DurableObject<Env> {
 	private draining: Promise<unknown> = Promise.resolve();
 	private readonly cursors: CursorStore;
 	private readonly lines: Journal;
-	private readonly catalog = new indexes.IndexCatalog();
+	private readonly catalog: indexes.IndexCatalog;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.cursors = new CursorStore(ctx.storage.sql);
 		this.lines = new Journal(ctx.storage.sql);
+		this.catalog = new indexes.IndexCatalog(() => database(env.DB));
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {

@@ -156,7 +156,9 @@ function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scop
 	return { twin: { uuid: twin, owner: none, status: none, description: null }, user: { account: none, user: none, role: none, description: null }, now: none as unknown as number, budget, row };
 }
 
-const rowOut = z.object({ twin: uuidOut, properties: mapOf(z.json(), MAX_INDEX_PROPERTIES), updated_ts: timestampOut });
+// Property values are typed scalars (or null) once coerced.
+const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const rowOut = z.object({ twin: uuidOut, properties: mapOf(propertyValue, MAX_INDEX_PROPERTIES), updated_ts: timestampOut });
 
 export const queryIndexesTable = defineOperation({
 	name: "query_indexes_table",
@@ -174,7 +176,7 @@ export const queryIndexesTable = defineOperation({
 		const rows = await rowPage(ctx.db, { table: table.uuid, generation: table.generation }, after, query.count);
 		const budget = new Budget(WORK_UNITS);
 		const names = table.properties.names;
-		const answer: z.infer<typeof rowOut>[] = [];
+		const answer: { twin: string; properties: Record<string, Json>; updated_ts: number }[] = [];
 		let bytes = 0;
 		let examined = 0;
 		for (const row of rows) {

@@ -27,6 +27,13 @@ type World = {
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; headers?: Record<string, string>; expect: number[] };
 
+// An Indexes table over the first account's entries (the first account defines it as first_index).
+const INDEX = {
+	rule: "LEDGER.first_entry != null",
+	properties: { names: ["value"], types: ["string"] },
+	templates: { properties: { value: "{LEDGER[first_entry]}" } },
+};
+
 const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
 	get_account: (w) => [{ method: "GET", path: "/account", secret: w.second.secret, expect: [200] }],
@@ -169,6 +176,13 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	delete_twin_doc: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, secret: w.second.secret, expect: [404] }],
 	// The first account's download URL, presented under the second account's path.
 	download_doc: (w) => [{ method: "GET", path: `/download/${w.second.account}/${w.firstDownload}`, expect: [404] }],
+	create_indexes_table: (w) => [{ method: "POST", path: "/account/services/indexes", body: { indexes: { first_table: INDEX } }, secret: w.second.secret, expect: [201] }],
+	get_indexes_tables: (w) => [{ method: "GET", path: "/account/services/indexes", secret: w.second.secret, expect: [200] }],
+	get_indexes_table: (w) => [{ method: "GET", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] }],
+	update_indexes_table: (w) => [{ method: "PATCH", path: "/account/services/indexes/first_index", body: { rule: "false" }, secret: w.second.secret, expect: [404] }],
+	delete_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] }],
+	truncate_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index/data", secret: w.second.secret, expect: [404] }],
+	query_indexes_table: (w) => [{ method: "GET", path: "/account/services/indexes/first_index/data?count=10", secret: w.second.secret, expect: [404] }],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
@@ -199,6 +213,8 @@ describe("the tenant-isolation matrix", () => {
 		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
 		expect(attached.status).toBe(201);
 		const secondToken = (await call("POST", "/token", { secret: second.secret, body: { options: ["create"] } })).body.token as string;
+		const indexed = await call("POST", "/account/services/indexes", { secret: first.secret, body: { indexes: { first_index: INDEX } } });
+		expect(indexed.status).toBe(201);
 		const uploaded = (await call("POST", "/cache", { secret: first.secret })).body;
 		expect((await call("PUT", pathOf(uploaded.url), { body: "first-account-doc" })).status).toBe(200);
 		const filed = await call("POST", `/twins/${firstTwin}/docs`, { secret: first.secret, body: { docs: { "first-doc.txt": { handler: uploaded.handler } } } });
@@ -254,6 +270,7 @@ describe("the tenant-isolation matrix", () => {
 			[firstHandler, crypto.randomUUID()],
 			[firstUploadToken, firstUploadToken.replace(/./g, "A")],
 			["first-doc", "other-doc"],
+			["first_index", "other_index"],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;
