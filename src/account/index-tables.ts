@@ -258,9 +258,15 @@ export async function updateTable(db: Database, catalog: IndexCatalog, caller: C
 	const merged: IndexDefinition = { rule: changes.rule ?? row.rule, properties: changes.properties ?? row.properties, templates: changes.templates ?? row.templates };
 	const details = checkDefinition(merged);
 	if (details.length) throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });
-	const same = JSON.stringify(merged) === JSON.stringify({ rule: row.rule, properties: row.properties, templates: row.templates });
+	const same = definitionKey(merged) === definitionKey(row);
 	if (same) return { uuid: row.uuid, ...indexRecord(row), builds: [], drop: undefined };
 	return restart(db, catalog, caller.account, row, { ...merged, updated_ts: at }, true);
+}
+
+// What a definition means, whatever order its keys were sent in.
+function definitionKey(definition: IndexDefinition): string {
+	const { names, types } = definition.properties;
+	return JSON.stringify([definition.rule, names, types, names.map((name) => definition.templates.properties[name] ?? null)]);
 }
 
 // A new, empty generation: the old rows are invisible at once and deleted in the background.
