@@ -93,7 +93,10 @@ export function rowText(table: Table, input: LedgerInput): string | null {
 		twin: { uuid: input.twin, owner: input.owner, status: "", description: null },
 		user: { account: input.account, user: "", role: "", description: null },
 		now: 0,
-		budget: new Budget(INDEX_RULE_WORK_UNITS),
+		// No overrun (fixed, found by test/indexes/rows.test.ts): a Budget lets one evaluation
+		// spend up to twice its units before it throws, so a rule needing up to 200,000 units kept
+		// its row, where the contract allows a table 100,000 per ledger.
+		budget: new Budget(INDEX_RULE_WORK_UNITS, 0),
 		entry: { ledger: input.account, name: "", value: null, created_ts: null, updated_ts: null, value_changed_ts: null, values: input.values },
 	};
 	const rule = table.rule;
@@ -122,8 +125,9 @@ function rowChange(db: Database, table: Table, twin: string, text: string | null
 		delta.bytes = -existing.size;
 	} else if (existing && existing.properties === text) {
 		return { statements, delta };
-	} else if (!existing && table.row.rows >= limits.rows) {
-		// Full: a row that would be added is not, until a truncate or a rebuild.
+	} else if (!existing && (status === "full" || table.row.rows >= limits.rows)) {
+		// Full: a row that would be added is not, until a truncate or a rebuild (also once rows
+		// have gone below the limit again: the status says the table is incomplete).
 		delta.status = "full";
 	} else {
 		const size = utf8Bytes(text);

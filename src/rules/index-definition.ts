@@ -21,10 +21,18 @@ export type Definition = {
 	templates: { properties: Record<string, string> };
 };
 
-// Where in the rule's text a root is first written, for the refusal's position.
+// Where in the rule's text a root is first written, for the refusal's position. Fixed (found by
+// test/indexes/definitions.test.ts): a search of the word alone pointed into a string literal
+// (`LEDGER.k == 'now' or now > 1` answered the quote's position), so quoted text is skipped, and
+// so is a name after `.` (a member, `LEDGER.now`), as the parser reads them.
 function positionOf(text: string, root: string): number {
-	const found = new RegExp(`(?<![A-Za-z0-9_.$])${root}(?![A-Za-z0-9_$])`).exec(text);
-	return found ? found.index : 0;
+	const token = /'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[A-Za-z_$][A-Za-z0-9_$]*|\S/gs;
+	let previous = "";
+	for (let found = token.exec(text); found; found = token.exec(text)) {
+		if (found[0] === root && previous !== ".") return found.index;
+		previous = found[0];
+	}
+	return 0;
 }
 
 // One detail per problem, paths relative to the definition (`rule`, `properties.names.2`,
