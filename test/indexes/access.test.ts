@@ -1,0 +1,171 @@
+import { describe, expect, it } from "vitest";
+import {
+	addEntries,
+	bootstrap,
+	call,
+	createIndexes,
+	expectError,
+	fingerprint,
+	INDEXES,
+	indexDefinition,
+	indexPath,
+	indexRowsByTwin,
+	indexTable,
+	member,
+	newTwin,
+	role,
+	userWithRules,
+} from "../fixtures";
+
+// Access to Indexes tables (CONTRACT §18 "Access"): the statement first (403101), then 403102
+// for a role with a twin or entry rule, before any validation or lookup; a table resolves only
+// in its account, so another account's answers as an absent one.
+
+const definition = indexDefinition("LEDGER.n != null", { n: ["integer", "{LEDGER[n]}"] });
+
+type Route = { op: string; method: string; path: (name: string) => string; body?: unknown };
+
+// The seven routes, each with a valid request on the table `name`.
+const ROUTES: Route[] = [
+	{ op: "create_indexes_table", method: "POST", path: () => INDEXES, body: { indexes: { fresh: definition } } },
+	{ op: "get_indexes_tables", method: "GET", path: () => INDEXES },
+	{ op: "get_indexes_table", method: "GET", path: (name) => indexPath(name) },
+	{ op: "update_indexes_table", method: "PATCH", path: (name) => indexPath(name), body: { rule: "true" } },
+	{ op: "delete_indexes_table", method: "DELETE", path: (name) => indexPath(name) },
+	{ op: "truncate_indexes_table", method: "DELETE", path: (name) => indexPath(name, "/data") },
+	{ op: "query_indexes_table", method: "GET", path: (name) => indexPath(name, "/data?count=5&match=ROW.n%20%3E%200") },
+];
+
+// The same routes with input each would refuse (400101), or on a name that is not there.
+const BAD: Route[] = [
+	{ op: "create_indexes_table", method: "POST", path: () => INDEXES, body: { indexes: {} } },
+	{ op: "create_indexes_table", method: "POST", path: () => INDEXES, body: { indexes: { t: { ...definition, rule: "now > 1" } } } },
+	{ op: "get_indexes_tables", method: "GET", path: () => `${INDEXES}` },
+	{ op: "get_indexes_table", method: "GET", path: () => indexPath("absent") },
+	{ op: "get_indexes_table", method: "GET", path: () => indexPath("Bad-Name") },
+	{ op: "update_indexes_table", method: "PATCH", path: (name) => indexPath(name), body: {} },
+	{ op: "update_indexes_table", method: "PATCH", path: () => indexPath("absent"), body: { rule: 5 } },
+	{ op: "delete_indexes_table", method: "DELETE", path: () => indexPath("absent") },
+	{ op: "truncate_indexes_table", method: "DELETE", path: () => indexPath("Bad-Name", "/data") },
+	{ op: "query_indexes_table", method: "GET", path: (name) => indexPath(name, "/data?count=0&match=ROW.n%20%3E") },
+	{ op: "query_indexes_table", method: "GET", path: (name) => indexPath(name, "/data?cursor=forged&unknown=1") },
+];
+
+const send = (route: Route, secret: string, name = "t") => call(route.method, route.path(name), { secret, body: route.body });
+
+// An account with a table `t` holding one row.
+async function withTable() {
+	const admin = await bootstrap();
+	await createIndexes(admin.secret, { t: definition });
+	const twin = await newTwin(admin.secret);
+	await addEntries(admin.secret, twin, { n: { value: 1 } });
+	const record = await indexTable(admin.secret, "t");
+	const unchanged = async () => {
+		expect(await indexTable(admin.secret, "t")).toEqual(record);
+		expect(Object.keys(await indexRowsByTwin(admin.secret, "t"))).toEqual([twin]);
+		expect(Object.keys((await call("GET", INDEXES, { secret: admin.secret })).body.indexes)).toEqual(["t"]);
+	};
+	return { admin, unchanged };
+}
+
+it("the route table covers the seven operations", () => {
+	expect(new Set(ROUTES.map((r) => r.op)).size).toBe(7);
+});
+
+describe("roles that do not see the account's ledgers whole", () => {
+	for (const [kind, rules] of [
+		["twin", { twin: "true" }],
+		["entry", { entry: "true" }],
+		["twin and entry", { twin: "owner == account", entry: "ledger == account" }],
+	] as const) {
+		it(`are refused with 403102 on all seven routes (a role with a ${kind} rule), whatever the input`, async () => {
+			const { admin, unchanged } = await withTable();
+			const reader = await userWithRules(admin, rules);
+			for (const route of [...ROUTES, ...BAD]) {
+				const res = await send(route, reader.secret);
+				expectError(res, 403, 403102);
+				expect(res.body.details, route.op).toBeUndefined();
+			}
+			await unchanged();
+		});
+	}
+
+	it("a role with an identity rule only is not refused", async () => {
+		const { admin } = await withTable();
+		const reader = await userWithRules(admin, { identity: "true" });
+		expect((await send(ROUTES[1], reader.secret)).status).toBe(200);
+		expect((await send(ROUTES[2], reader.secret)).status).toBe(200);
+		expect((await send(ROUTES[6], reader.secret)).body.rows).toHaveLength(1);
+		expect((await send(ROUTES[0], reader.secret)).status).toBe(201);
+	});
+});
+
+describe("the statement", () => {
+	it("comes first: 403101 for an operation it denies, before 403102 for the rules", async () => {
+		const { admin, unchanged } = await withTable();
+		for (const route of ROUTES) {
+			const denying = await member(admin, await role(admin, { effect: "deny", actions: [route.op] }, { twin: "true" }, `No ${route.op}`));
+			expectError(await send(route, denying.secret), 403, 403101);
+			for (const other of ROUTES.filter((r) => r.op !== route.op)) expectError(await send(other, denying.secret), 403, 403102);
+		}
+		await unchanged();
+	});
+
+	it("names the seven operations: an allow list lets through only those it lists", async () => {
+		const { admin } = await withTable();
+		const lister = await member(admin, await role(admin, { effect: "allow", actions: ["get_indexes_tables", "query_indexes_table"] }, {}, "Lister"));
+		expect((await send(ROUTES[1], lister.secret)).status).toBe(200);
+		expect((await send(ROUTES[6], lister.secret)).status).toBe(200);
+		for (const route of [ROUTES[0], ROUTES[2], ROUTES[3], ROUTES[4], ROUTES[5]]) expectError(await send(route, lister.secret), 403, 403101);
+	});
+
+	it("a `deny` role, the default included, allows all seven at once", async () => {
+		const { admin } = await withTable();
+		const someone = await member(admin, await role(admin, { effect: "deny", actions: null }, {}, "Default"));
+		const expected = [201, 200, 200, 200, 200, 200, 200];
+		for (const [i, route] of ROUTES.entries()) {
+			// Delete last, so every route has the table.
+			if (route.op === "delete_indexes_table") continue;
+			expect((await send(route, someone.secret)).status, route.op).toBe(expected[i]);
+		}
+		expect((await send(ROUTES[4], someone.secret)).status).toBe(200);
+	});
+
+	it("refuses without a credential", async () => {
+		for (const route of ROUTES) expectError(await call(route.method, route.path("t"), { body: route.body }), 401, 401101);
+	});
+});
+
+describe("a table belongs to its account", () => {
+	it("another account's table answers exactly as an absent name, on every route of a name", async () => {
+		const { admin, unchanged } = await withTable();
+		const other = await bootstrap();
+		for (const route of ROUTES.slice(2)) {
+			const theirs = await send(route, other.secret, "t");
+			const absent = await send(route, other.secret, "u");
+			expectError(theirs, 404, 404102);
+			expect(fingerprint(theirs), route.op).toEqual(fingerprint(absent));
+			expect(theirs.headers.get("server-timing")).toMatch(/rows_read=\d+/);
+		}
+		await unchanged();
+		expect(admin.account).not.toBe(other.account);
+	});
+
+	it("names resolve per account: two accounts each have their own table of a name", async () => {
+		const { admin } = await withTable();
+		const other = await bootstrap();
+		expect((await createIndexes(other.secret, { t: indexDefinition("true", { twin: ["text", "{twin}"] }) })).t.status).toBe("ready");
+		expect(Object.keys((await call("GET", INDEXES, { secret: other.secret })).body.indexes)).toEqual(["t"]);
+		expect((await indexTable(other.secret, "t")).rule).toBe("true");
+		expect((await indexTable(admin.secret, "t")).rule).toBe(definition.rule);
+		expect(await indexRowsByTwin(other.secret, "t")).toEqual({});
+	});
+
+	it("answers 404102 for a name outside the pattern", async () => {
+		const { admin, unchanged } = await withTable();
+		for (const name of ["Bad-Name", "T", "1t", "a".repeat(65), "t%20", "t.x"]) {
+			for (const route of ROUTES.slice(2)) expectError(await send(route, admin.secret, name), 404, 404102);
+		}
+		await unchanged();
+	});
+});
