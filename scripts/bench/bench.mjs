@@ -2,15 +2,17 @@
 // start, middle and end of the account (rows read from Server-Timing, latency p50 and p99),
 // and the throughput of GET /twins?count=100&details=true under load from a second process;
 // then reads and writes a 64 KiB ledger (ledger.mjs), measures notifications
-// (notifications.mjs) and a 50 MB doc's upload and download (docs.mjs), and last runs the
-// side-by-side comparison (compare.mjs). Prints tables and writes bench/results.json.
-// `-- --only ledger`, `-- --only notifications` or `-- --only docs` runs that part alone;
-// `-- --port N` serves on N.
+// (notifications.mjs), a 50 MB doc's upload and download (docs.mjs) and Indexes tables
+// (indexes.mjs: ledger writes with 0, 1 and 10 tables, a table of 100,000 rows built and
+// queried), and last runs the side-by-side comparison (compare.mjs). Prints tables and writes
+// bench/results.json. `-- --only ledger`, `-- --only notifications`, `-- --only docs` or
+// `-- --only indexes` runs that part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { benchDocs, printDocs } from "./docs.mjs";
+import { benchIndexes, indexesSeed, printIndexes } from "./indexes.mjs";
 import { benchLedger, printLedger } from "./ledger.mjs";
 import { benchNotifications, printNotifications } from "./notifications.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
@@ -21,7 +23,8 @@ const { values: args } = parseArgs({ options: { only: { type: "string" }, port: 
 const ledgerOnly = args.only === "ledger";
 const notificationsOnly = args.only === "notifications";
 const docsOnly = args.only === "docs";
-const TWINS = ledgerOnly || notificationsOnly || docsOnly ? 0 : 100_000;
+const indexesOnly = args.only === "indexes";
+const TWINS = ledgerOnly || notificationsOnly || docsOnly || indexesOnly ? 0 : 100_000;
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
@@ -30,8 +33,11 @@ rmSync(STATE, { recursive: true, force: true });
 mkdirSync("bench", { recursive: true });
 
 const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
+// The indexes part seeds two accounts of its own, in the full run too.
+const indexesSeeded = !args.only || indexesOnly ? indexesSeed() : undefined;
 const seed = `${accountSql}
 ${twinsSeed(account, TWINS, "json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END)")}
+${indexesSeeded?.sql ?? ""}
 `;
 const seedFile = fileURLToPath(new URL("../../.wrangler/bench-seed.sql", import.meta.url));
 mkdirSync(".wrangler", { recursive: true });
@@ -59,6 +65,11 @@ try {
 		const docs = await benchDocs(server.url, secret);
 		writeFileSync("bench/results.json", `${JSON.stringify({ docs }, null, 2)}\n`);
 		printDocs(docs);
+		console.log("\nwritten to bench/results.json");
+	} else if (indexesOnly) {
+		const indexes = await benchIndexes(server.url, indexesSeeded);
+		writeFileSync("bench/results.json", `${JSON.stringify({ indexes }, null, 2)}\n`);
+		printIndexes(indexes);
 		console.log("\nwritten to bench/results.json");
 	} else {
 		await benchAll(server, headers);
@@ -122,7 +133,8 @@ async function benchAll(server, headers) {
 	const ledger = await benchLedger(server.url, secret);
 	const notifications = await benchNotifications(server.url, secret);
 	const docs = await benchDocs(server.url, secret);
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs };
+	const indexes = await benchIndexes(server.url, indexesSeeded);
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -136,5 +148,6 @@ async function benchAll(server, headers) {
 	printLedger(ledger);
 	printNotifications(notifications);
 	printDocs(docs);
+	printIndexes(indexes);
 	console.log("\nwritten to bench/results.json");
 }
