@@ -145,6 +145,11 @@ function applied(row: IndexTableRow, delta: { rows: number; bytes: number; statu
 
 // A ledger write's part: every table of the writing account re-evaluated on the ledger as
 // written. The statements join the write's batch; `committed` runs once it has landed.
+//
+// Rows come from the whole ledger, entries the writer may not see included. So for a writer
+// whose role has an entry rule, `db` is a database the request's meter does not see: what the
+// rows cost (a row read, written or not) would tell it what its hidden entries hold. The
+// statements still join the write's batch and commit with it.
 export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: LedgerInput, at: number, limits: IndexLimits) {
 	const tables = await catalog.all(db, ledger.account);
 	if (tables.length === 0) return { statements: [], committed: () => undefined };

@@ -367,7 +367,9 @@ export class AccountDO extends DurableObject<Env> {
 		return this.serialized(async (db, meter) => {
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
 			const at = now();
-			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(db, this.catalog, ledger, at, this.indexLimits());
+			// A writer that may not see the whole ledger must not see what its rows cost either.
+			const indexDb = write.writer.rules.entry === null ? db : database(this.env.DB);
+			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
 			const { published, ...value } = await writeLedger(db, write, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
 			if (published) await this.drain(account);
 			return value;

@@ -78,9 +78,14 @@ export class D1Meter implements D1Cost {
 			get(target, property) {
 				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter, query);
 				if (property === "batch") {
-					return async (statements: MeteredStatement[]) => {
-						const results = await target.batch(statements.map((s) => s.inner));
-						for (const result of results) meter.record(result.meta);
+					// A statement prepared on an unwrapped database may join the batch (it commits
+					// with the rest) without being counted: work the caller must not see the cost
+					// of, since it depends on what the caller may not see (see account/index-tables.ts).
+					return async (statements: (MeteredStatement | D1PreparedStatement)[]) => {
+						const results = await target.batch(statements.map((s) => (s instanceof MeteredStatement ? s.inner : s)));
+						results.forEach((result, i) => {
+							if (statements[i] instanceof MeteredStatement) meter.record(result.meta);
+						});
 						return results;
 					};
 				}

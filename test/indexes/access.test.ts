@@ -14,6 +14,7 @@ import {
 	member,
 	newTwin,
 	role,
+	until,
 	userWithRules,
 } from "../fixtures";
 
@@ -167,5 +168,32 @@ describe("a table belongs to its account", () => {
 			for (const route of ROUTES.slice(2)) expectError(await send(route, admin.secret, name), 404, 404102);
 		}
 		await unchanged();
+	});
+});
+
+// A writer whose entry rule hides an entry still keeps the account's rows current: rows come
+// from the whole ledger. What that costs must not show in its answer, or Server-Timing would
+// tell it whether its hidden entry passes a table's rule.
+describe("a ledger write by a writer who cannot see the whole ledger", () => {
+	it("keeps the rows current, and costs the same whatever its hidden entries make of them", async () => {
+		const admin = await bootstrap();
+		const [rich, poor] = [await newTwin(admin.secret), await newTwin(admin.secret)];
+		await addEntries(admin.secret, rich, { salary: { value: 100 }, note: { value: "a" } });
+		await addEntries(admin.secret, poor, { salary: { value: 10 }, note: { value: "a" } });
+		await createIndexes(admin.secret, { earners: indexDefinition("LEDGER.salary > 50", { note: ["string", "{LEDGER[note]}"] }) });
+		await until(() => indexTable(admin.secret, "earners"), (table) => table.status === "ready", "the build");
+		const narrow = await userWithRules(admin, { entry: "entry_name != 'salary'" });
+
+		const write = (twin: string) => call("PATCH", `/twins/${twin}/ledgers/personal/value`, { secret: narrow.secret, body: { entries: { note: { value: "b" } } } });
+		const onRich = await write(rich);
+		const onPoor = await write(poor);
+		expect(onRich.status).toBe(200);
+		const times = (text: string) => text.replace(/"(\w+_ts)":[\d.]+/g, '"$1":"ts"');
+		expect(fingerprint(onRich, (text) => times(text.replaceAll(rich, poor)))).toEqual(fingerprint(onPoor, times));
+
+		// The row of the twin whose hidden salary passes the rule changed with the write.
+		const rows = await indexRowsByTwin(admin.secret, "earners");
+		expect(Object.keys(rows)).toEqual([rich]);
+		expect(rows[rich].properties).toEqual({ note: "b" });
 	});
 });
