@@ -7,6 +7,7 @@
 //   measured by polling the table's status), then GET .../data?count=100 at the start, the
 //   middle and the end of the table, reached by walking it with cursors, with and without a
 //   `match`: rows read from Server-Timing, latency p50 and p99.
+import { timed } from "./api.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 
 const WRITES = 100;
@@ -17,23 +18,6 @@ const ROWS = 100_000;
 const COUNT = 100;
 const MATCH = "ROW.site == 'north' and ROW.rpm >= 1500";
 const BUILD_TIMEOUT_MS = 15 * 60 * 1000;
-
-function figure(res, name) {
-	return Number(new RegExp(`${name}=(\\d+)`).exec(res.headers.get("server-timing") ?? "")?.[1]);
-}
-
-async function timed(url, secret, method, path, body) {
-	const start = performance.now();
-	const res = await fetch(url + path, {
-		method,
-		headers: { authorization: secret, "content-type": "application/json" },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const answer = await res.json();
-	const ms = performance.now() - start;
-	if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-	return { ms, answer, queries: figure(res, "queries"), rowsRead: figure(res, "rows_read"), rowsWritten: figure(res, "rows_written") };
-}
 
 const at = (sorted, share) => +sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))].toFixed(2);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

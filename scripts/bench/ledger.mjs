@@ -1,25 +1,9 @@
 // The ledger part of `npm run bench`: a 64 KiB ledger read whole, and one entry written into
 // it, with and without history. D1 rows read and written per call come from Server-Timing.
 
+import { timed } from "./api.mjs";
 const SAMPLES = 100;
 const ENTRIES = 64;
-
-function figure(res, name) {
-	return Number(new RegExp(`${name}=(\\d+)`).exec(res.headers.get("server-timing") ?? "")?.[1]);
-}
-
-async function timed(url, secret, method, path, body) {
-	const start = performance.now();
-	const res = await fetch(url + path, {
-		method,
-		headers: { authorization: secret, "content-type": "application/json" },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const answer = await res.json();
-	const ms = performance.now() - start;
-	if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-	return { ms, answer, rowsRead: figure(res, "rows_read"), rowsWritten: figure(res, "rows_written") };
-}
 
 function summary(samples) {
 	const ms = samples.map((s) => s.ms).sort((a, b) => a - b);

@@ -2,6 +2,7 @@
 // delivered to a local receiver (one subscription, one value change at a time), and the
 // fan-out of one write to 100 confirmed subscriptions of a topic. Times are wall clock on this
 // machine, through the local queue (its max_batch_timeout included).
+import { call } from "./api.mjs";
 import { createServer } from "node:http";
 
 const SAMPLES = 100;
@@ -47,17 +48,6 @@ async function startReceiver() {
 			setTimeout(() => reject(new Error("no notification within 60 s")), 60_000).unref();
 		});
 	return { url, arrived, next, close: () => server.close() };
-}
-
-async function call(url, secret, method, path, body) {
-	const res = await fetch(url + path, {
-		method,
-		headers: { authorization: secret, "content-type": "application/json" },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const answer = await res.json();
-	if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-	return answer;
 }
 
 async function confirmedSubscriptions(url, secret, receiver, topic, count) {

@@ -127,7 +127,7 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	invalidateUpload(caller: CallerId, handler: string) {
-		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(db, current.account, docs.invalidateUpload(db, meter, current, handler, now())));
+		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())));
 	}
 
 	// A PUT to an upload URL: no user calls, the URL's token is the credential.
@@ -152,11 +152,11 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	deleteDoc(caller: CallerId, twin: string, name: string) {
-		return this.write(caller, "delete_twin_doc", (db, current) => this.tidyingAfter(db, current.account, docs.deleteDoc(db, current, twin, name, now())));
+		return this.write(caller, "delete_twin_doc", (db, current) => this.tidyingAfter(current.account, docs.deleteDoc(db, current, twin, name, now())));
 	}
 
 	deleteDocs(caller: CallerId, twin: string) {
-		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(db, current.account, docs.deleteDocs(db, current, twin, now())));
+		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())));
 	}
 
 	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
@@ -230,10 +230,12 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// After a write that let go of objects: delete them from R2 now, or from the alarm when R2
-	// fails (their keys wait in doc_garbage, written in the write's own batch).
-	private async tidyingAfter<T>(db: Database, account: string, write: Promise<T>): Promise<T> {
+	// fails (their keys wait in doc_garbage, written in the write's own batch). The tidying is
+	// the object's own work, outside the request's meter: it reads the account's expired
+	// uploads and garbage, other users' included, which the caller's Server-Timing must not count.
+	private async tidyingAfter<T>(account: string, write: Promise<T>): Promise<T> {
 		const value = await write;
-		const next = await docs.tidyDocs(db, this.env.DOCS, account, now());
+		const next = await docs.tidyDocs(database(this.env.DB), this.env.DOCS, account, now());
 		if (next !== undefined) await this.wakeBy(account, next);
 		return value;
 	}

@@ -13,7 +13,7 @@ import { canSign, signDownload, verifyDownload } from "../storage/links";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
-import { description, descriptionOut, mapOf, queryBoolean, timestampOut, uuid, uuidOut } from "./schemas";
+import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, timestampOut, uuid, uuidOut } from "./schemas";
 import { visibleTwin } from "./twins";
 
 // Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
@@ -26,17 +26,7 @@ const DOC_NAME = /^([a-zA-Z0-9_-]{1,32}\/){0,5}[a-zA-Z0-9_-]{1,32}(\.[a-zA-Z0-9]
 const docName = z.string().regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$");
 
 // In a path the name follows /docs/ with its folders' '/' as they are (or as %2F), decoded once.
-const docNameParam = z
-	.string()
-	.transform((text, ctx) => {
-		try {
-			return decodeURIComponent(text);
-		} catch {
-			ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
-			return z.NEVER;
-		}
-	})
-	.pipe(docName);
+const docNameParam = decodedOnce(docName);
 
 const MAX_DOCS_PER_ATTACH = 10;
 const MAX_MASK_LENGTH = 256;

@@ -10,7 +10,7 @@ import { canSeeIdentity, isExpired } from "../rules/identities";
 import { now } from "../base/time";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { decodedOnce, mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
@@ -18,17 +18,7 @@ const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 export const identityName = z.string().regex(IDENTITY, "Must match ^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$");
 
 // In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once.
-export const identityParam = z
-	.string()
-	.transform((text, ctx) => {
-		try {
-			return decodeURIComponent(text);
-		} catch {
-			ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
-			return z.NEVER;
-		}
-	})
-	.pipe(identityName);
+export const identityParam = decodedOnce(identityName);
 
 // create_twin_identity takes, and answers, at most this many at once.
 const MAX_IDENTITIES_PER_REQUEST = 100;

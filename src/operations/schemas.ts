@@ -40,6 +40,22 @@ export const ruleText = z.string().superRefine((text, ctx) => {
 	if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
 });
 
+// A path segment (or the rest of a path) percent-decoded exactly once, then checked by `inner`:
+// an identity's '#' travels as %23, a doc name's '/' as itself or %2F.
+export function decodedOnce(inner: z.ZodType<string, string>) {
+	return z
+		.string()
+		.transform((text, ctx) => {
+			try {
+				return decodeURIComponent(text);
+			} catch {
+				ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
+				return z.NEVER;
+			}
+		})
+		.pipe(inner);
+}
+
 // A boolean in a query string: true, false, 1 or 0, in any case.
 export const queryBoolean = z
 	.string()

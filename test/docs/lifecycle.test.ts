@@ -24,6 +24,9 @@ import {
 	uploaded,
 	uploadObject,
 	uploadUrl,
+	expireUpload,
+	fingerprint,
+	userWithRules,
 } from "../fixtures";
 
 // What happens to the bytes over time (CONTRACT §17): the account's alarm releases expired
@@ -167,5 +170,26 @@ describe("objects of deleted docs and uploads", () => {
 		expect(await env.DOCS.head(key)).toBeNull();
 		expect(await docBytes(admin.account)).toBe(0);
 		expect(await garbageOf(admin.account)).toEqual([]);
+	});
+});
+
+describe("the tidying after a delete", () => {
+	// It reads the account's expired uploads and garbage, other users' included: that is the
+	// object's work, and the caller's Server-Timing does not count it.
+	it("costs the caller the same whatever other users of the account left to tidy", async () => {
+		const times = (text: string) => text.replace(/"(\w+_ts)":[\d.]+/g, '"$1":"ts"');
+		const deletion = async (leftovers: boolean) => {
+			const admin = await bootstrap();
+			const twin = await newTwin(admin.secret);
+			await attachDoc(admin.secret, twin, "a.txt", patterned(10, 1));
+			if (leftovers) {
+				const other = await userWithRules(admin, {});
+				for (const seed of [2, 3]) await expireUpload((await uploaded(other.secret, patterned(10, seed))).handler);
+			}
+			const res = await call("DELETE", docPath(twin, "a.txt"), { secret: admin.secret });
+			expect(res.status).toBe(200);
+			return fingerprint(res, (text) => times(text.replaceAll(admin.account, "ACCOUNT")));
+		};
+		expect(await deletion(true)).toEqual(await deletion(false));
 	});
 });
