@@ -1,4 +1,4 @@
-import { base64Url, fromBase64Url } from "../base/crypto";
+import { base64Url, derivedHmacKey, fromBase64Url } from "../base/crypto";
 import { MIN_WEBHOOK_KEY_LENGTH } from "../base/seal";
 
 // A download URL's handler: `<doc uuid>.<expiry ms>.<mac>`, the mac an HMAC-SHA-256 of
@@ -8,26 +8,10 @@ import { MIN_WEBHOOK_KEY_LENGTH } from "../base/seal";
 const encoder = new TextEncoder();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-let derived: { secret: string; key: Promise<CryptoKey> } | undefined;
-
 // Undefined when WEBHOOK_KEY is unset or too short: no link can be issued or honoured.
 function linkKey(secret: string | undefined): Promise<CryptoKey> | undefined {
 	if (!secret || secret.length < MIN_WEBHOOK_KEY_LENGTH) return undefined;
-	if (derived?.secret !== secret) {
-		const key = crypto.subtle
-			.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
-			.then((material) =>
-				crypto.subtle.deriveKey(
-					{ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: encoder.encode("docs-download") },
-					material,
-					{ name: "HMAC", hash: "SHA-256", length: 256 },
-					false,
-					["sign", "verify"],
-				),
-			);
-		derived = { secret, key };
-	}
-	return derived.key;
+	return derivedHmacKey(secret, "docs-download");
 }
 
 export const canSign = (secret: string | undefined) => linkKey(secret) !== undefined;
