@@ -8,7 +8,7 @@
 //                         around them, scan pages and cursors, and the typed client to call it
 //   notifications/        everything that delivers a message to a receiver: the outbox drain,
 //                         the queue consumer, the delivery object, messages, signing, retries,
-//                         the callback URL policy
+//                         the callback URL policy; streams/: the live streams' object and frames
 //   storage/              the bytes of docs in R2: streamed in while hashed, read by range,
 //                         deleted; signed download links
 //   db/                   every D1 statement (drizzle schema and queries)

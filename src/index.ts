@@ -9,6 +9,7 @@ import type { WebhookJob } from "./notifications/jobs";
 
 export { AccountDO } from "./account/object";
 export { DeliveryDO } from "./notifications/delivery-object";
+export { StreamDO } from "./notifications/streams/object";
 
 const router = buildRouter(routes);
 

@@ -49,6 +49,7 @@ import {
 	updateIndexesTable,
 } from "./operations/indexes";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
+import { createStreamToken, streamNotifications } from "./operations/streams";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
@@ -118,6 +119,8 @@ export const routes: Route[] = [
 	{ method: "POST", path: "/notifications/webhooks/subscriptions/:subscription/confirmation", operation: resendWebhookConfirmation },
 	{ method: "GET", path: "/notifications/webhooks/access", operation: getNotificationsAccess },
 	{ method: "PATCH", path: "/notifications/webhooks/access/accounts/:account", operation: updateNotificationsAccountAccess },
+	{ method: "GET", path: "/notifications/stream", operation: streamNotifications },
+	{ method: "POST", path: "/notifications/stream/tokens", operation: createStreamToken },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },

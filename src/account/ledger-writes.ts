@@ -8,7 +8,7 @@ import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
-import { fanOut } from "../db/outbox";
+import { fanOut, streamPublication } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
 import { D1Meter } from "../db/meter";
@@ -126,7 +126,8 @@ type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1M
 type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Map<string, StoredEntry>; sight: EntrySight };
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
-// rows, one per trigger, topic and subscription): an event commits exactly when its change does.
+// rows, one per trigger, topic and subscription, and the live streams' row): an event commits
+// exactly when its change does.
 async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
 	const { writer, twin } = e.write;
 	// Publish rules are the writer's: they read the ledger after the write as the writer sees it,
@@ -140,7 +141,10 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	if (index) statements.push(...index.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
-		statements.push(fanOut(db, { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at, limit }));
+		const publication = { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at };
+		// One row per subscription for webhooks, and one for the account's live streams, whether
+		// or not anything listens: a stream that connects later replays it from the log.
+		statements.push(fanOut(db, { ...publication, limit }), streamPublication(db, publication));
 		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);

@@ -23,6 +23,8 @@ import * as docs from "./doc-writes";
 import * as indexes from "./index-tables";
 import type { IndexDefinition } from "../db/indexes";
 import { checkIndexAccess } from "../policy/indexes";
+import { revokeStreams, type StreamChange } from "../notifications/streams/client";
+import { CLOSE } from "../notifications/streams/frames";
 
 // The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
 // and tidies its uploads and doc objects. (The key's name is older than docs.)
@@ -71,8 +73,12 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input, this.limits()));
 	}
 
+	// A changed statement or rules end the streams of the role's holders (they reconnect and are
+	// checked as they now are); a new name does not.
 	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
-		return this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
+		const write = this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
+		const permission = changes.statement !== undefined || changes.rules !== undefined;
+		return this.tellStreams(write, () => (permission ? { account: caller.account, role, code: CLOSE.permissionEnded } : undefined));
 	}
 
 	deleteRole(caller: CallerId, role: string) {
@@ -83,25 +89,42 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "create_user", (db, current) => writes.createUser(db, current, input, this.limits()));
 	}
 
+	// A user given another role: its streams opened under the old one end.
 	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
-		return this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
+		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
+		return this.tellStreams(write, (updated) =>
+			changes.role === undefined ? undefined : { account: caller.account, user, exceptRole: updated.role, code: CLOSE.permissionEnded },
+		);
 	}
 
 	deleteUser(caller: CallerId, user: string) {
-		return this.write(caller, "delete_user", (db, current) => writes.deleteUser(db, current, user));
+		const write = this.write(caller, "delete_user", (db, current) => writes.deleteUser(db, current, user));
+		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
 	}
 
 	issuePin(caller: CallerId, user: string, pin: secrets.PinInput) {
 		return this.write(caller, "create_user_secret_pin", (db, current) => secrets.issuePin(db, current, user, pin));
 	}
 
+	// The user's streams learn the new validity: one set in the past ends them at once.
 	changeSecretValidity(caller: CallerId, user: string, validity_ts: number | null) {
 		const work = (db: Database, current: Caller) => secrets.changeSecretValidity(db, current, user, validity_ts);
-		return this.write(caller, "update_user_secret", work);
+		return this.tellStreams(this.write(caller, "update_user_secret", work), () => ({ account: caller.account, user, validity_ts }));
 	}
 
 	removeSecret(caller: CallerId, user: string) {
-		return this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
+		const write = this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
+		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
+	}
+
+	// Once a change to who a user is, or what it may do, has committed: the streams it touches
+	// hear of it (revokeStreams never fails the write). Outside the serialized step, so that the
+	// account's next write does not wait on the stream objects.
+	private async tellStreams<T>(write: Promise<Outcome<T>>, change: (value: T) => StreamChange | undefined): Promise<Outcome<T>> {
+		const outcome = await write;
+		const told = outcome.ok ? change(outcome.value) : undefined;
+		if (told) await revokeStreams(this.env, told);
+		return outcome;
 	}
 
 	// Identity writes of this account, on any twin it can see (checked by the caller).
@@ -349,7 +372,7 @@ export class AccountDO extends DurableObject<Env> {
 
 	// Drains run one at a time; answers whether messages are left for the alarm.
 	private drain(account: string): Promise<boolean> {
-		const run = this.draining.then(() => drainOutbox(database(this.env.DB), this.env.WEBHOOKS, account));
+		const run = this.draining.then(() => drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS }, account));
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {
 			console.error(JSON.stringify({ outbox: account, error: String(error) }));

@@ -17,14 +17,18 @@ export type Principal = {
 
 export type TokenOption = "create" | "refresh";
 
-// How the request proved it: a User Secret, or a User Token descending from one. `hash` is the
-// stored SHA-256 of that secret (what a token's `sec` claim holds), `fingerprint` its last four
-// characters, `validity_ts` when the secret stops working.
+// How the request proved it: a User Secret, or a User Token or a stream token descending from
+// one. `hash` is the stored SHA-256 of that secret (what a token's `sec` claim holds),
+// `fingerprint` its last four characters, `created_ts` when it was issued, `validity_ts` when
+// the secret stops working.
 export type Credential = {
-	type: "secret" | "token";
+	type: "secret" | "token" | "stream";
 	hash: string;
 	fingerprint: string;
+	created_ts: number;
 	validity_ts: number | null;
+	// A stream token's own expiry (stream_notifications only).
+	stream?: { exp: number };
 	// A token's own claims.
 	token?: { options: TokenOption[]; exp: number; dict?: Description };
 };

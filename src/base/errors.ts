@@ -68,6 +68,11 @@ export const ERRORS = {
 	},
 	upload_limit: { status: 409, subcode: 409174, description: "The account holds its limit of live upload URLs (MAX_UPLOADS)" },
 	twin_doc_limit: { status: 409, subcode: 409175, description: "The twin holds its limit of docs (MAX_TWIN_DOCS)" },
+	stream_limit: {
+		status: 409,
+		subcode: 409191,
+		description: "The caller's account has its limit of open streams on this publishing account (MAX_STREAMS)",
+	},
 	length_required: { status: 411, subcode: 411171, description: "An upload needs a Content-Length header" },
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },

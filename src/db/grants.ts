@@ -60,7 +60,11 @@ export function grantHolds(account: string, grantee: string, topic: string) {
 		AND ${topic} IN (SELECT value FROM json_each(${g.topics})))`;
 }
 
-export async function isGranted(db: Database, account: string, grantee: string, topic: string) {
-	const row = await db.get<{ granted: number }>(sql`SELECT ${grantHolds(account, grantee, topic)} AS granted`);
+// Whether account grants grantee every one of `topics` (distinct), in one statement.
+export async function isGranted(db: Database, account: string, grantee: string, topics: string[]) {
+	const g = notificationGrants;
+	const row = await db.get<{ granted: number }>(sql`SELECT count(*) = ${topics.length} AS granted
+		FROM ${g}, json_each(${g.topics}) AS t
+		WHERE ${g.account} = ${account} AND ${g.grantee} = ${grantee} AND t.value IN (SELECT value FROM json_each(${JSON.stringify(topics)}))`);
 	return row?.granted === 1;
 }

@@ -1,6 +1,6 @@
-import { and, eq, isNull, lt, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, lt, lte, sql } from "drizzle-orm";
 import type { Database } from "./client";
-import { notificationOutbox } from "./schema";
+import { notificationOutbox, streamOutbox } from "./schema";
 
 export type OutboxRow = typeof notificationOutbox.$inferSelect;
 
@@ -66,4 +66,28 @@ export async function findMessage(db: Database, message: string) {
 
 export async function markDelivered(db: Database, message: string, at: number) {
 	await db.update(notificationOutbox).set({ delivered_ts: at }).where(eq(notificationOutbox.message, message));
+}
+
+export type StreamRow = typeof streamOutbox.$inferSelect;
+
+// The live streams' row of one (trigger, topics) publication, for the ledger write's batch:
+// each entry's event body once, and per topic the names of the entries its message holds.
+export function streamPublication(db: Database, p: Omit<Publication, "limit">) {
+	const entries: Record<string, unknown> = {};
+	const topics: Record<string, string[]> = {};
+	for (const [topic, event] of Object.entries(p.events)) {
+		topics[topic] = Object.keys(event);
+		Object.assign(entries, event);
+	}
+	const row = { account: p.account, twin: p.twin, trigger: p.trigger, topics: JSON.stringify(topics), entries: JSON.stringify(entries), at: p.at };
+	return db.insert(streamOutbox).values(row);
+}
+
+// The account's oldest rows not yet handed to its stream object, in the order they committed.
+export function pendingStreamRows(db: Database, account: string, limit: number): Promise<StreamRow[]> {
+	return db.select().from(streamOutbox).where(eq(streamOutbox.account, account)).orderBy(asc(streamOutbox.id)).limit(limit);
+}
+
+export async function deleteStreamRows(db: Database, account: string, upTo: number) {
+	await db.delete(streamOutbox).where(and(eq(streamOutbox.account, account), lte(streamOutbox.id, upTo)));
 }

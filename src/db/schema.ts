@@ -201,6 +201,25 @@ export const notificationOutbox = sqliteTable(
 	(t) => [index("notification_outbox_pending").on(t.account, t.queued_ts)],
 );
 
+// The live streams' outbox: one row per (write, trigger) that published, in the same D1 batch
+// as the change. `topics` maps each topic to the names of the entries its event holds, whose
+// bodies ({new_value, old_value, changed_ts}) are in `entries` once, however many topics share
+// them. The account's object hands the rows, in id order (the order they committed), to the
+// account's stream object, which numbers them, and then deletes them.
+export const streamOutbox = sqliteTable(
+	"stream_outbox",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		twin: text("twin").notNull(),
+		trigger: text("trigger").notNull(),
+		topics: text("topics").notNull(),
+		entries: text("entries").notNull(),
+		at: real("at").notNull(),
+	},
+	(t) => [index("stream_outbox_account").on(t.account, t.id)],
+);
+
 // Every delivery attempt of every message to a subscription, newest kept (see
 // MAX_DELIVERIES_KEPT in src/db/deliveries.ts).
 export const webhookDeliveries = sqliteTable(

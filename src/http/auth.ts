@@ -1,11 +1,12 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
-import { findCredential } from "../db/auth";
+import { findCredential, findCredentialOfUser } from "../db/auth";
 import type { Caller, Credential } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
 import { CHALLENGE as challenge, checkCredential, type CredentialFound } from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
+import { verifyStreamToken } from "../base/stream-token";
 
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{64}$/;
 
@@ -47,15 +48,39 @@ export function callerOf(presented: Presented, found: CredentialFound | undefine
 }
 
 function credentialInfo(presented: Presented, found: CredentialFound): Credential {
-	const { fingerprint, validity_ts } = found;
-	if (presented.type === "secret") return { type: "secret", hash: presented.hash, fingerprint, validity_ts };
+	const { fingerprint, validity_ts, created_ts } = found;
+	if (presented.type === "secret") return { type: "secret", hash: presented.hash, fingerprint, created_ts, validity_ts };
 	const { opt, exp, dict } = presented.claims;
-	return { type: "token", hash: presented.hash, fingerprint, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } };
+	return { type: "token", hash: presented.hash, fingerprint, created_ts, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } };
 }
 
-export async function authenticate(request: Request, d1: D1Database, env: Env): Promise<Caller> {
+// `streamToken`: the operation also takes a stream token in its `access_token` parameter
+// (stream_notifications, for browsers), instead of the header, never beside it.
+export async function authenticate(request: Request, d1: D1Database, env: Env, accepts: { streamToken?: true } = {}): Promise<Caller> {
+	const streamToken = accepts.streamToken ? new URL(request.url).searchParams.get("access_token") : null;
+	if (streamToken !== null) return authenticateStream(request, streamToken, d1, env);
 	const presented = await presentedCredential(request, env);
 	return callerOf(presented, await findCredential(d1, presented.hash), now());
+}
+
+// A stream token: its mac first (a forgery reads nothing), then its expiry, then the user's
+// secret as it is now, which must be the one the token was made from.
+async function authenticateStream(request: Request, token: string, d1: D1Database, env: Env): Promise<Caller> {
+	if (request.headers.has("authorization")) {
+		const message = "Give the credential in the Authorization header or in access_token, not both";
+		throw new ApiError("validation", { description: message, details: [{ path: "access_token", message }] });
+	}
+	const claim = await verifyStreamToken(env.WEBHOOK_KEY, token);
+	if (!claim) throw new ApiError("unknown_credential", { headers: challenge });
+	const at = now();
+	if (claim.validityMs <= at * 1000) throw new ApiError("expired_credential", { headers: challenge });
+	const found = await findCredentialOfUser(d1, claim.user);
+	if (!found || found.account !== claim.account || Math.round(found.created_ts * 1000) !== claim.secretCreatedMs) {
+		throw new ApiError("unknown_credential", { headers: challenge });
+	}
+	const principal = checkCredential(found, at);
+	const { fingerprint, validity_ts, created_ts, hash } = found;
+	return { ...principal, credential: { type: "stream", hash, fingerprint, created_ts, validity_ts, stream: { exp: claim.validityMs / 1000 } } };
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

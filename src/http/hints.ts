@@ -14,9 +14,9 @@ export function guessCaller(hash: string): CredentialFound | undefined {
 
 // Only what the credential's row said: a request's dictionary and token are its own.
 export function rememberCaller(hash: string, caller: Caller) {
-	const { fingerprint, validity_ts } = caller.credential!;
+	const { fingerprint, validity_ts, created_ts } = caller.credential!;
 	guesses.delete(hash);
-	guesses.set(hash, { ...principalOf(caller), fingerprint, validity_ts });
+	guesses.set(hash, { ...principalOf(caller), fingerprint, validity_ts, created_ts, hash });
 	// Insertion order: the first key is the one remembered longest ago.
 	if (guesses.size > MAX_GUESSES) guesses.delete(guesses.keys().next().value as string);
 }

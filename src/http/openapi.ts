@@ -90,7 +90,8 @@ function requestBody(body: z.ZodType | "stream", shared: Record<string, JsonSche
 }
 
 function success(operation: Operation, shared: Record<string, JsonSchema>) {
-	if (operation.bytes) return { "application/octet-stream": { schema: { type: "string", format: "binary" } } };
+	if (operation.answers === "bytes") return { "application/octet-stream": { schema: { type: "string", format: "binary" } } };
+	if (operation.answers === "events") return { "text/event-stream": { schema: { type: "string", description: "Server-Sent Events; a WebSocket (101) on an Upgrade request" } } };
 	return { "application/json": { schema: jsonSchema(operation.response, "output", shared) } };
 }
 

@@ -37,7 +37,7 @@ export function pipeline(operation: Operation) {
 		}
 		let claim: Claim | undefined;
 		if (operation.auth === "secret") {
-			const caller = await countingFailures(env, request, () => authenticate(request, d1, env));
+			const caller = await countingFailures(env, request, () => authenticate(request, d1, env, { streamToken: operation.streamToken }));
 			mark(state, "authenticate");
 			checkStatement(caller, operation.name);
 			mark(state, "statement");
@@ -113,7 +113,7 @@ function bodyOf(bytes: Uint8Array | undefined): unknown {
 }
 
 function answer(operation: Operation, result: unknown) {
-	if (operation.bytes) return result as Response;
+	if (operation.answers) return result as Response;
 	if (result instanceof JsonText) {
 		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
 	}

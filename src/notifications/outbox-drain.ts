@@ -1,5 +1,5 @@
 import type { Database } from "../db/client";
-import { markQueued, pendingMessages } from "../db/outbox";
+import { deleteStreamRows, markQueued, pendingMessages, pendingStreamRows } from "../db/outbox";
 import { now } from "../base/time";
 import { RETRY_WINDOW } from "./retry-schedule";
 import type { NotificationJob } from "./jobs";
@@ -16,11 +16,22 @@ export const OUTBOX_KEEP_SECONDS = RETRY_WINDOW + 86_400;
 // A queue takes at most 100 messages per sendBatch.
 const DRAIN_PAGE = 100;
 
-// Hands the account's unsent outbox rows to the queue, page by page, marking each page once the
-// queue has it. A crash between the send and the mark sends that page again: delivery is at
-// least once, and the message uuid (webhook-id) lets a receiver drop the duplicate. Answers
-// whether rows are left (the queue failed us), for the alarm to try again.
-export async function drainOutbox(db: Database, queue: Queue, account: string): Promise<boolean> {
+// Stream rows per call to the account's stream object: each holds one write's events (at most
+// about 128 KiB of values), so a call stays a few MB at most.
+const STREAM_PAGE = 25;
+
+// Hands what the account's writes committed to whoever delivers it: the webhook messages to
+// the queue, the live streams' rows to the account's stream object. Answers whether rows are
+// left (one of them failed us), for the alarm to try again.
+export async function drainOutbox(db: Database, to: { queue: Queue; streams: Env["STREAMS"] }, account: string): Promise<boolean> {
+	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account), drainStreams(db, to.streams, account)]);
+	return webhooks || streams;
+}
+
+// The unsent webhook rows, page by page, each page marked once the queue has it. A crash
+// between the send and the mark sends that page again: delivery is at least once, and the
+// message uuid (webhook-id) lets a receiver drop the duplicate.
+async function drainWebhooks(db: Database, queue: Queue, account: string): Promise<boolean> {
 	for (;;) {
 		const rows = await pendingMessages(db, account, DRAIN_PAGE);
 		if (rows.length === 0) return false;
@@ -38,5 +49,23 @@ export async function drainOutbox(db: Database, queue: Queue, account: string): 
 		}
 		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
 		if (rows.length < DRAIN_PAGE) return false;
+	}
+}
+
+// The stream rows in the order they committed, deleted once the object has taken them. The
+// object keeps the id of the last row it took, so a page sent again after a lost answer is
+// not numbered twice.
+async function drainStreams(db: Database, streams: Env["STREAMS"], account: string): Promise<boolean> {
+	for (;;) {
+		const rows = await pendingStreamRows(db, account, STREAM_PAGE);
+		if (rows.length === 0) return false;
+		try {
+			await streams.getByName(account).append(account, rows);
+		} catch (error) {
+			console.error(JSON.stringify({ streams: account, pending: rows.length, error: String(error) }));
+			return true;
+		}
+		await deleteStreamRows(db, account, rows[rows.length - 1].id);
+		if (rows.length < STREAM_PAGE) return false;
 	}
 }

@@ -245,7 +245,7 @@ export const downloadDoc = defineOperation({
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: z.string().max(128) }),
 	headers: ["range"],
-	bytes: true,
+	answers: "bytes",
 	response: z.never(),
 	async run({ params, headers }, ctx) {
 		const doc = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());

@@ -6,6 +6,7 @@ import { defineOperation } from "./operation";
 import { mapOf, topic, uuid } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { requireNotificationStanding } from "./webhooks";
+import { revokeUngranted } from "../notifications/streams/client";
 
 export const MAX_GRANTED_TOPICS = 100;
 
@@ -40,6 +41,8 @@ export const updateNotificationsAccountAccess = defineOperation({
 		if (!(await replaceGrant(ctx.db, ctx.caller.account, params.account, granted, now(), limit))) {
 			throw new ApiError("grantee_limit", { description: `The account already grants topics to ${limit} accounts, its limit (MAX_GRANTEES)` });
 		}
+		// Its streams reading a topic no longer granted end, as its subscriptions did in the batch.
+		await revokeUngranted(ctx.env, ctx.caller.account, params.account, granted);
 		return { topics: granted };
 	},
 });

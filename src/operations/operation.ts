@@ -57,8 +57,12 @@ export type Operation<
 	locate?(params: P extends z.ZodType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
 	status?: 200 | 201;
 	response: z.ZodType;
-	// The operation answers the bytes of a file (a Response it builds), not JSON.
-	bytes?: true;
+	// The operation answers with a Response it builds, not JSON: the bytes of a file, or a
+	// stream of events (Server-Sent Events, or a WebSocket on an Upgrade request).
+	answers?: "bytes" | "events";
+	// The route also takes a stream token in its `access_token` parameter instead of the
+	// Authorization header (EventSource cannot set one); on every other route it is unknown.
+	streamToken?: true;
 	run(input: Input<P, Q, B, L>, ctx: RunContext<A>): Promise<unknown>;
 	// The operation may run before the Worker checks the credential, for a credential whose
 	// caller this isolate has seen: its `claim` then carries the credential's hash, and the

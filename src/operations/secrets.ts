@@ -5,6 +5,8 @@ import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { manageableUser } from "../account/guards";
+import { revokeStreams } from "../notifications/streams/client";
+import { CLOSE } from "../notifications/streams/frames";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 
@@ -66,6 +68,8 @@ export const createUserSecret = defineOperation({
 		const { secret, hash, fingerprint } = await newUserSecret();
 		const row = await redeemPin(ctx.db, await pinHash(account, pin), { hash, fingerprint }, now());
 		if (!row) throw new ApiError("pin_not_found");
+		// The secret it replaces ends, and the streams it opened with it.
+		await revokeStreams(ctx.env, { account: row.account, user: row.user, code: CLOSE.credentialEnded });
 		return { ...row, secret };
 	},
 });

@@ -7,15 +7,16 @@ import { decide } from "./statement";
 
 export const CHALLENGE = { "www-authenticate": 'Bearer realm="twin-registry"' };
 
-// The caller of a credential row, if the secret exists and has not expired.
-export type CredentialFound = Principal & { validity_ts: number | null; fingerprint: string };
+// The caller of a credential row, if the secret exists and has not expired. `created_ts` and
+// `hash` are the secret's.
+export type CredentialFound = Principal & { validity_ts: number | null; fingerprint: string; created_ts: number; hash: string };
 
 export function checkCredential(found: CredentialFound | undefined, at: number): Principal {
 	if (!found) throw new ApiError("unknown_credential", { headers: CHALLENGE });
 	if (found.validity_ts !== null && found.validity_ts <= at) {
 		throw new ApiError("expired_credential", { headers: CHALLENGE });
 	}
-	const { validity_ts: _, fingerprint: __, ...principal } = found;
+	const { validity_ts: _, fingerprint: __, created_ts: ___, hash: ____, ...principal } = found;
 	return principal;
 }
 

@@ -68,6 +68,8 @@ export const OPERATION_NAMES = [
 	"delete_webhook_subscription",
 	"update_notifications_account_access",
 	"get_notifications_access",
+	"stream_notifications",
+	"create_stream_token",
 	"create_account",
 ] as const;
 

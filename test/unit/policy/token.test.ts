@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Credential } from "../../../src/base/caller";
 import { claimsOf, deriveToken, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
 
-const secret: Credential = { type: "secret", hash: "h", fingerprint: "abcd", validity_ts: null };
+const secret: Credential = { type: "secret", hash: "h", fingerprint: "abcd", created_ts: 1000, validity_ts: null };
 const token = (options: ("create" | "refresh")[], dict?: Record<string, unknown>): Credential => ({
 	...secret,
 	type: "token",

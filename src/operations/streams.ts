@@ -1,0 +1,137 @@
+import * as z from "zod";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import type { Caller } from "../base/caller";
+import { signStreamToken } from "../base/stream-token";
+import { database } from "../db/client";
+import { findCredential } from "../db/auth";
+import { checkCredential, checkStatement } from "../policy/credential";
+import { connectStream, type StreamOpen } from "../notifications/streams/client";
+import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
+import { eventStream } from "../notifications/streams/sse";
+import { type Context, defineOperation } from "./operation";
+import { timestampOut, topic, uuid } from "./schemas";
+import { requireNotificationStanding, topicsGranted } from "./webhooks";
+
+// Live streams: the notification messages of one account's topics, over Server-Sent Events
+// (any GET) or a WebSocket (an Upgrade request), resumable by event id. The Worker checks the
+// caller; the publishing account's stream object (src/notifications/streams/) holds the log and
+// the sockets.
+
+// At most 8 topics: a socket carries at most 10 tags, one per topic, its user and its account.
+const MAX_STREAM_TOPICS = 8;
+
+const topics = z
+	.string()
+	.transform((text) => [...new Set(text.split(","))])
+	.pipe(z.array(topic).min(1).max(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`));
+
+const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number);
+
+export const streamNotifications = defineOperation({
+	name: "stream_notifications",
+	summary: "A live stream of an account's notification messages on some topics: Server-Sent Events, or a WebSocket on an Upgrade request; resumable by event id",
+	auth: "secret",
+	streamToken: true,
+	answers: "events",
+	headers: ["last-event-id", "upgrade"],
+	query: z.strictObject({
+		topics: topics.meta({ description: "1 to 8 comma-separated topics" }),
+		account: uuid.optional().meta({ description: "The publishing account (default: the caller's); another account's topics need its grant" }),
+		since: eventId.optional().meta({ description: "Resume after this event id (Last-Event-ID wins when both are given)" }),
+		access_token: z.string().max(256).optional().meta({ description: "A stream token (create_stream_token) instead of the Authorization header" }),
+	}),
+	response: z.string(),
+	async run({ query, headers }, ctx) {
+		const publisher = query.account ?? ctx.caller.account;
+		await requireAccess(ctx, ctx.caller, publisher, query.topics);
+		const sse = headers.upgrade?.toLowerCase() !== "websocket";
+		const lastEventId = headers["last-event-id"];
+		const since = lastEventId !== undefined ? (EVENT_ID.test(lastEventId) ? Number(lastEventId) : "unknown") : (query.since ?? null);
+		let caller: Caller = ctx.caller;
+		// A change that committed between the check above and the stream's registration found no
+		// stream to end: the credential is read again, at the primary, once the stream is
+		// registered. Any change after that reaches it. A caller whose role changed meanwhile
+		// (and still may stream) registers again, once, as it now is.
+		for (let attempt = 0; ; attempt++) {
+			const open = { ...openOf(caller, publisher, query.topics, since, sse), limit: Number(ctx.env.MAX_STREAMS) };
+			const answer = await connectStream(ctx.env, open);
+			if (answer.status === 409) {
+				const { limit } = (await answer.json()) as { limit: number };
+				throw new ApiError("stream_limit", { description: `The account already has ${limit} streams open on this publishing account, its limit (MAX_STREAMS)` });
+			}
+			const socket = answer.webSocket;
+			if (answer.status !== 101 || !socket) throw new Error(`The stream object answered ${answer.status}`);
+			const fresh = await checkedAgain(ctx, caller, publisher, query.topics).catch((error: unknown) => {
+				refuse(socket, error instanceof ApiError && error.status === 401 ? CLOSE.credentialEnded : CLOSE.permissionEnded);
+				throw error;
+			});
+			if (standing(fresh) === standing(caller)) {
+				return sse ? eventStream(socket, Number(ctx.env.STREAM_HEARTBEAT_SECONDS)) : new Response(null, { status: 101, webSocket: socket });
+			}
+			refuse(socket, CLOSE.permissionEnded);
+			if (attempt > 0) throw new ApiError("conflict", { description: "The caller's role or credential changed while the stream opened; open it again" });
+			caller = fresh;
+		}
+	},
+});
+
+// Steps 4 and 5 of the order (after the credential, the statement and the query): a role that
+// sees only some twins or entries may not stream (messages carry them whatever their
+// visibility), and another account's topics need its grant, every one of them.
+async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = ctx.db) {
+	requireNotificationStanding(caller, "stream notifications");
+	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db))) throw new ApiError("topic_not_granted");
+}
+
+// The credential's row, the statement and the access again, read at the primary.
+async function checkedAgain(ctx: Context, caller: Caller, publisher: string, topics: string[]): Promise<Caller> {
+	const primary = ctx.meter.wrap(ctx.env.DB.withSession("first-primary"));
+	const credential = caller.credential!;
+	const found = await findCredential(primary, credential.hash);
+	const fresh: Caller = { ...checkCredential(found, now()), credential: { ...credential, validity_ts: found!.validity_ts } };
+	checkStatement(fresh, "stream_notifications");
+	await requireAccess(ctx, fresh, publisher, topics, database(primary));
+	return fresh;
+}
+
+function openOf(caller: Caller, publisher: string, topics: string[], since: StreamOpen["since"], sse: boolean): Omit<StreamOpen, "limit"> {
+	const { credential } = caller;
+	const own = credential?.stream?.exp ?? credential?.token?.exp ?? null;
+	const { account, user, role } = caller;
+	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null } };
+}
+
+// What a registered stream rests on, the same before and after its registration or it
+// registers again: its role (what a role change ends), what the role allows, and when the
+// secret stops working.
+const standing = (caller: Caller) => JSON.stringify([caller.role, caller.statement, caller.rules, caller.credential?.validity_ts ?? null]);
+
+// A registered socket the client never gets: closed, so that the object forgets it.
+function refuse(socket: WebSocket, code: number) {
+	socket.accept();
+	socket.close(code, "refused");
+}
+
+const DEFAULT_STREAM_TOKEN_SECONDS = 3600;
+
+export const createStreamToken = defineOperation({
+	name: "create_stream_token",
+	summary: "A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only",
+	auth: "secret",
+	status: 201,
+	body: z.strictObject({
+		expires: z.number().int().min(60).max(86_400).optional().default(DEFAULT_STREAM_TOKEN_SECONDS).meta({ description: "Seconds, 60 to 86400 (default 3600)" }),
+	}),
+	response: z.object({ token: z.string(), validity_ts: timestampOut }),
+	async run({ body }, ctx) {
+		const credential = ctx.caller.credential!;
+		// Nothing made with a credential outlives it: the secret's validity, and a User Token's expiry.
+		const ends = [now() + body.expires, credential.validity_ts, credential.token?.exp].filter((t): t is number => typeof t === "number");
+		const validityMs = Math.floor(Math.min(...ends) * 1000);
+		const claim = { account: ctx.caller.account, user: ctx.caller.user, secretCreatedMs: Math.round(credential.created_ts * 1000), validityMs };
+		const token = await signStreamToken(ctx.env.WEBHOOK_KEY, claim);
+		if (!token) throw new ApiError("webhooks_unconfigured", { description: "Stream tokens are not configured on this server (WEBHOOK_KEY)" });
+		return { token, validity_ts: validityMs / 1000 };
+	},
+});
