@@ -183,6 +183,13 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	delete_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] }],
 	truncate_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index/data", secret: w.second.secret, expect: [404] }],
 	query_indexes_table: (w) => [{ method: "GET", path: "/account/services/indexes/first_index/data?count=10", secret: w.second.secret, expect: [404] }],
+	// The first account's topic, not granted to the second: refused before any stream opens,
+	// exactly as for an account that exists nowhere.
+	stream_notifications: (w) => [
+		{ method: "GET", path: `/notifications/stream?topics=first-topic&account=${w.first.account}`, secret: w.second.secret, expect: [403] },
+		{ method: "GET", path: `/notifications/stream?topics=granted-topic,first-topic&account=${w.first.account}`, secret: w.second.secret, expect: [403] },
+	],
+	create_stream_token: (w) => [{ method: "POST", path: "/notifications/stream/tokens", body: {}, secret: w.second.secret, expect: [201] }],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { signStreamToken, verifyStreamToken } from "../../../src/base/stream-token";
+
+// Stream tokens: signed, read back, and refused when anything in them changes.
+
+const KEY = "a-webhook-key-of-at-least-32-characters";
+const claim = { account: crypto.randomUUID(), user: crypto.randomUUID(), secretCreatedMs: 1795661407725, validityMs: 1795662020733 };
+
+describe("stream tokens", () => {
+	it("read back as the claim they were signed for, and are URL-safe", async () => {
+		const token = (await signStreamToken(KEY, claim))!;
+		expect(token).toMatch(/^[0-9a-f-]{36}\.[0-9a-f-]{36}\.\d+\.\d+\.[A-Za-z0-9_-]{43}$/);
+		expect(encodeURIComponent(token)).toBe(token);
+		expect(await verifyStreamToken(KEY, token)).toEqual(claim);
+	});
+
+	it("are refused when a part changes, under another key, or in another shape", async () => {
+		const token = (await signStreamToken(KEY, claim))!;
+		const parts = token.split(".");
+		const changed = [
+			[claim.user, ...parts.slice(1)].join("."),
+			[parts[0], claim.account, ...parts.slice(2)].join("."),
+			[...parts.slice(0, 2), String(claim.secretCreatedMs + 1), ...parts.slice(3)].join("."),
+			[...parts.slice(0, 3), String(claim.validityMs + 1), parts[4]].join("."),
+			[...parts.slice(0, 4), `${parts[4][0] === "A" ? "B" : "A"}${parts[4].slice(1)}`].join("."),
+		];
+		for (const bad of changed) expect(await verifyStreamToken(KEY, bad)).toBeUndefined();
+		expect(await verifyStreamToken(`${KEY}!`, token)).toBeUndefined();
+		for (const shape of ["", "a.b.c.d.e", parts.slice(0, 4).join("."), `${token}.x`, token.replace(/\./g, "_")]) {
+			expect(await verifyStreamToken(KEY, shape)).toBeUndefined();
+		}
+	});
+
+	it("cannot be made or read without a key of 32 characters", async () => {
+		expect(await signStreamToken(undefined, claim)).toBeUndefined();
+		expect(await signStreamToken("short", claim)).toBeUndefined();
+		const token = (await signStreamToken(KEY, claim))!;
+		expect(await verifyStreamToken(undefined, token)).toBeUndefined();
+	});
+});
