@@ -79,4 +79,49 @@ describe.skipIf(!available)("in a real browser", () => {
 			pageServer.close();
 		}
 	}, 60_000);
+
+	it("lets a page follow a live stream with EventSource and a stream token, and receive a ledger change", async () => {
+		const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
+		const account = (await created.json()) as { account: string; secret: string };
+		// What a backend hands its front-end: a User Token, never the secret.
+		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: account.secret }, body: "{}" });
+		const { token } = (await made.json()) as { token: string };
+		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>dashboard</title>"));
+		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
+		try {
+			const page = await browser.newPage();
+			await page.goto(`http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`);
+			// The page makes its stream token with the User Token, then opens EventSource with it
+			// (EventSource cannot set a header), and waits until the stream is open.
+			await page.evaluate(
+				async ({ api, token }) => {
+					const answer = await fetch(`${api}/notifications/stream/tokens`, {
+						method: "POST",
+						headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+						body: "{}",
+					});
+					const streamToken = ((await answer.json()) as { token: string }).token;
+					const source = new EventSource(`${api}/notifications/stream?topics=alerts&access_token=${encodeURIComponent(streamToken)}`);
+					(window as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
+						source.addEventListener("ledger.entry.added", (event) => resolve({ id: event.lastEventId, data: JSON.parse(event.data) }));
+					});
+					await new Promise((resolve, reject) => {
+						source.onopen = resolve;
+						source.onerror = () => reject(new Error("the stream did not open"));
+					});
+				},
+				{ api: server.url, token },
+			);
+			const json = { authorization: account.secret, "content-type": "application/json" };
+			const twin = ((await (await fetch(`${server.url}/twins`, { method: "POST", headers: json, body: "{}" })).json()) as { uuid: string }).uuid;
+			const entries = { pressure: { value: 4.2, publish: { alerts: "true" } } };
+			const written = await fetch(`${server.url}/twins/${twin}/ledgers/personal`, { method: "POST", headers: json, body: JSON.stringify({ entries }) });
+			expect(written.status).toBe(201);
+			const received = await page.evaluate(() => (window as unknown as { received: Promise<unknown> }).received);
+			expect(received).toMatchObject({ id: "1", data: { type: "Notification", trigger: "ledger.entry.added", twin, topic: "alerts", account: account.account, event: { pressure: { new_value: 4.2, old_value: null } } } });
+		} finally {
+			pageServer.close();
+		}
+	}, 60_000);
 });
