@@ -143,7 +143,8 @@ export class StreamDO extends DurableObject<Env> {
 		const upTo = Math.min(id, s.sent);
 		if (upTo > s.acked) {
 			s.acked = upTo;
-			const { count, bytes } = this.log.between(s.acked, s.sent, s.topics);
+			// Everything sent acknowledged, the usual case, needs no look at the log.
+			const { count, bytes } = upTo === s.sent ? { count: 0, bytes: 0 } : this.log.between(s.acked, s.sent, s.topics);
 			s.unacked = count;
 			s.unackedBytes = bytes;
 		}

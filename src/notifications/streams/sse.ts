@@ -8,8 +8,10 @@ import { CLOSE, type CloseCode, endFrame, isSseEnd, REASONS, SSE_HEARTBEAT, SSE_
 // log instead of growing a buffer here.
 
 export const MAX_UNREAD_BYTES = 1024 * 1024;
-// Acknowledged at the latest after this many events taken, and whenever the reader caught up.
+// Acknowledged after this many events taken, or this long after the reader caught up: one
+// acknowledgement covers a burst, and the object's window (1000 messages) is never the limit.
 const ACK_EVERY = 100;
+const ACK_DELAY_MS = 500;
 // How long an ended stream's last bytes may wait for a reader that does not read them.
 const LINGER_MS = 10_000;
 
@@ -23,8 +25,11 @@ export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers
 	let sinceAck = 0;
 	let ended = false;
 	let heartbeat: number | null = null;
+	let acking: number | null = null;
 
 	const acknowledge = () => {
+		clearTimeout(acking);
+		acking = null;
 		if (taken === undefined) return;
 		try {
 			socket.send(JSON.stringify({ type: "ack", id: taken }));
@@ -53,6 +58,7 @@ export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers
 		ended = true;
 		if (code !== undefined) push(endFrame(code, true));
 		clearTimeout(heartbeat);
+		clearTimeout(acking);
 		const linger = setTimeout(() => writer.abort().catch(() => undefined), LINGER_MS);
 		writer.close().then(() => clearTimeout(linger), () => clearTimeout(linger));
 		try {
@@ -78,7 +84,8 @@ export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers
 				unread -= bytes.byteLength;
 				if (id === undefined) return;
 				taken = id;
-				if (++sinceAck >= ACK_EVERY || unread === 0) acknowledge();
+				if (++sinceAck >= ACK_EVERY) acknowledge();
+				else if (unread === 0 && acking === null) acking = setTimeout(acknowledge, ACK_DELAY_MS);
 			},
 			// The reader went away: nothing more to write, and the object drops the socket.
 			() => finish(undefined),
