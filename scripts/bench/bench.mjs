@@ -4,9 +4,11 @@
 // then reads and writes a 64 KiB ledger (ledger.mjs), measures notifications
 // (notifications.mjs), a 50 MB doc's upload and download (docs.mjs) and Indexes tables
 // (indexes.mjs: ledger writes with 0, 1 and 10 tables, a table of 100,000 rows built and
-// queried), and last runs the side-by-side comparison (compare.mjs). Prints tables and writes
-// bench/results.json. `-- --only ledger`, `-- --only notifications`, `-- --only docs` or
-// `-- --only indexes` runs that part alone; `-- --port N` serves on N.
+// queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
+// memory per idle stream), and last runs the side-by-side comparison (compare.mjs). Prints
+// tables and writes bench/results.json. `-- --only ledger`, `-- --only notifications`,
+// `-- --only docs`, `-- --only indexes` or `-- --only streams` runs that part alone;
+// `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -15,6 +17,7 @@ import { benchDocs, printDocs } from "./docs.mjs";
 import { benchIndexes, indexesSeed, printIndexes } from "./indexes.mjs";
 import { benchLedger, printLedger } from "./ledger.mjs";
 import { benchNotifications, printNotifications } from "./notifications.mjs";
+import { benchStreams, printStreams } from "./streams.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
@@ -24,7 +27,8 @@ const ledgerOnly = args.only === "ledger";
 const notificationsOnly = args.only === "notifications";
 const docsOnly = args.only === "docs";
 const indexesOnly = args.only === "indexes";
-const TWINS = ledgerOnly || notificationsOnly || docsOnly || indexesOnly ? 0 : 100_000;
+const streamsOnly = args.only === "streams";
+const TWINS = ledgerOnly || notificationsOnly || docsOnly || indexesOnly || streamsOnly ? 0 : 100_000;
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
@@ -70,6 +74,11 @@ try {
 		const indexes = await benchIndexes(server.url, indexesSeeded);
 		writeFileSync("bench/results.json", `${JSON.stringify({ indexes }, null, 2)}\n`);
 		printIndexes(indexes);
+		console.log("\nwritten to bench/results.json");
+	} else if (streamsOnly) {
+		const streams = await benchStreams(server.url, secret);
+		writeFileSync("bench/results.json", `${JSON.stringify({ streams }, null, 2)}\n`);
+		printStreams(streams);
 		console.log("\nwritten to bench/results.json");
 	} else {
 		await benchAll(server, headers);
@@ -134,7 +143,8 @@ async function benchAll(server, headers) {
 	const notifications = await benchNotifications(server.url, secret);
 	const docs = await benchDocs(server.url, secret);
 	const indexes = await benchIndexes(server.url, indexesSeeded);
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes };
+	const streams = await benchStreams(server.url, secret);
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes, streams };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -149,5 +159,6 @@ async function benchAll(server, headers) {
 	printNotifications(notifications);
 	printDocs(docs);
 	printIndexes(indexes);
+	printStreams(streams);
 	console.log("\nwritten to bench/results.json");
 }

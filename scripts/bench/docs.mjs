@@ -12,45 +12,13 @@
 // So the rounds after the first are the ones that tell.
 import { call } from "./api.mjs";
 import { createHash, randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { descendants, rss } from "./memory.mjs";
 
 const FILE_BYTES = 50_000_000;
 const CHUNK = 64 * 1024;
 const ROUNDS = 4;
 const SAMPLE_MS = 10;
 const MB = 1_000_000;
-
-// The pids of every process below this one (the dev server's wrangler, and the workerd
-// processes it runs) whose command is `name`. Linux only: read from /proc.
-function descendants(name) {
-	const parents = new Map();
-	for (const entry of readdirSync("/proc")) {
-		if (!/^\d+$/.test(entry)) continue;
-		try {
-			const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-			// pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'.
-			const close = stat.lastIndexOf(")");
-			const comm = stat.slice(stat.indexOf("(") + 1, close);
-			const ppid = Number(stat.slice(close + 2).split(" ")[1]);
-			parents.set(Number(entry), { ppid, comm });
-		} catch {}
-	}
-	const below = (pid) => {
-		for (let at = parents.get(pid)?.ppid; at; at = parents.get(at)?.ppid) if (at === process.pid) return true;
-		return false;
-	};
-	return [...parents].filter(([pid, p]) => p.comm === name && below(pid)).map(([pid]) => pid);
-}
-
-// VmRSS in bytes, or 0 once the process is gone.
-function rss(pid) {
-	try {
-		const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-		return kb ? Number(kb) * 1024 : 0;
-	} catch {
-		return 0;
-	}
-}
 
 // Samples the resident memory of the workerd processes, summed, every SAMPLE_MS while `work`
 // runs. `wrangler dev` may restart its runtime (a reload): a measurement that sees another set
