@@ -103,8 +103,11 @@ describe.skipIf(!available)("in a real browser", () => {
 					});
 					const streamToken = ((await answer.json()) as { token: string }).token;
 					const source = new EventSource(`${api}/notifications/stream?topics=alerts&access_token=${encodeURIComponent(streamToken)}`);
-					(window as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
-						source.addEventListener("ledger.entry.added", (event) => resolve({ id: event.lastEventId, data: JSON.parse(event.data) }));
+					(globalThis as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
+						source.addEventListener("ledger.entry.added", (event) => {
+							const message = event as unknown as { lastEventId: string; data: string };
+							resolve({ id: message.lastEventId, data: JSON.parse(message.data) });
+						});
 					});
 					await new Promise((resolve, reject) => {
 						source.onopen = resolve;
@@ -118,7 +121,7 @@ describe.skipIf(!available)("in a real browser", () => {
 			const entries = { pressure: { value: 4.2, publish: { alerts: "true" } } };
 			const written = await fetch(`${server.url}/twins/${twin}/ledgers/personal`, { method: "POST", headers: json, body: JSON.stringify({ entries }) });
 			expect(written.status).toBe(201);
-			const received = await page.evaluate(() => (window as unknown as { received: Promise<unknown> }).received);
+			const received = await page.evaluate(() => (globalThis as unknown as { received: Promise<unknown> }).received);
 			expect(received).toMatchObject({ id: "1", data: { type: "Notification", trigger: "ledger.entry.added", twin, topic: "alerts", account: account.account, event: { pressure: { new_value: 4.2, old_value: null } } } });
 		} finally {
 			pageServer.close();
