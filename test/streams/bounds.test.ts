@@ -100,6 +100,7 @@ describe("a WebSocket reader", () => {
 	it("hears nothing from the server while idle; the runtime answers its pings", async () => {
 		const admin = await bootstrap();
 		const socket = await openSocket(streamPath("alerts"), { secret: admin.secret, env: { STREAM_HEARTBEAT_SECONDS: "0.1" } });
+		// Nothing to await for what does not come: four SSE heartbeat periods pass first.
 		await new Promise((resolve) => setTimeout(resolve, 400));
 		expect(await drained(socket)).toEqual([]);
 	});
