@@ -18,6 +18,9 @@ export const accounts = sqliteTable("accounts", {
 	// The bytes of the account's docs and of its uploads not yet attached (claimed when a PUT
 	// begins): what MAX_DOC_BYTES limits. Only the account's object changes it.
 	doc_bytes: integer("doc_bytes").notNull().default(0),
+	// How many stickers the account has put and not yet seen removed or expired (swept): what
+	// MAX_STICKERS limits, kept here so that a put counts by one row. Only the account's object changes it.
+	stickers: integer("stickers").notNull().default(0),
 });
 
 export const roles = sqliteTable(
@@ -400,4 +403,53 @@ export const indexRows = sqliteTable(
 		updated_ts: real("updated_ts").notNull(),
 	},
 	(t) => [primaryKey({ columns: [t.table, t.generation, t.twin] })],
+);
+
+// A coloured marker an account puts on a twin for its recipients. Nothing changes a sticker:
+// it is put, then removed or expired, once. `publish` holds the topics of each event as lists,
+// `recipients` the uuids in the order given.
+export const stickers = sqliteTable(
+	"stickers",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		color: text("color").notNull(),
+		note: text("note"),
+		recipients: text("recipients", { mode: "json" }).$type<string[]>().notNull(),
+		validity_ts: real("validity_ts").notNull(),
+		created_ts: real("created_ts").notNull(),
+		publish: text("publish", { mode: "json" }).$type<Partial<Record<"on_put" | "on_remove" | "on_expire", string[]>>>().notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account, t.color] }), index("stickers_due").on(t.account, t.validity_ts)],
+);
+
+// Who a sticker is addressed to: one row per recipient uuid (a user, a role or an account),
+// for the reads that find a caller's stickers on a twin and across twins, newest first.
+export const stickerRecipients = sqliteTable(
+	"sticker_recipients",
+	{
+		recipient: text("recipient").notNull(),
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+		color: text("color").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [
+		primaryKey({ columns: [t.twin, t.account, t.color, t.recipient] }),
+		index("sticker_recipients_twin").on(t.recipient, t.twin),
+		index("sticker_recipients_newest").on(t.recipient, t.created_ts, t.account, t.twin, t.color),
+	],
+);
+
+// What background work could not do, per account (get_log): written by alarms, queue
+// consumers and delivery objects, never read on a request's path but by get_log.
+export const accountLog = sqliteTable(
+	"account_log",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		at: real("at").notNull(),
+		message: text("message").notNull(),
+	},
+	(t) => [index("account_log_account").on(t.account, t.id)],
 );
