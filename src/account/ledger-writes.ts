@@ -8,7 +8,7 @@ import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
-import { fanOut, streamPublication } from "../db/outbox";
+import { fanOut, streamPublication, truncationLog } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
 import { D1Meter } from "../db/meter";
@@ -141,10 +141,11 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	if (index) statements.push(...index.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
-		const publication = { account: writer.account, twin: twin.uuid, trigger: e.trigger, events, at: e.at };
+		const messages = Object.entries(events).map(([topic, event]) => ({ twin: twin.uuid, topic, event }));
+		const publication = { account: writer.account, trigger: e.trigger, messages, at: e.at, limit };
 		// One row per subscription for webhooks, and one for the account's live streams, whether
 		// or not anything listens: a stream that connects later replays it from the log.
-		statements.push(fanOut(db, { ...publication, limit }), streamPublication(db, publication));
+		statements.push(fanOut(db, publication), ...truncationLog(db, publication), streamPublication(db, { ...publication, sources: [messages] }));
 		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);

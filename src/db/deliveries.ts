@@ -1,6 +1,7 @@
 import { and, desc, eq, lte, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { subscriptions, webhookDeliveries } from "./schema";
+import { logStatements } from "./log";
 
 // How many attempts a subscription keeps: the newest. An outage long enough to exhaust the
 // retry schedule of many messages still leaves the table bounded per subscription.
@@ -16,7 +17,9 @@ export type NewDelivery = Omit<DeliveryRow, "seq">;
 // A confirmation attempt settles the subscription only while its message is still the current
 // one: an attempt of a message a resend replaced, finishing late, must neither mark the new
 // message delivered (it would never be sent) nor fail the subscription pending again.
-export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean, confirmation = true) {
+// `log`: the line the attempt leaves in an account's log (the last attempt of a message that
+// failed for good), committed with the attempt's record.
+export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean, confirmation = true, log?: { account: string; line: string }) {
 	const at = entry.attempted_ts;
 	const s = subscriptions;
 	const d = webhookDeliveries;
@@ -44,6 +47,7 @@ export async function recordAttempt(db: Database, entry: NewDelivery, failsSubsc
 					ORDER BY ${d.seq} DESC LIMIT 1 OFFSET ${MAX_DELIVERIES_KEPT})`),
 			),
 		),
+		...(log ? logStatements(db, log.account, at, [log.line]) : []),
 	]);
 }
 

@@ -1,5 +1,6 @@
 import { type Database, database } from "../db/client";
 import { recordAttempt } from "../db/deliveries";
+import { logLine } from "../db/log";
 import { findMessage, markDelivered } from "../db/outbox";
 import { effectiveStatus, findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { now } from "../base/time";
@@ -40,11 +41,13 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(row.callback_url, body, headers);
 
-	return settle(db, { subscription: row.uuid, message: row.message, attempt, at, since: job.since, confirmation: true }, outcome);
+	const attempted = { subscription: row.uuid, account: row.account, trigger: "Confirmation", message: row.message, attempt, at, since: job.since, confirmation: true };
+	return settle(db, attempted, outcome);
 }
 
-// `since`: when the message was first queued, as its job carries it.
-type Attempted = { subscription: string; message: string; attempt: number; at: number; since?: number; confirmation: boolean };
+// `since`: when the message was first queued, as its job carries it. `account` owns the
+// subscription; `trigger` is the message's (Confirmation for a confirmation).
+type Attempted = { subscription: string; account: string; trigger: string; message: string; attempt: number; at: number; since?: number; confirmation: boolean };
 
 // Records an attempt's outcome in the subscription's deliveries and says what comes next. A
 // message whose retry window is over goes the way of one whose schedule is used up.
@@ -53,6 +56,9 @@ export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcom
 	const asked = outcome.retryAfter !== null ? ` (Retry-After: ${outcome.retryAfter})` : "";
 	const over = a.attempt > RETRY_SCHEDULE.length ? "" : " (the retry window is over)";
 	const note = { delivered: "", permanent: ", not retried", retry: delay === null ? `, retries exhausted${over}` : `, retry in ${delay} s${asked}` };
+	// A message that ends here without a 2xx leaves a line in the log of the subscription's account.
+	const failed = outcome.kind === "permanent" || (outcome.kind === "retry" && delay === null);
+	const line = logLine("Webhook delivery failed for good", { subscription: a.subscription, message: a.message, trigger: a.trigger, reason: outcome.reason }, now());
 	await recordAttempt(
 		db,
 		{
@@ -68,6 +74,7 @@ export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcom
 		},
 		outcome.kind === "permanent",
 		a.confirmation,
+		failed ? { account: a.account, line } : undefined,
 	);
 	if (outcome.kind !== "retry") return { action: "done" };
 	return delay === null ? { action: "dead" } : { action: "retry", delay };
@@ -98,8 +105,9 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	// is where the owner looks for what became of its messages, which a log line would not tell.
 	if (!row) {
 		const detail = "not sent: the message is no longer kept, its retry window is long over";
-		const outcome = { kind: "permanent", detail, status: null, durationMs: 0, retryAfter: null } as const;
-		return settle(db, { subscription: subscription.uuid, message: job.message, attempt, at, since: job.since, confirmation: false }, outcome);
+		const outcome = { kind: "permanent", detail, status: null, durationMs: 0, retryAfter: null, reason: "the message is no longer kept" } as const;
+		const attempted = { subscription: subscription.uuid, account: subscription.account, trigger: "Notification", message: job.message, attempt, at, since: job.since, confirmation: false };
+		return settle(db, attempted, outcome);
 	}
 
 	const keys = await signingKeys(env, subscription, at);
@@ -108,5 +116,6 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(subscription.callback_url, body, headers);
 	if (outcome.kind === "delivered") await markDelivered(db, row.message, at);
-	return settle(db, { subscription: subscription.uuid, message: row.message, attempt, at, since: job.since, confirmation: false }, outcome);
+	const attempted = { subscription: subscription.uuid, account: subscription.account, trigger: row.trigger, message: row.message, attempt, at, since: job.since, confirmation: false };
+	return settle(db, attempted, outcome);
 }

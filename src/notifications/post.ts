@@ -7,6 +7,8 @@ export type DeliveryOutcome = {
 	durationMs: number;
 	// Seconds the receiver asked us to wait (Retry-After), when it said so.
 	retryAfter: number | null;
+	// What the account log says of it, if it was the last: no URL, no error text.
+	reason: string;
 };
 
 // 2xx is delivered. Redirects are not followed and, like 4xx other than 408 and 429, will not
@@ -45,6 +47,7 @@ export async function deliver(url: string, body: string, headers: Record<string,
 			status: response.status,
 			durationMs: Date.now() - started,
 			retryAfter: kind === "retry" ? parseRetryAfter(response.headers.get("retry-after"), Date.now()) : null,
+			reason: `HTTP ${response.status}`,
 		};
 	} catch (error) {
 		const timedOut = (error as Error)?.name === "TimeoutError";
@@ -54,6 +57,7 @@ export async function deliver(url: string, body: string, headers: Record<string,
 			status: null,
 			durationMs: Date.now() - started,
 			retryAfter: null,
+			reason: timedOut ? "a timeout" : "a network error",
 		};
 	}
 }
