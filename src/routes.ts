@@ -50,6 +50,8 @@ import {
 } from "./operations/indexes";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 import { createStreamToken, streamNotifications } from "./operations/streams";
+import { getSticker, getStickers, listStickers, putSticker, removeSticker } from "./operations/stickers";
+import { getLog } from "./operations/log";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
@@ -99,6 +101,11 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/value", operation: getTwinLedgerEntryValue },
 	{ method: "PATCH", path: "/twins/:twin/ledgers/:ledger/value", operation: updateTwinLedgerEntryValue },
 	{ method: "GET", path: "/twins/:twin/ledgers/:ledger/history", operation: getTwinLedgerEntryHistory },
+	{ method: "POST", path: "/twins/:twin/stickers", operation: putSticker },
+	{ method: "GET", path: "/twins/:twin/stickers", operation: getStickers },
+	{ method: "GET", path: "/twins/:twin/stickers/:color", operation: getSticker },
+	{ method: "DELETE", path: "/twins/:twin/stickers/:color", operation: removeSticker },
+	{ method: "GET", path: "/stickers", operation: listStickers },
 	{ method: "POST", path: "/cache", operation: createUploadUrl },
 	{ method: "DELETE", path: "/cache/:handler", operation: invalidateUploadUrl },
 	{ method: "PUT", path: "/cache/:account/:handler", operation: uploadToCache },
@@ -124,5 +131,6 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },
+	{ method: "GET", path: "/log", operation: getLog },
 	{ method: "POST", path: "/admin/accounts", operation: createAccount },
 ] as Route[];

@@ -490,7 +490,7 @@ export async function docObject(twin: string, name: string): Promise<string> {
 }
 
 // Imported here, with the helpers that need them, because this module grows by appending.
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import type { AccountDO } from "../src/account/object";
 import type { StreamDO } from "../src/notifications/streams/object";
 
@@ -827,4 +827,43 @@ export async function seedStreamMessages(admin: Account, twin: string, topic: st
 // Runs `work` on the account's stream object itself (its log's storage, its sockets).
 export function inStreamObject<T>(account: string, work: (instance: StreamDO, state: DurableObjectState) => T | Promise<T>) {
 	return runInDurableObject(env.STREAMS.getByName(account), work);
+}
+
+// ---- Stickers and the account log ----
+
+export const stickerPath = (twin: string, color?: string, query = "") => `/twins/${twin}/stickers${color === undefined ? "" : `/${color}`}${query}`;
+
+export type StickerIn = { note?: string | null; recipients: string[]; validity_ts?: number; publish?: Record<string, string | string[]> };
+
+// Puts stickers of the caller's account on `twin`, expecting 201.
+export async function putStickers(secret: string, twin: string, stickers: Record<string, StickerIn>) {
+	const res = await call("POST", stickerPath(twin), { secret, body: { stickers } });
+	expect(res.status, JSON.stringify(res.body)).toBe(201);
+	return res.body.stickers as Record<string, { note: string | null; recipients: string[]; validity_ts: number; created_ts: number; publish: Record<string, string[]> }>;
+}
+
+// Every line of the account's log, read through get_log page by page.
+export async function logLines(secret: string): Promise<string[]> {
+	const lines: string[] = [];
+	let fragment: string | null = null;
+	for (;;) {
+		const res = await call("GET", `/log${fragment ? `?fragment=${fragment}` : ""}`, { secret });
+		expect(res.status, JSON.stringify(res.body)).toBe(200);
+		lines.push(...res.body.messages);
+		if (res.body.messages.length < 100) return lines;
+		fragment = res.body.fragment;
+	}
+}
+
+// Restarts the account's object as an eviction would (its storage, alarm included, kept): the
+// next call meets a new instance.
+export async function restartAccountObject(account: string) {
+	const stub = env.ACCOUNTS.getByName(account);
+	const mark = Symbol.for("before-restart");
+	await runInDurableObject(stub, (instance: AccountDO) => {
+		(instance as unknown as Record<symbol, boolean>)[mark] = true;
+	});
+	await evictDurableObject(stub);
+	const fresh = await runInDurableObject(stub, (instance: AccountDO) => !(instance as unknown as Record<symbol, boolean>)[mark]);
+	expect(fresh).toBe(true);
 }

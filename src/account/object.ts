@@ -25,6 +25,8 @@ import type { IndexDefinition } from "../db/indexes";
 import { checkIndexAccess } from "../policy/indexes";
 import { revokeStreams, type StreamChange } from "../notifications/streams/client";
 import { CLOSE } from "../notifications/streams/frames";
+import * as stickers from "./sticker-writes";
+import { nextExpiry, type StickerKey } from "../db/stickers";
 
 // The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
 // and tidies its uploads and doc objects. (The key's name is older than docs.)
@@ -35,6 +37,9 @@ const INDEX_BUILDS = "index-builds";
 const INDEX_DROPS = "index-drops";
 type Builds = Record<string, { generation: number; after: string }>;
 type Drops = { uuid: string; below: number }[];
+// When the account's earliest sticker expires (seconds), as far as the object knows: absent
+// when it has none, so an alarm for other work reads nothing of stickers.
+const STICKER_DUE = "sticker-due";
 // Old rows deleted per alarm step.
 const DROP_ROWS = 1000;
 
@@ -182,6 +187,62 @@ export class AccountDO extends DurableObject<Env> {
 		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())));
 	}
 
+	// Stickers of this account: put and removed here (a recipient of another account calls this
+	// object), ended by the alarm at their validity_ts. The alarm is armed before the put
+	// commits, so a crash right after the commit still finds it set.
+	putStickers(caller: CallerId, twin: string, input: stickers.StickerInput) {
+		return this.write(caller, "put_sticker", async (db, current, meter) => {
+			const account = current.account;
+			// A default validity (a year) is later than any given one; a year from now is early enough.
+			await this.expectExpiry(account, Math.min(...Object.values(input).map((s) => s.validity_ts ?? now() + stickers.MAX_STICKER_SECONDS)));
+			const limit = Number(this.env.MAX_STICKERS);
+			const { published, expired, ...value } = await stickers.putStickers(db, meter, current, twin, input, limit, this.stickerContext(account), now());
+			if (published) await this.drain(account);
+			return value;
+		});
+	}
+
+	removeSticker(caller: CallerId, key: StickerKey) {
+		return this.write(caller, "remove_sticker", async (db, current, meter) => {
+			const { published, ...value } = await stickers.removeSticker(db, meter, current, key, this.stickerContext(key.account), now());
+			if (published) await this.drain(key.account);
+			return value;
+		});
+	}
+
+	private stickerContext(account: string): stickers.StickerContext {
+		return { plain: database(this.env.DB), fanOut: Number(this.env.MAX_SUBSCRIPTIONS), beforeCommit: () => this.armDrain(account) };
+	}
+
+	// An alarm by `atSeconds`, and the object's note of the earliest expiry.
+	private async expectExpiry(account: string, atSeconds: number) {
+		const known = await this.ctx.storage.get<number>(STICKER_DUE);
+		if (known === undefined || atSeconds < known) await this.ctx.storage.put(STICKER_DUE, atSeconds);
+		await this.wakeBy(account, atSeconds);
+	}
+
+	// The alarm's expiry runs, serialized with the writes, until no sticker is due: answers when
+	// the next one is (seconds), or undefined when the account has none left.
+	private async expiry(account: string): Promise<number | undefined> {
+		const due = await this.ctx.storage.get<number>(STICKER_DUE);
+		if (due === undefined || due > now()) return due;
+		const outcome = await this.serialized(async () => {
+			const db = database(this.env.DB);
+			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
+			for (;;) {
+				const run = await stickers.expireStickers(db, account, fanOut, () => this.armDrain(account), now());
+				if (run.published) await this.drain(account);
+				if (!run.more) break;
+			}
+			const next = await nextExpiry(db, account);
+			if (next === undefined) await this.ctx.storage.delete(STICKER_DUE);
+			else await this.ctx.storage.put(STICKER_DUE, next);
+			return next;
+		});
+		// D1 failed us: try again in a minute.
+		return outcome.ok ? outcome.value : now() + 60;
+	}
+
 	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
 	// the deletion of old rows from the alarm.
 	createIndexTables(caller: CallerId, input: Record<string, IndexDefinition>) {
@@ -326,15 +387,18 @@ export class AccountDO extends DurableObject<Env> {
 
 	// One alarm serves every timed need: sweeping expired cursors, draining notification
 	// messages a write committed but could not hand to the queue, releasing expired uploads and
-	// deleting the R2 objects no row refers to. It is set for the earliest of them.
+	// deleting the R2 objects no row refers to, index builds, and ending expired stickers. It is
+	// set for the earliest of them.
 	async alarm() {
 		const sweep = this.cursors.sweep(now());
 		const account = await this.ctx.storage.get<string>(ACCOUNT);
 		const left = account !== undefined && (await this.drain(account));
 		const tidy = account === undefined ? undefined : await this.tidy(account);
 		const indexing = account !== undefined && (await this.indexWork(account));
+		const expiry = account === undefined ? undefined : await this.expiry(account);
 		const due = [
 			indexing ? Date.now() : undefined,
+			expiry === undefined ? undefined : Math.ceil(expiry * 1000),
 			sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000,
 			left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
 			tidy === undefined ? undefined : Math.ceil(tidy * 1000),

@@ -31,6 +31,12 @@ export async function findTwin(db: Database, uuid: string) {
 	return row;
 }
 
+// Several twins by uuid, in no particular order; absent ones are left out. It runs for an
+// empty list too: a read that skipped it would count one query less in Server-Timing.
+export function findTwins(db: Database, uuids: string[]) {
+	return db.select().from(twins).where(sql`${twins.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+}
+
 // Both writes apply only to an alive twin of the owner, in the statement itself, so a
 // concurrent termination cannot be overwritten.
 export async function setTwinDescription(db: Database, owner: string, uuid: string, description: Description, at: number) {

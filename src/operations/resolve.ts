@@ -21,7 +21,7 @@ export const MAX_RESOLVED_DESCRIBED = Math.floor(MAX_PAGE_BYTES / (MAX_DESCRIPTI
 const MAX_CONTEXT_ACCOUNTS = 10;
 
 // `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
-const context = z.union([
+export const context = z.union([
 	z.enum(["personal", "system"]),
 	z
 		.string()

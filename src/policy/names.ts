@@ -70,6 +70,12 @@ export const OPERATION_NAMES = [
 	"get_notifications_access",
 	"stream_notifications",
 	"create_stream_token",
+	"put_sticker",
+	"get_sticker",
+	"get_stickers",
+	"remove_sticker",
+	"list_stickers",
+	"get_log",
 	"create_account",
 ] as const;
 

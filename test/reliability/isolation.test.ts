@@ -190,6 +190,24 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "GET", path: `/notifications/stream?topics=granted-topic,first-topic&account=${w.first.account}`, secret: w.second.secret, expect: [403] },
 	],
 	create_stream_token: (w) => [{ method: "POST", path: "/notifications/stream/tokens", body: {}, secret: w.second.secret, expect: [201] }],
+	// The first account's sticker on its twin is addressed to the second account, which cannot
+	// see the twin: it answers as no sticker, on no twin.
+	put_sticker: (w) => [
+		{ method: "POST", path: `/twins/${w.firstTwin}/stickers`, body: { stickers: { "first-color": { recipients: [w.second.user] } } }, secret: w.second.secret, expect: [404] },
+	],
+	get_sticker: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/stickers/first-color`, secret: w.second.secret, expect: [404] }],
+	get_stickers: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/stickers`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/twins/${w.secondTwin}/stickers?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+	],
+	remove_sticker: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/stickers/first-color?context=${w.first.account}`, secret: w.second.secret, expect: [404] },
+	],
+	list_stickers: (w) => [
+		{ method: "GET", path: `/stickers?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+		{ method: "GET", path: "/stickers?context=system&color=first-color", secret: w.second.secret, expect: [200] },
+	],
+	get_log: (w) => [{ method: "GET", path: "/log", secret: w.second.secret, expect: [200] }],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
@@ -231,13 +249,15 @@ describe("the tenant-isolation matrix", () => {
 		const firstUploadToken = new URL(pending.url).searchParams.get("token") as string;
 		const download = (await call("GET", `/twins/${firstTwin}/docs/first-doc.txt?download=true`, { secret: first.secret })).body.download.url as string;
 		const firstDownload = download.split("/").at(-1) as string;
+		const stuck = await call("POST", `/twins/${firstTwin}/stickers`, { secret: first.secret, body: { stickers: { "first-color": { recipients: [second.account, first.user] } } } });
+		expect(stuck.status).toBe(201);
 		const world: World = {
 			...{ first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken },
 			...{ firstHandler, firstUploadToken, firstDownload },
 		};
 		const secrets = [
 			...[first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken],
-			...[firstSubscription, "example.com/first", "first-doc", "first-account-doc", firstHandler, firstUploadToken, firstDownload],
+			...[firstSubscription, "example.com/first", "first-doc", "first-account-doc", firstHandler, firstUploadToken, firstDownload, "first-color"],
 		];
 
 		let cases = 0;
@@ -278,6 +298,7 @@ describe("the tenant-isolation matrix", () => {
 			[firstUploadToken, firstUploadToken.replace(/./g, "A")],
 			["first-doc", "other-doc"],
 			["first_index", "other_index"],
+			["first-color", "other-color"],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;

@@ -1,0 +1,133 @@
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Database } from "../db/client";
+import type { D1Meter } from "../db/meter";
+import { runBatch } from "../db/ledgers";
+import { logLine, logStatements } from "../db/log";
+import { fanOut, type Published, streamPublication, truncationLog } from "../db/outbox";
+import { deleteStickers, dueStickers, findSticker, insertStickers, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
+import { ApiError } from "../base/errors";
+import type { Caller } from "../base/caller";
+
+// An account's sticker writes. The sticker's account's object runs them one at a time, with
+// its alarm's expiry runs: a sticker is put once and ends once, removed or expired, and the
+// event of its end commits in the same D1 batch as its deletion, so a retried alarm, a
+// restarted object or a remove racing the expiry finds it gone.
+
+export type StickerEvent = "on_put" | "on_remove" | "on_expire";
+export type StickerInput = Record<
+	string,
+	{ note: string | null; recipients: string[]; validity_ts?: number; publish: Partial<Record<StickerEvent, string[]>> }
+>;
+
+// The longest a sticker may live, and its default: a year.
+export const MAX_STICKER_SECONDS = 31_536_000;
+// Due stickers one expiry run deletes; the alarm comes back at once for the rest.
+export const EXPIRY_RUN = 100;
+
+const TRIGGERS = { on_put: "sticker.put", on_remove: "sticker.removed", on_expire: "sticker.expired" } as const;
+
+// What a write needs besides its rows: the unmetered database (for what the caller may not
+// see the cost of), the bound of a message's fan-out, and what runs before a batch with
+// messages commits (arming the account's drain).
+export type StickerContext = { plain: Database; fanOut: number; beforeCommit: () => Promise<void> };
+
+// The record get_sticker and put_sticker answer: publish lists the given events only.
+export function stickerRecord(row: StickerRow) {
+	return { note: row.note, recipients: row.recipients, validity_ts: row.validity_ts, created_ts: row.created_ts, publish: row.publish };
+}
+
+// Whether the caller is addressed by a sticker: its user, its role or its account.
+export function isRecipient(caller: Pick<Caller, "account" | "user" | "role">, row: Pick<StickerRow, "recipients">): boolean {
+	return row.recipients.includes(caller.user) || row.recipients.includes(caller.role) || row.recipients.includes(caller.account);
+}
+
+export async function putStickers(db: Database, meter: D1Meter, writer: Caller, twin: string, input: StickerInput, limit: number, c: StickerContext, at: number) {
+	const account = writer.account;
+	const colors = Object.keys(input);
+	// An expired color not yet swept is absent to the put, which expires it first, as the alarm
+	// would: its rows cost the caller nothing, like any other expired sticker.
+	const found = await stickersOn(c.plain, twin, account, colors);
+	const expired = found.filter((row) => row.validity_ts <= at);
+	await meter.sighted(async () => found, (row) => row.validity_ts > at);
+	const taken = found.filter((row) => row.validity_ts > at).map((row) => row.color);
+	if (taken.length) {
+		const details = taken.map((color) => ({ path: `stickers.${color}`, message: "The account has a sticker of this color on the twin" }));
+		throw new ApiError("conflict", { description: `The account already has ${taken.join(", ")} on this twin`, details });
+	}
+	// Unexpired stickers of the account, on any twin: counted without the caller's meter, since
+	// it spans twins the caller may not see.
+	const count = await stickerCount(c.plain, account, at);
+	if (count.held - count.due + colors.length > limit) {
+		throw new ApiError("sticker_limit", { description: `The account would hold more than ${limit} unexpired stickers, its limit (MAX_STICKERS)` });
+	}
+	const rows: StickerRow[] = colors.map((color) => ({ twin, account, color, created_ts: at, ...input[color], validity_ts: input[color].validity_ts ?? at + MAX_STICKER_SECONDS }));
+	const statements: BatchItem<"sqlite">[] = [];
+	const ending = expired.length ? endStatements(c.plain, account, expired, "on_expire", c.fanOut, at) : undefined;
+	if (ending) statements.push(...ending.statements);
+	statements.push(...insertStickers(db, account, rows));
+	const put = publication(db, account, rows, "on_put", c.fanOut, at);
+	statements.push(...put.statements);
+	if (put.published || ending?.published) await c.beforeCommit();
+	await runBatch(db, statements);
+	const stickers = Object.fromEntries(rows.map((row) => [row.color, stickerRecord(row)]));
+	return { uuid: twin, stickers, published: put.published || Boolean(ending?.published), expired: expired.length };
+}
+
+// One sticker of `account`, removed by a recipient that sees its twin (the Worker checked the
+// twin). For anyone else, and when absent or expired, 404102: a non-recipient's lookup costs
+// what an absent sticker's does.
+export async function removeSticker(db: Database, meter: D1Meter, remover: Caller, key: StickerKey, c: StickerContext, at: number) {
+	const row = await meter.sightedOne(() => findSticker(c.plain, key), (r) => r.validity_ts > at && isRecipient(remover, r));
+	if (!row) throw new ApiError("not_found", { description: "No such sticker" });
+	// Its rows go unmetered: what they cost (how many recipients it had) is not the remover's to see.
+	const end = endStatements(c.plain, key.account, [row], "on_remove", c.fanOut, at);
+	if (end.published) await c.beforeCommit();
+	await runBatch(db, end.statements);
+	return { uuid: key.twin, account: row.account, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts, published: end.published };
+}
+
+// One expiry run of the alarm: up to EXPIRY_RUN due stickers deleted, each with its
+// sticker.expired messages and its log line, in one batch. Answers how many, and whether
+// messages were written.
+export async function expireStickers(db: Database, account: string, fanOutLimit: number, beforeCommit: () => Promise<void>, at: number) {
+	const due = await dueStickers(db, account, at, EXPIRY_RUN);
+	if (due.length === 0) return { expired: 0, published: false, more: false };
+	const end = endStatements(db, account, due, "on_expire", fanOutLimit, at);
+	if (end.published) await beforeCommit();
+	await runBatch(db, end.statements);
+	return { expired: due.length, published: end.published, more: due.length === EXPIRY_RUN };
+}
+
+// The end of stickers, removed or expired: their rows, their messages and, for an expiry, the
+// account's log lines.
+function endStatements(db: Database, account: string, rows: StickerRow[], event: "on_remove" | "on_expire", fanOutLimit: number, at: number) {
+	const statements = [...deleteStickers(db, account, rows.map(keyOf))];
+	const ended = publication(db, account, rows, event, fanOutLimit, at);
+	statements.push(...ended.statements);
+	if (event === "on_expire") {
+		const lines = rows.map((row) => logLine("Sticker expired", { twin: row.twin, color: row.color }, at));
+		statements.push(...logStatements(db, account, at, lines));
+	}
+	return { statements, published: ended.published };
+}
+
+// The messages of one event of stickers, to the topics each lists for it: one per (sticker,
+// topic) to webhooks through the outbox, one stream row per sticker. A sticker without topics
+// for the event publishes nothing.
+function publication(db: Database, account: string, rows: StickerRow[], event: StickerEvent, limit: number, at: number) {
+	const sources: Published[][] = rows
+		.map((row) => (row.publish[event] ?? []).map((topic) => ({ twin: row.twin, topic, event: eventOf(row) })))
+		.filter((messages) => messages.length > 0);
+	if (sources.length === 0) return { statements: [], published: false };
+	const p = { account, trigger: TRIGGERS[event], messages: sources.flat(), at, limit };
+	return { statements: [fanOut(db, p), ...truncationLog(db, p), streamPublication(db, { ...p, sources })], published: true };
+}
+
+// A sticker event's body, keys in the documented order.
+function eventOf(row: StickerRow) {
+	return { color: row.color, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts };
+}
+
+function keyOf(row: StickerRow): StickerKey {
+	return { twin: row.twin, account: row.account, color: row.color };
+}

@@ -1,0 +1,215 @@
+import * as z from "zod";
+import { accountClient } from "../account/client";
+import { MAX_STICKER_SECONDS, stickerRecord } from "../account/sticker-writes";
+import { findSticker, type Listed, stickersAddressedTo, stickersFor } from "../db/stickers";
+import { findTwins } from "../db/twins";
+import type { Caller } from "../base/caller";
+import { ApiError } from "../base/errors";
+import { now } from "../base/time";
+import { isVisible } from "../rules/visibility";
+import { Budget, WORK_UNITS } from "../rules/strings";
+import type { Context } from "./operation";
+import { defineOperation } from "./operation";
+import { context as accountsContext } from "./resolve";
+import { mapOf, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
+import { visibleTwin } from "./twins";
+
+// Stickers: coloured markers an account puts on a twin for its recipients (users, roles or
+// accounts). A sticker is visible to a recipient that sees its twin; get_sticker shows the
+// caller's own account's stickers to any of its users. A sticker past its validity_ts is
+// absent to every read and write, even before the account's alarm removes it.
+
+const COLOR = /^[0-9A-Za-z-]{3,48}$/;
+const color = z.string().regex(COLOR, "Must be 3 to 48 letters, digits or '-'");
+const MAX_COLORS = 10;
+const MAX_RECIPIENTS = 100;
+const MAX_NOTE = 512;
+const MAX_EVENT_TOPICS = 10;
+// get_stickers answers at most this many, newest first; list_stickers pages up to this far.
+const MAX_STICKERS_ANSWERED = 1000;
+const MAX_LIST_LIMIT = 100;
+
+// A uuid in any case, answered and stored lowercased.
+const recipient = z.string().transform((text) => text.toLowerCase()).pipe(uuid);
+
+// One topic or a list of them, kept as a list in the order given, without repeats.
+const topics = z
+	.union([topic, z.array(topic).max(MAX_EVENT_TOPICS, `At most ${MAX_EVENT_TOPICS} topics`)])
+	.transform((t) => [...new Set(Array.isArray(t) ? t : [t])]);
+
+const stickerIn = z.strictObject({
+	note: z.string().max(MAX_NOTE, `Must be at most ${MAX_NOTE} characters`).nullable().optional().default(null),
+	recipients: z
+		.array(recipient)
+		.min(1, "Must name 1 to 100 recipients")
+		.max(MAX_RECIPIENTS, "Must name 1 to 100 recipients")
+		.transform((list) => [...new Set(list)]),
+	validity_ts: timestamp.optional(),
+	publish: z.strictObject({ on_put: topics.optional(), on_remove: topics.optional(), on_expire: topics.optional() }).optional().default({}),
+});
+
+// Keys checked here rather than by a record's key schema, so that a bad color is named.
+const stickersIn = z.record(z.string(), stickerIn).superRefine((stickers, ctx) => {
+	const count = Object.keys(stickers).length;
+	if (count < 1 || count > MAX_COLORS) ctx.addIssue({ code: "custom", message: `Must hold 1 to ${MAX_COLORS} colors` });
+	const at = now();
+	for (const [key, sticker] of Object.entries(stickers)) {
+		if (!COLOR.test(key)) ctx.addIssue({ code: "custom", path: [key], message: "A color must be 3 to 48 letters, digits or '-'" });
+		const v = sticker.validity_ts;
+		if (v !== undefined && (v <= at || v > at + MAX_STICKER_SECONDS)) {
+			ctx.addIssue({ code: "custom", path: [key, "validity_ts"], message: `Must be after now and at most ${MAX_STICKER_SECONDS} seconds from now` });
+		}
+	}
+});
+
+const topicsOut = z.array(z.string()).max(MAX_EVENT_TOPICS).optional();
+const publishOut = z.object({ on_put: topicsOut, on_remove: topicsOut, on_expire: topicsOut });
+const stickerOut = z.object({ note: z.string().nullable(), recipients: z.array(uuidOut).max(MAX_RECIPIENTS), validity_ts: timestampOut, created_ts: timestampOut, publish: publishOut });
+const summaryOut = z.object({ note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut });
+
+type SecretContext = Context & { caller: Caller };
+const twinOf = (params: { twin: string }, ctx: SecretContext) => visibleTwin(ctx, ctx.caller, params.twin);
+
+const twinParams = z.strictObject({ twin: uuid });
+const stickerParams = z.strictObject({ twin: uuid, color });
+
+// The uuids a sticker may address the caller by.
+const addressesOf = (caller: Caller) => [caller.user, caller.role, caller.account];
+
+export const putSticker = defineOperation({
+	name: "put_sticker",
+	summary: "Put stickers of the caller's account on a twin it can see, for their recipients",
+	auth: "secret",
+	params: twinParams,
+	locate: twinOf,
+	body: z.strictObject({ stickers: stickersIn }),
+	status: 201,
+	response: z.object({ stickers: mapOf(stickerOut, MAX_COLORS) }),
+	async run({ located: twin, body }, ctx) {
+		return accountClient(ctx, ctx.caller.account).putStickers(ctx.caller, twin.uuid, body.stickers);
+	},
+});
+
+export const getSticker = defineOperation({
+	name: "get_sticker",
+	summary: "A sticker the caller's account put on a twin the caller can see",
+	auth: "secret",
+	params: stickerParams,
+	locate: twinOf,
+	response: stickerOut,
+	async run({ located: twin, params }, ctx) {
+		const at = now();
+		const row = await ctx.meter.sightedOne(() => findSticker(ctx.db, { twin: twin.uuid, account: ctx.caller.account, color: params.color }), (r) => r.validity_ts > at);
+		if (!row) throw new ApiError("not_found", { description: "No such sticker" });
+		return stickerRecord(row);
+	},
+});
+
+export const getStickers = defineOperation({
+	name: "get_stickers",
+	summary: "The stickers on a twin the caller can see that the context's accounts addressed to the caller, newest first",
+	auth: "secret",
+	params: twinParams,
+	locate: twinOf,
+	query: z.strictObject({ context: accountsContext.optional().default("system") }),
+	response: z.object({ accounts: mapOf(mapOf(summaryOut, MAX_STICKERS_ANSWERED), MAX_STICKERS_ANSWERED) }),
+	async run({ located: twin, query }, ctx) {
+		const at = now();
+		const from = query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
+		// A sticker addressed to the caller's user and its role comes once per address; each
+		// answered one costs its recipient entry and its row, whatever else was read.
+		const rows = await ctx.meter.sighted(() => stickersFor(ctx.db, twin.uuid, addressesOf(ctx.caller), from, at, 3 * MAX_STICKERS_ANSWERED), () => true, 2);
+		const accounts: Record<string, Record<string, unknown>> = {};
+		let answered = 0;
+		for (const row of rows) {
+			if (accounts[row.account] && Object.hasOwn(accounts[row.account], row.color)) continue;
+			if (answered === MAX_STICKERS_ANSWERED) break;
+			answered++;
+			(accounts[row.account] ??= {})[row.color] = { note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts };
+		}
+		return { accounts };
+	},
+});
+
+export const removeSticker = defineOperation({
+	name: "remove_sticker",
+	summary: "Remove a sticker addressed to the caller from a twin the caller can see",
+	auth: "secret",
+	params: stickerParams,
+	locate: twinOf,
+	query: z.strictObject({ context: z.union([z.literal("personal"), uuid]).optional().default("personal") }),
+	response: z.object({ account: uuidOut, note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut }),
+	async run({ located: twin, params, query }, ctx) {
+		const account = query.context === "personal" ? ctx.caller.account : query.context;
+		return accountClient(ctx, account).removeSticker(ctx.caller, { twin: twin.uuid, account, color: params.color });
+	},
+});
+
+const listQuery = z
+	.strictObject({
+		color: color.optional(),
+		context: z.union([z.enum(["personal", "system"]), uuid]).optional().default("personal"),
+		ge: z.string().transform(Number).pipe(timestamp).optional(),
+		le: z.string().transform(Number).pipe(timestamp).optional(),
+		limit: integerIn(1, MAX_LIST_LIMIT).optional().default(MAX_LIST_LIMIT),
+		offset: integerIn(0, MAX_STICKERS_ANSWERED).optional().default(0),
+	})
+	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] })
+	.refine((q) => q.offset + q.limit <= MAX_STICKERS_ANSWERED, {
+		message: `offset + limit must be at most ${MAX_STICKERS_ANSWERED}; go further with le`,
+		path: ["offset"],
+	});
+
+function integerIn(min: number, max: number) {
+	const message = `Must be an integer from ${min} to ${max}`;
+	return z.string().regex(/^\d{1,5}$/, message).transform(Number).pipe(z.number().int().min(min, message).max(max, message));
+}
+
+// Descending (created_ts, account, twin, color): the order list_stickers answers in.
+function newestFirst(a: Listed, b: Listed): number {
+	if (a.created_ts !== b.created_ts) return b.created_ts - a.created_ts;
+	for (const key of ["account", "twin", "color"] as const) if (a[key] !== b[key]) return a[key] < b[key] ? 1 : -1;
+	return 0;
+}
+
+export const listStickers = defineOperation({
+	name: "list_stickers",
+	summary: "Stickers addressed to the caller across twins, newest first; those on twins it cannot see are left out after the limit",
+	auth: "secret",
+	query: listQuery,
+	response: z.object({
+		stickers: z
+			.array(z.object({ twin: uuidOut, account: uuidOut, color: z.string(), note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut }))
+			.max(MAX_LIST_LIMIT),
+	}),
+	async run({ query }, ctx) {
+		const caller = ctx.caller;
+		const at = now();
+		const account = query.context === "personal" ? caller.account : query.context === "system" ? undefined : query.context;
+		const filter = { color: query.color, account, ge: query.ge, le: query.le, at };
+		const reach = query.offset + query.limit;
+		const budget = new Budget(WORK_UNITS);
+		// One index range per address; merged, each sticker once. Server-Timing counts each
+		// answered sticker (its recipient entry, its row and its twin's), not the twins
+		// the caller cannot see.
+		const page = await ctx.meter.sighted(
+			async () => {
+				const lists = await Promise.all(addressesOf(caller).map((address) => stickersAddressedTo(ctx.db, address, filter, reach)));
+				const seen = new Set<string>();
+				const merged = lists
+					.flat()
+					.sort(newestFirst)
+					.filter((row) => {
+						const key = `${row.account}/${row.twin}/${row.color}`;
+						return !seen.has(key) && Boolean(seen.add(key));
+					})
+					.slice(query.offset, reach);
+				const twins = new Map((await findTwins(ctx.db, [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
+				return merged.map((row) => ({ row, twin: twins.get(row.twin) }));
+			},
+			({ twin }) => twin !== undefined && isVisible(caller, twin, at, budget),
+			3,
+		);
+		return { stickers: page.map(({ row }) => ({ twin: row.twin, account: row.account, color: row.color, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts })) };
+	},
+});
