@@ -50,6 +50,7 @@ import {
 } from "./operations/indexes";
 import { getNotificationsAccess, updateNotificationsAccountAccess } from "./operations/notifications-access";
 import { createStreamToken, streamNotifications } from "./operations/streams";
+import { getAccountUsage, getUserUsage } from "./operations/usage";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
@@ -121,6 +122,8 @@ export const routes: Route[] = [
 	{ method: "PATCH", path: "/notifications/webhooks/access/accounts/:account", operation: updateNotificationsAccountAccess },
 	{ method: "GET", path: "/notifications/stream", operation: streamNotifications },
 	{ method: "POST", path: "/notifications/stream/tokens", operation: createStreamToken },
+	{ method: "GET", path: "/usage", operation: getAccountUsage },
+	{ method: "GET", path: "/usage/:user", operation: getUserUsage },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },

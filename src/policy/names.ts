@@ -70,6 +70,8 @@ export const OPERATION_NAMES = [
 	"get_notifications_access",
 	"stream_notifications",
 	"create_stream_token",
+	"get_account_usage",
+	"get_user_usage",
 	"create_account",
 ] as const;
 
