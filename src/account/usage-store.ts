@@ -1,4 +1,5 @@
 import { hourOf, isEmpty, USAGE_FIELDS, type UsageCounts, type UsageRow } from "../base/usage";
+import { now } from "../base/time";
 
 // The account's usage, per hour, in the object's own storage (not D1: counting must add no
 // query to the shared database). Each hour has a row per user that counted in it and one for
@@ -13,7 +14,7 @@ const UPSERT = `INSERT INTO usage (subject, hour, ${COLUMNS}) VALUES (?, ?, ${US
 	ON CONFLICT (subject, hour) DO UPDATE SET ${USAGE_FIELDS.map((f) => `${f} = ${f} + excluded.${f}`).join(", ")}`;
 
 export class UsageStore {
-	// The hour pruning last ran in: at most once an hour per object.
+	// The oldest hour kept when pruning last ran: it runs at most once an hour per object.
 	private pruned = -1;
 
 	constructor(private readonly sql: SqlStorage) {
@@ -30,17 +31,17 @@ export class UsageStore {
 		this.addRows([{ user, hour: hourOf(at), counts }]);
 	}
 
-	// Rows the Worker counted (see usage-client.ts), or the object itself.
+	// Rows the Worker counted (see usage-client.ts), or the object itself. An hour past the
+	// retention is not kept (an isolate's counts can arrive no later than seconds after it).
 	addRows(rows: UsageRow[]) {
-		let latest = -1;
+		const oldest = hourOf(now()) - USAGE_RETENTION_HOURS;
+		if (oldest > this.pruned) this.prune(oldest);
 		for (const { user, hour, counts } of rows) {
-			if (isEmpty(counts)) continue;
+			if (isEmpty(counts) || hour < oldest) continue;
 			const values = USAGE_FIELDS.map((field) => Math.trunc(counts[field] ?? 0));
 			if (user !== null) this.sql.exec(UPSERT, user, hour, ...values);
 			this.sql.exec(UPSERT, ACCOUNT, hour, ...values);
-			latest = Math.max(latest, hour);
 		}
-		if (latest > this.pruned) this.prune(latest);
 	}
 
 	// Hourly rows of a user (or the account) from hour `from` to `to`, both included, ascending.
@@ -54,8 +55,8 @@ export class UsageStore {
 		return rows.toArray().map(({ hour, ...counts }) => ({ hour, counts }));
 	}
 
-	private prune(hour: number) {
-		this.pruned = hour;
-		this.sql.exec("DELETE FROM usage WHERE hour < ?", hour - USAGE_RETENTION_HOURS);
+	private prune(oldest: number) {
+		this.pruned = oldest;
+		this.sql.exec("DELETE FROM usage WHERE hour < ?", oldest);
 	}
 }
