@@ -10,6 +10,9 @@ const buffer = new UsageBuffer();
 
 // When USAGE_FLUSH_SECONDS is unset or not a number.
 const DEFAULT_FLUSH_SECONDS = 10;
+// The runtime keeps work a response handed to waitUntil for 30 seconds after it: a longer
+// timer would be cut off with its counts.
+const MAX_FLUSH_SECONDS = 25;
 
 type Runtime = { env: Env; waitUntil(promise: Promise<unknown>): void };
 
@@ -24,7 +27,7 @@ export function pendingUsage(account: string): UsageRow[] {
 
 function flushSeconds(env: Env): number {
 	const seconds = Number(env.USAGE_FLUSH_SECONDS);
-	return Number.isFinite(seconds) && seconds >= 0 ? seconds : DEFAULT_FLUSH_SECONDS;
+	return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, MAX_FLUSH_SECONDS) : DEFAULT_FLUSH_SECONDS;
 }
 
 async function flushLater(env: Env, account: string) {
