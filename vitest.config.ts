@@ -29,7 +29,9 @@ export default defineConfig(async () => {
 							return {
 								wrangler: { configPath: "./wrangler.toml" },
 								miniflare: {
-									bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, PUBLIC_URL: "https://registry.test" },
+									// Usage counts reach the account's object half a second after the first of
+									// them, not ten: test/usage waits for them.
+									bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, PUBLIC_URL: "https://registry.test", USAGE_FLUSH_SECONDS: 0.5 },
 								},
 							};
 						}),

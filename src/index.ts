@@ -6,6 +6,9 @@ import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
 import { consumeDeadLetters, consumeWebhookJobs, DEAD_LETTER_QUEUE } from "./notifications/queue-consumer";
 import type { WebhookJob } from "./notifications/jobs";
+import type { RequestState } from "./http/pipeline";
+import { countUsage } from "./account/usage-client";
+import { requestCounts } from "./base/usage";
 
 export { AccountDO } from "./account/object";
 export { DeliveryDO } from "./notifications/delivery-object";
@@ -13,13 +16,15 @@ export { StreamDO } from "./notifications/streams/object";
 
 const router = buildRouter(routes);
 
-async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter) {
+// `seen` keeps the request's state for what comes after the answer (its usage count).
+async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter, seen: { state?: RequestState }) {
 	try {
 		// One D1 session per request, begun at the primary: the credential check sees every
 		// revocation, and the request's later reads may come from a replica at least as new
 		// (see "Global callers" in docs/design.md).
 		const d1 = env.DB.withSession("first-primary");
-		return await router.fetch(request, env, ctx, { requestId, meter, d1, stages: [{ name: "receive", at: Date.now() }] });
+		seen.state = { requestId, meter, d1, stages: [{ name: "receive", at: Date.now() }] };
+		return await router.fetch(request, env, ctx, seen.state);
 	} catch (error) {
 		if (error instanceof ApiError) return errorResponse(error, requestId);
 		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
@@ -32,12 +37,20 @@ export default {
 	async fetch(request, env, ctx) {
 		const requestId = crypto.randomUUID();
 		const meter = new D1Meter();
-		const response = request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter);
+		const seen: { state?: RequestState } = {};
+		const response = request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter, seen);
 		allowOrigins(response.headers);
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
 		const bookmark = meter.latestBookmark();
 		if (bookmark) response.headers.set("x-d1-bookmark", bookmark);
+		// A request of a user counts in its account's usage with what Server-Timing reports,
+		// after the answer is built, off its path (buffered, see account/usage-client.ts).
+		const counted = seen.state?.counted;
+		if (counted) {
+			const counts = requestCounts(counted.operation, response.status, meter);
+			countUsage({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted.account, counted.user, counts);
+		}
 		return response;
 	},
 

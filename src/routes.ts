@@ -52,6 +52,7 @@ import { getNotificationsAccess, updateNotificationsAccountAccess } from "./oper
 import { createStreamToken, streamNotifications } from "./operations/streams";
 import { getSticker, getStickers, listStickers, putSticker, removeSticker } from "./operations/stickers";
 import { getLog } from "./operations/log";
+import { getAccountUsage, getUserUsage } from "./operations/usage";
 
 // The route table: every operation once, under the path of the interface.
 export const routes: Route[] = [
@@ -128,6 +129,8 @@ export const routes: Route[] = [
 	{ method: "PATCH", path: "/notifications/webhooks/access/accounts/:account", operation: updateNotificationsAccountAccess },
 	{ method: "GET", path: "/notifications/stream", operation: streamNotifications },
 	{ method: "POST", path: "/notifications/stream/tokens", operation: createStreamToken },
+	{ method: "GET", path: "/usage", operation: getAccountUsage },
+	{ method: "GET", path: "/usage/:user", operation: getUserUsage },
 	{ method: "GET", path: "/notifications/webhooks/:account", operation: confirmSubscription },
 	{ method: "PATCH", path: "/notifications/webhooks/:account", operation: refreshSubscription },
 	{ method: "DELETE", path: "/notifications/webhooks/:account", operation: unsubscribe },

@@ -78,7 +78,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		// Own keys only: `in` would also find Object.prototype's, and drop an entry named "constructor".
 		const left = new Map([...current].filter(([name]) => !Object.hasOwn(answer, name)));
 		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
-		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, sight }, answer);
+		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, before: current, sight }, answer);
 	}
 
 	const after = new Map(current);
@@ -113,7 +113,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		throw new ApiError("ledger_too_large", { description: `The ledger would exceed its limit of ${MAX_LEDGER_BYTES} bytes` });
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
-	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, sight }, answer);
+	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, before: current, sight }, answer);
 }
 
 // `index` gives the statements that bring the writing account's Indexes tables up to the
@@ -121,9 +121,18 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 type IndexChanges = (ledger: { account: string; twin: string; owner: string; values: Record<string, Json> }) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
 type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter; index?: IndexChanges };
 
-// The write's events: its trigger, each entry's change, the ledger after it, and the sight
-// the write was checked with (its budget is the request's).
-type Events = { write: LedgerWrite; at: number; notify: Notify; trigger: Trigger; events: EntryEvent[]; ledger: Map<string, StoredEntry>; sight: EntrySight };
+// The write's events: its trigger, each entry's change, the ledger after it (and before), and
+// the sight the write was checked with (its budget is the request's).
+type Events = {
+	write: LedgerWrite;
+	at: number;
+	notify: Notify;
+	trigger: Trigger;
+	events: EntryEvent[];
+	ledger: Map<string, StoredEntry>;
+	before: Map<string, StoredEntry>;
+	sight: EntrySight;
+};
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
 // rows, one per trigger, topic and subscription, and the live streams' row): an event commits
@@ -150,7 +159,7 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	}
 	await runBatch(db, statements);
 	index?.committed();
-	return { ...entriesOut(answer), published };
+	return { ...entriesOut(answer), published, grown: storedBytes(e.ledger) - storedBytes(e.before) };
 }
 
 function checkConditions(sight: EntrySight, conditions: Record<string, string>) {
@@ -238,6 +247,12 @@ function ledgerBytes(entries: Map<string, { size: number }>): number {
 	let total = 2 + Math.max(0, entries.size - 1);
 	for (const entry of entries.values()) total += entry.size;
 	return total;
+}
+
+// The bytes a ledger takes in the account's usage: its compact JSON, and nothing once it holds
+// no entry (there is no ledger then), so adding entries and deleting them all nets to zero.
+function storedBytes(entries: Map<string, { size: number }>): number {
+	return entries.size === 0 ? 0 : ledgerBytes(entries);
 }
 
 function rowOf(twin: string, account: string, entry: StoredEntry): EntryRow {

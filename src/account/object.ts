@@ -27,6 +27,8 @@ import { revokeStreams, type StreamChange } from "../notifications/streams/clien
 import { CLOSE } from "../notifications/streams/frames";
 import * as stickers from "./sticker-writes";
 import { nextExpiry, type StickerKey } from "../db/stickers";
+import { UsageStore } from "./usage-store";
+import { type Bucket, bucketed, type UsageRow } from "../base/usage";
 
 // The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
 // and tidies its uploads and doc objects. (The key's name is older than docs.)
@@ -66,11 +68,15 @@ export class AccountDO extends DurableObject<Env> {
 	private readonly cursors: CursorStore;
 	private readonly lines: Journal;
 	private readonly catalog: indexes.IndexCatalog;
+	// The account's usage by hour (§20): the Worker's counts arrive by addUsage, the object's
+	// own (ledger bytes, published messages, stickers) are added where they happen.
+	private readonly usage: UsageStore;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.cursors = new CursorStore(ctx.storage.sql);
 		this.lines = new Journal(ctx.storage.sql);
+		this.usage = new UsageStore(ctx.storage.sql);
 		this.catalog = new indexes.IndexCatalog(() => database(env.DB));
 	}
 
@@ -436,11 +442,27 @@ export class AccountDO extends DurableObject<Env> {
 
 	// Drains run one at a time; answers whether messages are left for the alarm.
 	private drain(account: string): Promise<boolean> {
-		const run = this.draining.then(() => drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS }, account));
+		// Every message handed to the queue counts as the account's, whoever's write made it.
+		const queued = (messages: number) => this.usage.add(now(), null, { task_publish_topic_count: messages });
+		const run = this.draining.then(() => drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account));
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {
 			console.error(JSON.stringify({ outbox: account, error: String(error) }));
 			return true;
+		});
+	}
+
+	// Counts an isolate of the Worker buffered for this account (account/usage-client.ts).
+	addUsage(rows: UsageRow[]) {
+		this.usage.addRows(rows);
+	}
+
+	// A usage read: the reading isolate's pending counts first, so the reader sees its own
+	// requests, then the hours from `from` to `to` of the user (null: the whole account).
+	readUsage(user: string | null, pending: UsageRow[], from: number, to: number, bucket: Bucket) {
+		return this.answer(new D1Meter(), async () => {
+			this.usage.addRows(pending);
+			return bucketed(this.usage.read(user, from, to), bucket);
 		});
 	}
 
@@ -459,7 +481,9 @@ export class AccountDO extends DurableObject<Env> {
 			// A writer that may not see the whole ledger must not see what its rows cost either.
 			const indexDb = write.writer.rules.entry === null ? db : database(this.env.DB);
 			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
-			const { published, ...value } = await writeLedger(db, write, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
+			const { published, grown, ...value } = await writeLedger(db, write, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
+			// The account's, not the writer's: ledger bytes are what the account keeps.
+			if (grown) this.usage.add(at, null, { ledger_size_delta: grown });
 			if (published) await this.drain(account);
 			return value;
 		});

@@ -12,6 +12,7 @@ import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { validate } from "./validation";
+import type { OperationName } from "../policy/names";
 
 export type RequestState = {
 	requestId: string;
@@ -19,6 +20,10 @@ export type RequestState = {
 	d1: D1DatabaseSession;
 	// The request's steps as the Worker clock saw them (it moves only across I/O), for trace.
 	stages: Stage[];
+	// Who the request was authenticated as, once it was (a secret, a User Token or a stream
+	// token), and its operation: the account's usage counts the request for that user,
+	// whatever its answer.
+	counted?: { account: string; user: string; operation: OperationName };
 };
 
 // The order is fixed: read a JSON body (at most 64 KiB), authenticate, check the permission
@@ -39,6 +44,7 @@ export function pipeline(operation: Operation) {
 		if (operation.auth === "secret") {
 			const caller = await countingFailures(env, request, () => authenticate(request, d1, env, { streamToken: operation.streamToken }));
 			mark(state, "authenticate");
+			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
 			mark(state, "statement");
 			caller.dict = dictOf(request, caller.credential!);
@@ -63,6 +69,10 @@ export function pipeline(operation: Operation) {
 			throw error;
 		}
 	};
+}
+
+function countAs(state: RequestState, operation: Operation, caller: Caller) {
+	state.counted = { account: caller.account, user: caller.user, operation: operation.name };
 }
 
 function mark(state: RequestState, name: string) {
@@ -138,9 +148,13 @@ async function runOnGuess(operation: Operation, request: IRequest, env: Env, url
 		return undefined;
 	}
 	try {
-		return await run(operation, input, ctx);
+		const answered = await run(operation, input, ctx);
+		countAs(state, operation, caller);
+		return answered;
 	} catch (error) {
 		if (error instanceof StaleGuess) return undefined;
+		// Another refusal comes after the object found the credential standing for the guess.
+		if (error instanceof ApiError && error.status !== 401) countAs(state, operation, caller);
 		if (!(error instanceof ApiError) || error.status !== 401) throw error;
 		forgetCaller(presented.hash);
 		await spendAttempt(env.AUTH_FAILURES, request);

@@ -23,15 +23,18 @@ const STREAM_PAGE = 25;
 // Hands what the account's writes committed to whoever delivers it: the webhook messages to
 // the queue, the live streams' rows to the account's stream object. Answers whether rows are
 // left (one of them failed us), for the alarm to try again.
-export async function drainOutbox(db: Database, to: { queue: Queue; streams: Env["STREAMS"] }, account: string): Promise<boolean> {
-	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account), drainStreams(db, to.streams, account)]);
+// `queued` hears how many webhook messages each page handed to the queue (the account's usage).
+type Destinations = { queue: Queue; streams: Env["STREAMS"]; queued?: (messages: number) => void };
+
+export async function drainOutbox(db: Database, to: Destinations, account: string): Promise<boolean> {
+	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account, to.queued), drainStreams(db, to.streams, account)]);
 	return webhooks || streams;
 }
 
 // The unsent webhook rows, page by page, each page marked once the queue has it. A crash
 // between the send and the mark sends that page again: delivery is at least once, and the
 // message uuid (webhook-id) lets a receiver drop the duplicate.
-async function drainWebhooks(db: Database, queue: Queue, account: string): Promise<boolean> {
+async function drainWebhooks(db: Database, queue: Queue, account: string, queued?: (messages: number) => void): Promise<boolean> {
 	for (;;) {
 		const rows = await pendingMessages(db, account, DRAIN_PAGE);
 		if (rows.length === 0) return false;
@@ -47,6 +50,7 @@ async function drainWebhooks(db: Database, queue: Queue, account: string): Promi
 			console.error(JSON.stringify({ outbox: account, pending: rows.length, error: String(error) }));
 			return true;
 		}
+		queued?.(rows.length);
 		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
 		if (rows.length < DRAIN_PAGE) return false;
 	}

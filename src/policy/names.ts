@@ -76,6 +76,8 @@ export const OPERATION_NAMES = [
 	"remove_sticker",
 	"list_stickers",
 	"get_log",
+	"get_account_usage",
+	"get_user_usage",
 	"create_account",
 ] as const;
 

@@ -208,6 +208,12 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 		{ method: "GET", path: "/stickers?context=system&color=first-color", secret: w.second.secret, expect: [200] },
 	],
 	get_log: (w) => [{ method: "GET", path: "/log", secret: w.second.secret, expect: [200] }],
+	// The second account's own usage; the first account's users are unknown to it.
+	get_account_usage: (w) => [{ method: "GET", path: "/usage?bucket=day", secret: w.second.secret, expect: [200] }],
+	get_user_usage: (w) => [
+		{ method: "GET", path: `/usage/${w.firstUser}`, secret: w.second.secret, expect: [404] },
+		{ method: "GET", path: `/usage/${w.first.user}?bucket=day`, secret: w.second.secret, expect: [404] },
+	],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
 };
