@@ -202,7 +202,11 @@ export class AccountDO extends DurableObject<Env> {
 			// A default validity (a year) is later than any given one; a year from now is early enough.
 			await this.expectExpiry(account, Math.min(...Object.values(input).map((s) => s.validity_ts ?? now() + stickers.MAX_STICKER_SECONDS)));
 			const limit = Number(this.env.MAX_STICKERS);
-			const { published, expired, ...value } = await stickers.putStickers(db, meter, current, twin, input, limit, this.stickerContext(account), now());
+			const at = now();
+			const { published, expired, ...value } = await stickers.putStickers(db, meter, current, twin, input, limit, this.stickerContext(account), at);
+			this.usage.add(at, current.user, { stickers_put: Object.keys(input).length });
+			// Expired colors the put met count as the alarm's, the account's alone.
+			if (expired) this.usage.add(at, null, { stickers_expired: expired });
 			if (published) await this.drain(account);
 			return value;
 		});
@@ -210,7 +214,10 @@ export class AccountDO extends DurableObject<Env> {
 
 	removeSticker(caller: CallerId, key: StickerKey) {
 		return this.write(caller, "remove_sticker", async (db, current, meter) => {
-			const { published, ...value } = await stickers.removeSticker(db, meter, current, key, this.stickerContext(key.account), now());
+			const at = now();
+			const { published, ...value } = await stickers.removeSticker(db, meter, current, key, this.stickerContext(key.account), at);
+			// The sticker's account counts it; under the remover only when it is one of its users.
+			this.usage.add(at, current.account === key.account ? current.user : null, { stickers_removed: 1 });
 			if (published) await this.drain(key.account);
 			return value;
 		});
@@ -236,7 +243,9 @@ export class AccountDO extends DurableObject<Env> {
 			const db = database(this.env.DB);
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
 			for (;;) {
-				const run = await stickers.expireStickers(db, account, fanOut, () => this.armDrain(account), now());
+				const at = now();
+				const run = await stickers.expireStickers(db, account, fanOut, () => this.armDrain(account), at);
+				if (run.expired) this.usage.add(at, null, { stickers_expired: run.expired });
 				if (run.published) await this.drain(account);
 				if (!run.more) break;
 			}

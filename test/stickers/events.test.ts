@@ -19,6 +19,8 @@ import {
 	stickerPath,
 	streamPath,
 	until,
+	usageOf,
+	usageTotal,
 } from "../fixtures";
 
 const everything = { on_put: "stickers", on_remove: "stickers", on_expire: "stickers" };
@@ -169,5 +171,19 @@ describe("sticker expiry", () => {
 		}
 		expect(await logLines(admin.secret)).toHaveLength(ends.filter((row) => row.trigger === "sticker.expired").length);
 		expect(await received(crypto.randomUUID())).toEqual([]);
+	});
+
+	it("counts stickers put, removed and expired in the account's usage, and the putting user's", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const validity = Date.now() / 1000 + 1;
+		await putStickers(admin.secret, twin, { red: { recipients: [admin.user] }, blue: { recipients: [admin.user], validity_ts: validity } });
+		expect((await call("DELETE", stickerPath(twin, "red"), { secret: admin.secret })).status).toBe(200);
+		await clockPast(validity);
+		await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account));
+		const account = usageTotal(await usageOf(admin.secret, "/usage"));
+		expect(account).toMatchObject({ stickers_put: 2, stickers_removed: 1, stickers_expired: 1 });
+		const user = usageTotal(await usageOf(admin.secret, `/usage/${admin.user}`));
+		expect(user).toMatchObject({ stickers_put: 2, stickers_removed: 1, stickers_expired: 0 });
 	});
 });
