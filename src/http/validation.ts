@@ -5,11 +5,12 @@ import { ApiError, type ErrorDetail } from "../base/errors";
 export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
 	const result = schema.safeParse(value);
 	if (result.success) return result.data;
-	const details: ErrorDetail[] = result.error.issues.flatMap((issue) =>
-		issue.code === "unrecognized_keys"
-			? issue.keys.map((key) => ({ path: pathOf([...issue.path, key]), message: "Unknown field" }))
-			: [{ path: pathOf(issue.path), message: issue.message }],
-	);
+	const details: ErrorDetail[] = result.error.issues.flatMap((issue) => {
+		if (issue.code === "unrecognized_keys") return issue.keys.map((key) => ({ path: pathOf([...issue.path, key]), message: "Unknown field" }));
+		// A key of a record that breaks its pattern: the key schema's own message says what it must be.
+		if (issue.code === "invalid_key") return [{ path: pathOf(issue.path), message: issue.issues.map((inner) => inner.message).join("; ") }];
+		return [{ path: pathOf(issue.path), message: issue.message }];
+	});
 	throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });
 }
 

@@ -48,13 +48,11 @@ const stickerIn = z.strictObject({
 	publish: z.strictObject({ on_put: topics.optional(), on_remove: topics.optional(), on_expire: topics.optional() }).optional().default({}),
 });
 
-// Keys checked here rather than by a record's key schema, so that a bad color is named.
-const stickersIn = z.record(z.string(), stickerIn).superRefine((stickers, ctx) => {
+const stickersIn = z.record(color, stickerIn).superRefine((stickers, ctx) => {
 	const count = Object.keys(stickers).length;
 	if (count < 1 || count > MAX_COLORS) ctx.addIssue({ code: "custom", message: `Must hold 1 to ${MAX_COLORS} colors` });
 	const at = now();
 	for (const [key, sticker] of Object.entries(stickers)) {
-		if (!COLOR.test(key)) ctx.addIssue({ code: "custom", path: [key], message: "A color must be 3 to 48 letters, digits or '-'" });
 		const v = sticker.validity_ts;
 		if (v !== undefined && (v <= at || v > at + MAX_STICKER_SECONDS)) {
 			ctx.addIssue({ code: "custom", path: [key, "validity_ts"], message: `Must be after now and at most ${MAX_STICKER_SECONDS} seconds from now` });

@@ -64,6 +64,7 @@ describe("put_sticker and get_sticker", () => {
 		const cases: [unknown, string][] = [
 			[{ stickers: { re: ok } }, "stickers.re"],
 			[{ stickers: { "red!": ok } }, "stickers.red!"],
+			['{"stickers": {"__proto__": {"recipients": []}, "red": {"recipients": []}}}', "stickers.__proto__"],
 			[{ stickers: {} }, "stickers"],
 			[{ stickers: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`color-${i}`, ok])) }, "stickers"],
 			[{ stickers: { red: { recipients: [] } } }, "stickers.red.recipients"],
@@ -83,6 +84,9 @@ describe("put_sticker and get_sticker", () => {
 			expectError(res, 400, 400101);
 			expect(res.body.details.map((d: { path: string }) => d.path), JSON.stringify(body).slice(0, 80)).toContain(path);
 		}
+		// A bad color says what a color must be.
+		const bad = await call("POST", stickerPath(twin), { secret: admin.secret, body: { stickers: { "red!": ok } } });
+		expect(bad.body.details).toEqual([{ path: "stickers.red!", message: "Must be 3 to 48 letters, digits or '-'" }]);
 		expectError(await call("GET", stickerPath(twin, "re"), { secret: admin.secret }), 400, 400101);
 	});
 
