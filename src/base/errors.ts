@@ -52,7 +52,11 @@ export const ERRORS = {
 		subcode: 409106,
 		description: "The subscription failed; its owner can resend the confirmation",
 	},
-	// 409107 is kept for a request whose Idempotency-Key is still being processed.
+	idempotency_in_flight: {
+		status: 409,
+		subcode: 409107,
+		description: "A request with the same Idempotency-Key is still being processed; retry later",
+	},
 	grantee_limit: {
 		status: 409,
 		subcode: 409108,
@@ -82,6 +86,11 @@ export const ERRORS = {
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },
 	range_unsatisfiable: { status: 416, subcode: 416171, description: "The range cannot be satisfied" },
+	idempotency_mismatch: {
+		status: 422,
+		subcode: 422101,
+		description: "The Idempotency-Key was used with another request (method, path or body)",
+	},
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 	webhooks_unconfigured: {

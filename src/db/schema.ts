@@ -453,3 +453,21 @@ export const accountLog = sqliteTable(
 	},
 	(t) => [index("account_log_account").on(t.account, t.id)],
 );
+
+// Idempotency-Key records (POST and PATCH): a key claimed by the request that runs it (its
+// trace), then its answer as it was sent, replayed to the same request within 24 hours.
+// `status` is null while the first request runs.
+export const idempotencyKeys = sqliteTable(
+	"idempotency_keys",
+	{
+		account: text("account").notNull(),
+		key: text("key").notNull(),
+		fingerprint: text("fingerprint").notNull(),
+		trace: text("trace").notNull(),
+		status: integer("status"),
+		content_type: text("content_type"),
+		body: text("body"),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.account, t.key] }), index("idempotency_keys_age").on(t.account, t.created_ts)],
+);

@@ -12,6 +12,7 @@ import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { validate } from "./validation";
+import { fingerprintOf, keepsReplay, presentedKey, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
 
 export type RequestState = {
@@ -24,15 +25,21 @@ export type RequestState = {
 	// token), and its operation: the account's usage counts the request for that user,
 	// whatever its answer.
 	counted?: { account: string; user: string; operation: OperationName };
+	// The route the request matched (its pattern, never its path) and its operation, for the
+	// request's log line.
+	route?: { operation: OperationName; path: string };
 };
 
 // The order is fixed: read a JSON body (at most 64 KiB), authenticate, check the permission
-// rule by operation name, read the request's dictionary, validate the params, find what the
-// path names (a twin the caller may see), validate query, headers and body, and only then run
-// the handler. An operation that checks the credential with its own read (`checksCredential`)
-// runs first on the isolate's guess of the caller, when it has one; the object keeps that order.
-export function pipeline(operation: Operation) {
+// rule by operation name, check an Idempotency-Key's form, read the request's dictionary,
+// validate the params, find what the path names (a twin the caller may see), validate query,
+// headers and body, and only then run the handler (with an Idempotency-Key, once: see
+// idempotency.ts). An operation that checks the credential with its own read
+// (`checksCredential`) runs first on the isolate's guess of the caller, when it has one; the
+// object keeps that order.
+export function pipeline(operation: Operation, path: string) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
+		state.route = { operation: operation.name, path };
 		const url = new URL(request.url);
 		const d1 = state.meter.wrap(state.d1);
 		const body = operation.body === "stream" ? undefined : await readBody(request);
@@ -41,12 +48,14 @@ export function pipeline(operation: Operation) {
 			if (answer) return answer;
 		}
 		let claim: Claim | undefined;
+		let key: string | undefined;
 		if (operation.auth === "secret") {
 			const caller = await countingFailures(env, request, () => authenticate(request, d1, env, { streamToken: operation.streamToken }));
 			mark(state, "authenticate");
 			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
 			mark(state, "statement");
+			key = presentedKey(request, operation);
 			caller.dict = dictOf(request, caller.credential!);
 			if (operation.checksCredential) rememberCaller(caller.credential!.hash, caller);
 			claim = { caller };
@@ -63,6 +72,10 @@ export function pipeline(operation: Operation) {
 		try {
 			const input = await readInput(operation, request, url, body, ctx);
 			mark(state, "validate");
+			if (key !== undefined && keepsReplay(operation, input.body)) {
+				const once = { db: ctx.db, account: claim!.caller.account, key, fingerprint: await fingerprintOf(request, body), trace: state.requestId };
+				return await runOnce(once, () => run(operation, input, ctx));
+			}
 			return await run(operation, input, ctx);
 		} catch (error) {
 			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404) await spendFailedLookup(env.SECRET_ATTEMPTS, request);

@@ -11,7 +11,7 @@ export function buildRouter(routes: Route[]) {
 	const router = Router<IRequest, Args>();
 	const methodsByPath = new Map<string, string[]>();
 	for (const { method, path, operation } of routes) {
-		router[method.toLowerCase() as "get"](path, pipeline(operation));
+		router[method.toLowerCase() as "get"](path, pipeline(operation, path));
 		methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
 	}
 	for (const [path, methods] of methodsByPath) {

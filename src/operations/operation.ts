@@ -60,6 +60,10 @@ export type Operation<
 	// The operation answers with a Response it builds, not JSON: the bytes of a file, or a
 	// stream of events (Server-Sent Events, or a WebSocket on an Upgrade request).
 	answers?: "bytes" | "events";
+	// Whether a POST or PATCH with an Idempotency-Key keeps its answer for replays (the
+	// default): false for an operation whose answer carries a credential or a key, which a
+	// replay store must never hold; a function when that depends on the body.
+	replays?: false | ((body: B extends z.ZodType ? z.infer<B> : unknown) => boolean);
 	// The route also takes a stream token in its `access_token` parameter instead of the
 	// Authorization header (EventSource cannot set one); on every other route it is unknown.
 	streamToken?: true;

@@ -21,6 +21,8 @@ function pinHash(account: string, pin: string) {
 
 export const createUserSecretPin = defineOperation({
 	name: "create_user_secret_pin",
+	// Its answer is a credential: never kept for replays.
+	replays: false,
 	summary: "Issue a single-use PIN that the user redeems for a new secret",
 	auth: "secret",
 	status: 201,

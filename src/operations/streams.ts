@@ -117,6 +117,8 @@ const DEFAULT_STREAM_TOKEN_SECONDS = 3600;
 
 export const createStreamToken = defineOperation({
 	name: "create_stream_token",
+	// Its answer is a credential: never kept for replays.
+	replays: false,
 	summary: "A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only",
 	auth: "secret",
 	status: 201,

@@ -43,6 +43,8 @@ function claimsFor(caller: Caller, exp: number, at: number, options: TokenOption
 
 export const createUserToken = defineOperation({
 	name: "create_user_token",
+	// Its answer is a credential: never kept for replays.
+	replays: false,
 	summary: "A User Token: acts as the caller until it expires (a day at most), without its secret",
 	auth: "secret",
 	status: 201,
@@ -70,6 +72,8 @@ export const createUserToken = defineOperation({
 
 export const refreshUserToken = defineOperation({
 	name: "refresh_user_token",
+	// Its answer is a credential: never kept for replays.
+	replays: false,
 	summary: "A new copy of the calling User Token with a later expiry (its refresh option needed)",
 	auth: "secret",
 	status: 201,

@@ -17,6 +17,8 @@ export const MAX_UPLOAD_VALIDITY_SECONDS = 3600;
 
 export const createUploadUrl = defineOperation({
 	name: "create_upload_url",
+	// Its answer is a credential: never kept for replays.
+	replays: false,
 	summary: "An upload URL and its handler: PUT one file there, then attach it to a twin",
 	auth: "secret",
 	body: z.strictObject({ validity_ts: timestamp.optional() }),

@@ -61,6 +61,8 @@ export async function topicsGranted(ctx: Context & { caller: Pick<Caller, "accou
 
 export const webhookSubscribe = defineOperation({
 	name: "webhook_subscribe",
+	// With a client_secret the answer holds the server_secret of the signing key: not kept.
+	replays: (body) => body.client_secret === undefined,
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
 	auth: "secret",
 	status: 201,

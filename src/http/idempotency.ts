@@ -1,0 +1,86 @@
+import type { Database } from "../db/client";
+import { type Claim, claimKey, releaseKey, settleKey } from "../db/idempotency";
+import { ApiError } from "../base/errors";
+import { toHex } from "../base/crypto";
+import { now } from "../base/time";
+import type { Operation } from "../operations/operation";
+import { errorResponse } from "./errors";
+
+// Idempotency-Key on POST and PATCH (CONTRACT §21.1): the first request with a key runs and
+// its answer is kept for 24 hours; the same request again gets that answer, replayed, and
+// nothing runs twice. The key is claimed before the handler runs, so a retry that arrives
+// while the first is running is told so (409107) instead of running beside it.
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+// Larger answers are not kept (a D1 row holds at most 2 MB, and a character of UTF-8 takes at
+// most 3 bytes): such a request runs again when retried. No answer of a write comes near it.
+const MAX_KEPT_CHARACTERS = 512 * 1024;
+
+// The request's key, checked, when the operation keeps replays; undefined when there is none
+// or the route ignores it. Routes without a user's credential, other methods, and the
+// operations whose answer carries a credential or a key ignore it.
+export function presentedKey(request: Request, operation: Operation): string | undefined {
+	if (request.method !== "POST" && request.method !== "PATCH") return undefined;
+	if (operation.auth !== "secret" || operation.replays === false) return undefined;
+	const key = request.headers.get("idempotency-key");
+	if (key === null) return undefined;
+	if (!KEY.test(key)) {
+		throw new ApiError("validation", {
+			description: "Idempotency-Key must be 1 to 255 visible ASCII characters",
+			details: [{ path: "Idempotency-Key", message: "Must be 1 to 255 visible ASCII characters (no spaces)" }],
+		});
+	}
+	return key;
+}
+
+// Whether this request's body lets its answer be kept (webhook_subscribe with a client_secret
+// answers a server_secret: never kept).
+export function keepsReplay(operation: Operation, body: unknown): boolean {
+	return typeof operation.replays !== "function" || operation.replays(body);
+}
+
+// What makes two requests the same: method, path with query, and the body's bytes.
+export async function fingerprintOf(request: Request, body: Uint8Array | undefined): Promise<string> {
+	const url = new URL(request.url);
+	const head = new TextEncoder().encode(`${request.method} ${url.pathname}${url.search}\n`);
+	const bytes = new Uint8Array(head.length + (body?.length ?? 0));
+	bytes.set(head);
+	if (body) bytes.set(body, head.length);
+	return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+type Once = { db: Database; account: string; key: string; fingerprint: string; trace: string };
+
+// Runs `handler` once for the key: a replay of the kept answer when the same request ran
+// before, 422101 when the key ran another request, 409107 while it is still running.
+export async function runOnce(o: Once, handler: () => Promise<Response>): Promise<Response> {
+	const claim: Claim = { account: o.account, key: o.key, fingerprint: o.fingerprint, trace: o.trace, at: now() };
+	const row = await claimKey(o.db, claim);
+	if (row.trace !== claim.trace) {
+		if (row.fingerprint !== claim.fingerprint) {
+			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
+		}
+		if (row.status === null) throw new ApiError("idempotency_in_flight", { headers: { "retry-after": "1" } });
+		return new Response(row.body, { status: row.status, headers: { "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" } });
+	}
+	let response: Response;
+	try {
+		response = await handler();
+	} catch (error) {
+		// A refusal the handler decided is the request's answer, kept like a success; a failure
+		// of ours or a rate limit leaves the key free for the retry.
+		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429) {
+			await releaseKey(o.db, claim).catch(() => undefined);
+			throw error;
+		}
+		response = errorResponse(error, o.trace);
+	}
+	if (response.status >= 500 || response.status === 429) {
+		await releaseKey(o.db, claim);
+		return response;
+	}
+	const body = await response.text();
+	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(o.db, claim);
+	else await settleKey(o.db, claim, { status: response.status, content_type: response.headers.get("content-type"), body });
+	return new Response(body, { status: response.status, headers: response.headers });
+}

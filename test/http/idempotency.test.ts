@@ -1,0 +1,229 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import {
+	addEntries,
+	bootstrap,
+	call,
+	expectError,
+	loggedErrors,
+	sessionsToo,
+	ledger,
+	newTwin,
+	outboxOf,
+	confirmedSubscription,
+	recordingQueue,
+	receiver,
+	walk,
+} from "../fixtures";
+
+const keyed = (key: string, headers: Record<string, string> = {}) => ({ "idempotency-key": key, ...headers });
+
+// The account's twins, by a walk of scan_twins.
+const twinsOf = async (secret: string) => (await walk(secret, "count=1000")).seen.length;
+
+describe("Idempotency-Key", () => {
+	it("makes a retried create_twin create one twin and replay the first answer byte for byte", async () => {
+		const admin = await bootstrap();
+		const body = { description: { serial: "A-1" } };
+		const first = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("abc-123") });
+		const again = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("abc-123") });
+		expect(first.status).toBe(201);
+		expect(again.status).toBe(201);
+		expect(again.body).toEqual(first.body);
+		expect(again.headers.get("idempotent-replayed")).toBe("true");
+		expect(first.headers.get("idempotent-replayed")).toBeNull();
+		expect(again.headers.get("x-request-id")).not.toBe(first.headers.get("x-request-id"));
+		expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"));
+		expect(await twinsOf(admin.secret)).toBe(1);
+		// Another key, or none, is another request.
+		await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("abc-124") });
+		await call("POST", "/twins", { secret: admin.secret, body });
+		expect(await twinsOf(admin.secret)).toBe(3);
+	});
+
+	it("scopes a key to its account", async () => {
+		const [a, b] = [await bootstrap(), await bootstrap()];
+		const first = await call("POST", "/twins", { secret: a.secret, body: {}, headers: keyed("shared") });
+		const second = await call("POST", "/twins", { secret: b.secret, body: {}, headers: keyed("shared") });
+		expect(second.headers.get("idempotent-replayed")).toBeNull();
+		expect(second.body.uuid).not.toBe(first.body.uuid);
+	});
+
+	it("makes a retried webhook_subscribe send one confirmation message", async () => {
+		const admin = await bootstrap();
+		const { jobs, binding } = recordingQueue();
+		const body = { topic: "alerts", callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok` };
+		const send = () => call("POST", "/notifications/webhooks", { secret: admin.secret, body, headers: keyed("subscribe-1"), env: { CALLBACK_POLICY: "any", WEBHOOKS: binding } });
+		const [first, again] = [await send(), await send()];
+		expect([first.status, again.status]).toEqual([201, 201]);
+		expect(again.body).toEqual(first.body);
+		expect(jobs).toHaveLength(1);
+		const listed = await call("GET", "/notifications/webhooks", { secret: admin.secret });
+		expect(Object.keys(listed.body.subscriptions)).toEqual([first.body.subscription.uuid]);
+	});
+
+	it("ignores the key of a subscribe with a client_secret: its answer holds a key, never stored", async () => {
+		const admin = await bootstrap();
+		const { binding } = recordingQueue();
+		const body = { topic: "alerts", callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok`, client_secret: "Client-secret_16" };
+		const send = () => call("POST", "/notifications/webhooks", { secret: admin.secret, body, headers: keyed("with-secret"), env: { CALLBACK_POLICY: "any", WEBHOOKS: binding } });
+		const [first, again] = [await send(), await send()];
+		expect(again.headers.get("idempotent-replayed")).toBeNull();
+		expect(again.body.subscription.uuid).not.toBe(first.body.subscription.uuid);
+		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		expect(stored?.n).toBe(0);
+	});
+
+	it("makes a retried ledger write act once: one entry, one message, the first answer", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const sub = await confirmedSubscription(admin, "levels", crypto.randomUUID());
+		const body = { entries: { level: { value: 1, publish: { levels: "true" } } } };
+		const first = await call("POST", ledger(twin), { secret: admin.secret, body, headers: keyed("add-level") });
+		const again = await call("POST", ledger(twin), { secret: admin.secret, body, headers: keyed("add-level") });
+		expect(first.status).toBe(201);
+		// Not 409101 "exists": the same answer as the first time.
+		expect(again.status).toBe(201);
+		expect(again.body).toEqual(first.body);
+		expect(await outboxOf(sub.uuid)).toHaveLength(1);
+	});
+
+	it("keeps a refusal the handler decided, with the trace of the request that ran", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { level: { value: 1 } });
+		const body = { entries: { level: { value: 2 } }, conditions: { level: "entry_value == 5" } };
+		const refused = await call("PATCH", ledger(twin), { secret: admin.secret, body, headers: keyed("guarded") });
+		expectError(refused, 409, 409102);
+		// The condition holds now, but the key answers what its request got.
+		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { level: { value: 5 } } } })).status).toBe(200);
+		const replayed = await call("PATCH", ledger(twin), { secret: admin.secret, body, headers: keyed("guarded") });
+		expect(replayed.status).toBe(409);
+		expect(replayed.body).toEqual(refused.body);
+		expect(replayed.body.trace).toBe(refused.headers.get("x-request-id"));
+		expect(replayed.headers.get("x-request-id")).not.toBe(refused.body.trace);
+		expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+	});
+
+	it("refuses the key with another method, path or body (422101), doing nothing", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("k") });
+		for (const [method, path, body] of [
+			["POST", "/twins", { description: { n: 2 } }],
+			["PATCH", `/twins/${twin}`, { description: { n: 1 } }],
+			["POST", "/twins?x=1", { description: { n: 1 } }],
+		] as const) {
+			const res = await call(method, path, { secret: admin.secret, body, headers: keyed("k") });
+			expectError(res, 422, 422101);
+			expect(res.body.details[0].path).toBe("Idempotency-Key");
+		}
+		expect(await twinsOf(admin.secret)).toBe(2);
+		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.description).toEqual({});
+	});
+
+	it("answers 409107 while the first request with the key is still running", async () => {
+		const admin = await bootstrap();
+		// The first request's claim, as it stands while its handler runs.
+		const body = JSON.stringify({});
+		const first = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
+		await env.DB.prepare("UPDATE idempotency_keys SET status = NULL, body = NULL, trace = 'another-request', created_ts = ? WHERE account = ? AND key = 'slow'")
+			.bind(Date.now() / 1000, admin.account)
+			.run();
+		const res = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
+		expectError(res, 409, 409107);
+		expect(await twinsOf(admin.secret)).toBe(1);
+		expect(first.status).toBe(201);
+	});
+
+	it("lets the same request take over a claim whose request died, once its lease is over", async () => {
+		const admin = await bootstrap();
+		await env.DB.prepare("INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts) SELECT ?, 'died', fingerprint, 'dead-request', ? FROM (SELECT '' AS fingerprint)")
+			.bind(admin.account, Date.now() / 1000 - 301)
+			.run();
+		// Another fingerprint: the claim stands for another request, whatever its age.
+		expectError(await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") }), 422, 422101);
+		const fingerprint = await requestFingerprint("POST", "/twins", "{}");
+		await env.DB.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'").bind(fingerprint, admin.account).run();
+		const taken = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") });
+		expect(taken.status).toBe(201);
+		expect(taken.headers.get("idempotent-replayed")).toBeNull();
+	});
+
+	it("stores nothing for answers given before the handler runs, or for a failure: the corrected or retried request runs", async () => {
+		const admin = await bootstrap();
+		expectError(await call("POST", "/twins", { secret: "x".repeat(64), body: {}, headers: keyed("early") }), 401, 401102);
+		expectError(await call("POST", "/twins", { secret: admin.secret, body: { description: "no" }, headers: keyed("early") }), 400, 400101);
+		// The key claimed, then the handler's own batch fails: a 500, and the key is free again.
+		const logged = loggedErrors();
+		const failed = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("early"), env: { DB: failingAfterFirstBatch(env.DB) } });
+		expectError(failed, 500, 500101);
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining(failed.headers.get("x-request-id") as string));
+		expect(await twinsOf(admin.secret)).toBe(0);
+		const ran = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("early") });
+		expect(ran.status).toBe(201);
+		expect(ran.headers.get("idempotent-replayed")).toBeNull();
+		expect(await twinsOf(admin.secret)).toBe(1);
+	});
+
+	it("refuses a malformed key with 400101 after the credential and the statement", async () => {
+		const admin = await bootstrap();
+		for (const key of ["", "x".repeat(256), "with space", "tab\there"]) {
+			const res = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: { "idempotency-key": key } });
+			expectError(res, 400, 400101);
+			expect(res.body.details[0].path).toBe("Idempotency-Key");
+		}
+		expectError(await call("POST", "/twins", { body: {}, headers: keyed("") }), 401, 401101);
+		expect((await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("x".repeat(255)) })).status).toBe(201);
+	});
+
+	it("is ignored by other methods, and by operations whose answer carries a credential", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const read = await call("GET", `/twins/${twin}`, { secret: admin.secret, headers: keyed("") });
+		expect(read.status).toBe(200);
+		const tokens = await Promise.all([1, 2].map(() => call("POST", "/token", { secret: admin.secret, body: {}, headers: keyed("token-1") })));
+		expect(tokens.map((t) => t.status)).toEqual([201, 201]);
+		expect(tokens[0].body.token).not.toBe(tokens[1].body.token);
+		const pins = await Promise.all([1, 2].map(() => call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret, body: {}, headers: keyed("pin-1") })));
+		expect(pins[0].body.pin).not.toBe(pins[1].body.pin);
+		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		expect(stored?.n).toBe(0);
+	});
+
+	it("keeps a key 24 hours: past them the key is free for any request", async () => {
+		const admin = await bootstrap();
+		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("day") });
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?").bind(admin.account).run();
+		const later = await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 2 } }, headers: keyed("day") });
+		expect(later.status).toBe(201);
+		expect(later.headers.get("idempotent-replayed")).toBeNull();
+		expect(await twinsOf(admin.secret)).toBe(2);
+	});
+});
+
+// The fingerprint of a request as the Worker computes it: method, path with query, body.
+async function requestFingerprint(method: string, path: string, body: string) {
+	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${method} ${path}\n${body}`));
+	return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// D1 whose batches after the first fail once their first statement has run (nothing of them
+// remains): the key's claim commits, the handler's write does not.
+function failingAfterFirstBatch(db: D1Database): D1Database {
+	let batches = 0;
+	const wrap = (target: D1Database): D1Database =>
+		new Proxy(target, {
+			get(inner, property) {
+				const session = sessionsToo(inner, property, wrap);
+				if (session) return session;
+				if (property === "batch") {
+					return (statements: D1PreparedStatement[]) =>
+						++batches === 1 ? inner.batch(statements) : inner.batch([statements[0], inner.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+				}
+				const value = Reflect.get(inner, property, inner);
+				return typeof value === "function" ? value.bind(inner) : value;
+			},
+		});
+	return wrap(db);
+}
