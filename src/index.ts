@@ -1,6 +1,7 @@
 import { D1Meter } from "./db/meter";
 import { buildRouter } from "./http/router";
-import { ApiError } from "./base/errors";
+import { ApiError, ERRORS } from "./base/errors";
+import { requestLine } from "./http/request-log";
 import { errorResponse } from "./http/errors";
 import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
@@ -16,8 +17,11 @@ export { StreamDO } from "./notifications/streams/object";
 
 const router = buildRouter(routes);
 
-// `seen` keeps the request's state for what comes after the answer (its usage count).
-async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter, seen: { state?: RequestState }) {
+// What the request left for what comes after its answer: its state (usage, the log line),
+// the subcode of its refusal and the failure behind a 500.
+type Seen = { state?: RequestState; subcode?: number; failure?: unknown };
+
+async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter, seen: Seen) {
 	try {
 		// One D1 session per request, begun at the primary: the credential check sees every
 		// revocation, and the request's later reads may come from a replica at least as new
@@ -26,18 +30,31 @@ async function respond(request: Request, env: Env, ctx: ExecutionContext, reques
 		seen.state = { requestId, meter, d1, stages: [{ name: "receive", at: Date.now() }] };
 		return await router.fetch(request, env, ctx, seen.state);
 	} catch (error) {
-		if (error instanceof ApiError) return errorResponse(error, requestId);
-		// Last resort: the caller gets a generic answer, the log gets the trace and the cause.
-		console.error(JSON.stringify({ trace: requestId, error: String(error), stack: (error as Error)?.stack }));
+		if (error instanceof ApiError) {
+			seen.subcode = error.subcode;
+			return errorResponse(error, requestId);
+		}
+		// Last resort: the caller gets a generic answer; the request's log line gets the cause.
+		seen.failure = error;
+		seen.subcode = ERRORS.internal.subcode;
 		return errorResponse(new ApiError("internal"), requestId);
 	}
 }
 
+// A refusal answered without passing the catch above (kept for an Idempotency-Key, or
+// replayed): its subcode is in its body.
+async function subcodeOf(response: Response): Promise<number | undefined> {
+	if (response.status < 400 || !response.headers.get("content-type")?.startsWith("application/json")) return undefined;
+	const body = (await response.clone().json().catch(() => undefined)) as { subcode?: unknown } | undefined;
+	return typeof body?.subcode === "number" ? body.subcode : undefined;
+}
+
 export default {
 	async fetch(request, env, ctx) {
+		const startedAt = Date.now();
 		const requestId = crypto.randomUUID();
 		const meter = new D1Meter();
-		const seen: { state?: RequestState } = {};
+		const seen: Seen = {};
 		const response = request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter, seen);
 		allowOrigins(response.headers);
 		response.headers.set("x-request-id", requestId);
@@ -51,6 +68,9 @@ export default {
 			const counts = requestCounts(counted.operation, response.status, meter);
 			countUsage({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted.account, counted.user, counts);
 		}
+		const subcode = seen.subcode ?? (await subcodeOf(response));
+		const line = requestLine(request, requestId, seen.state, meter, startedAt, { status: response.status, subcode, failure: seen.failure });
+		(response.status >= 500 ? console.error : console.log)(JSON.stringify(line));
 		return response;
 	},
 
