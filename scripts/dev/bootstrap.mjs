@@ -1,11 +1,13 @@
 // `npm run bootstrap [-- --json] [-- --url URL --admin-token TOKEN] [-- --name NAME]`:
-// creates an account through create_account and prints its administrator's secret.
+// creates an account through create_account and prints its administrator's secret. Without
+// --url it calls the `npm start` running in this checkout, on whatever port, or port 8787.
 import { parseArgs } from "node:util";
 import { readDevVars } from "./dev-vars.mjs";
+import { readServed } from "./served.mjs";
 
 const { values } = parseArgs({
 	options: {
-		url: { type: "string", default: "http://127.0.0.1:8787" },
+		url: { type: "string", default: readServed() ?? "http://127.0.0.1:8787" },
 		"admin-token": { type: "string" },
 		name: { type: "string" },
 		json: { type: "boolean", default: false },

@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The README's promise: `npm start`, then `npm run bootstrap`, gives a secret that works on
-// /whoami. Run as a developer would, on a port of its own.
+// /whoami. Run as a developer would, on a port of its own, which bootstrap finds without --url.
 const PORT = 8796;
 const URL_BASE = `http://127.0.0.1:${PORT}`;
 
@@ -24,7 +24,7 @@ describe("npm start and npm run bootstrap", () => {
 	});
 
 	it("prints a secret that works on /whoami", async () => {
-		const { stdout } = await promisify(execFile)("npm", ["run", "-s", "bootstrap", "--", "--json", "--url", URL_BASE]);
+		const { stdout } = await promisify(execFile)("npm", ["run", "-s", "bootstrap", "--", "--json"]);
 		const created = JSON.parse(stdout);
 		expect(Object.keys(created).sort()).toEqual(["account", "role", "secret", "user"]);
 		const whoami = await fetch(`${URL_BASE}/whoami`, { headers: { authorization: created.secret } });

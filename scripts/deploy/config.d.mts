@@ -1,0 +1,3 @@
+import type { DeployConfig } from "./plan.mjs";
+
+export function readConfig(): DeployConfig & { account_id?: string };
