@@ -1,5 +1,27 @@
-import type { z } from "zod";
+import * as z from "zod";
 import { ApiError, type ErrorDetail } from "../base/errors";
+
+// Messages that tell the caller what to send, in place of zod's "Invalid input: expected
+// string, received undefined": a missing field is "Required", a wrong type names the type
+// expected and the one sent, and a value that fits no branch of a union names them all.
+// Patterns and limits carry their own messages where the schemas are made.
+const kind = (expected: string) => (expected === "array" ? "a list" : `${/^[aeiou]/.test(expected) ? "an" : "a"} ${expected}`);
+const sent = (input: unknown) => (input === null ? "null" : Array.isArray(input) ? "a list" : kind(typeof input));
+type Issue = { code?: string; expected?: string; input?: unknown; errors?: { code?: string; expected?: string }[][] };
+z.config({
+	customError: (raw) => {
+		const issue = raw as Issue;
+		if (issue.code === "invalid_type" && issue.expected) {
+			return issue.input === undefined ? `Required: ${kind(issue.expected)}` : `Must be ${kind(issue.expected)}, not ${sent(issue.input)}`;
+		}
+		if (issue.code === "invalid_union" && issue.input === undefined) return "Required";
+		if (issue.code === "invalid_union" && issue.errors?.every((branch) => branch[0]?.code === "invalid_type" && branch[0].expected)) {
+			const kinds = issue.errors.map((branch) => (branch[0].expected === "null" ? "null" : kind(branch[0].expected as string)));
+			return `Must be ${kinds.join(" or ")}, not ${sent(issue.input)}`;
+		}
+		return undefined;
+	},
+});
 
 // One detail per failing field; an unknown field is reported under its own name.
 export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {

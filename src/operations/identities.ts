@@ -15,10 +15,13 @@ import { twinView, visibleTwin } from "./twins";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
-export const identityName = z.string().regex(IDENTITY, "Must match ^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$");
+const IDENTITY_FORM = "a prefix of 1 to 8 letters, digits or '_' (not a digit first), '#', then 1 to 128 letters, digits, '_', '=', '+' or '-' (^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$)";
 
-// In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once.
-export const identityParam = decodedOnce(identityName);
+export const identityName = z.string().regex(IDENTITY, `Must be ${IDENTITY_FORM}`);
+
+// In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once. A
+// raw '#' starts the URL's fragment, which never reaches the service: the message says so.
+export const identityParam = decodedOnce(z.string().regex(IDENTITY, `Must be ${IDENTITY_FORM}; in a path write '#' as %23`));
 
 // create_twin_identity takes, and answers, at most this many at once.
 const MAX_IDENTITIES_PER_REQUEST = 100;

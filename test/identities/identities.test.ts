@@ -75,6 +75,17 @@ describe("create, get, update and delete a twin identity", () => {
 		expectError(await call("GET", `/twins/${twin}/identities/A%2523b`, { secret: admin.secret }), 400, 400101);
 	});
 
+	it("says how to write '#' when a raw one cut the identity short in the path", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		// A raw '#' starts the URL's fragment: the service receives "RFID" alone.
+		const res = await call("GET", `/twins/${twin}/identities/RFID#be744bdc0a3f`, { secret: admin.secret });
+		expectError(res, 400, 400101);
+		expect(res.body.details).toEqual([{ path: "identity", message: expect.stringContaining("in a path write '#' as %23") }]);
+		const body = await call("POST", `/twins/${twin}/identities`, { secret: admin.secret, body: { identities: { RFID: {} } } });
+		expect(body.body.details[0]).toEqual({ path: "identities.RFID", message: expect.stringMatching(/^Must be a prefix of 1 to 8 letters/) });
+	});
+
 	it("is all or nothing: an identity the account already has is 409 and nothing is written", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
