@@ -52,8 +52,11 @@ describe("trace", () => {
 		});
 		expect(res.body.stages.map((s: { name: string }) => s.name)).toEqual(["authenticate", "statement", "validate", "handler"]);
 		for (const stage of res.body.stages) expect(stage.ms).toBeGreaterThanOrEqual(0);
-		const lines = log.mock.calls.map(([line]) => String(line)).filter((line) => line.includes(res.body.trace));
+		const written = log.mock.calls.map(([line]) => String(line)).filter((line) => line.includes(res.body.trace));
 		log.mockRestore();
+		// Its own line, besides the request's line every request writes.
+		const lines = written.filter((line) => line.startsWith('{"event":"trace"'));
+		expect(written.filter((line) => line.startsWith('{"trace":'))).toHaveLength(1);
 		expect(lines).toHaveLength(1);
 		expect(JSON.parse(lines[0]!)).toMatchObject({ trace: res.body.trace, user, credential: { type: "secret" } });
 		expect(lines[0]).not.toContain(secret);
