@@ -50,8 +50,9 @@ const docOut = z.object({
 // [created_ts, updated_ts, size], under the doc's name or, in the tree view, its last segment.
 const listedOut = z.tuple([timestampOut, timestampOut, z.number().int()]);
 type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
-// Folders nest at most five deep; no level holds more than the twin's docs.
-const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING));
+// Folders nest at most five deep; no level holds more than the twin's docs. The id names the
+// recursion in the API document.
+const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)).meta({ id: "DocTree" });
 const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
 
 const view = z.enum(["list", "tree"]).optional().default("list");
@@ -166,10 +167,12 @@ export const deleteTwinDocs = defineOperation({
 	},
 });
 
+// The closing pipe states the transform's result, which the API document shows.
 const queryTimestamp = z
 	.string()
 	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp in seconds")
-	.transform(Number);
+	.transform(Number)
+	.pipe(z.number());
 
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",

@@ -15,8 +15,8 @@ export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 // Any JSON value. z.json() is recursive; the metadata tells the API document to describe it
 // as "any JSON value" rather than spell the recursion out (see http/openapi.ts). It is
 // registered on the instance itself (.meta() would mark a copy, not the one the recursion
-// refers to).
-export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true });
+// refers to). Its id names it in the document.
+export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true, id: "JsonValue" });
 
 // Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
 // and a scan page have to read per twin.
@@ -56,11 +56,13 @@ export function decodedOnce(inner: z.ZodType<string, string>) {
 		.pipe(inner);
 }
 
-// A boolean in a query string: true, false, 1 or 0, in any case.
+// A boolean in a query string: true, false, 1 or 0, in any case. The closing pipe states what
+// the transform gives, which is how the API document types the parameter.
 export const queryBoolean = z
 	.string()
 	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
-	.transform((v) => /^(true|1)$/i.test(v));
+	.transform((v) => /^(true|1)$/i.test(v))
+	.pipe(z.boolean());
 
 // Output shapes. Every answer is passed through its operation's response schema, which
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.

@@ -26,7 +26,8 @@ const topics = z
 	.transform((text) => [...new Set(text.split(","))])
 	.pipe(z.array(topic).min(1).max(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`));
 
-const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number);
+// The pipe states the transform's result for the API document.
+const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number).pipe(z.number().int());
 
 export const streamNotifications = defineOperation({
 	name: "stream_notifications",
