@@ -66,6 +66,8 @@ export const queryBoolean = z
 
 // Output shapes. Every answer is passed through its operation's response schema, which
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
+// The records a client meets in many answers carry ids, which name them in the API document
+// and so in a generated client.
 export const uuidOut = z.string().meta({ format: "uuid" });
 export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
 // An object in an answer keyed by uuid or name (get_users, a ledger's entries) of at most `max`
@@ -91,7 +93,7 @@ export const userRecord = z.object({
 	activity: z.strictObject({}).nullable(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "User" });
 
 // The original's activity logging setting (of users) and resource access log (of the
 // account) route logs into Timeseries tables, which this service does not have: only "none"
@@ -107,7 +109,7 @@ export const secretRecord = z.object({
 	validity_ts: timestampOut.nullable(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "UserSecret" });
 
 export const roleRecord = z.object({
 	uuid: uuidOut,
@@ -117,7 +119,7 @@ export const roleRecord = z.object({
 	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).max(MAX_STATEMENT_ACTIONS).nullable() }),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "Role" });
 
 export const twinRecord = z.object({
 	uuid: uuidOut,
@@ -127,7 +129,7 @@ export const twinRecord = z.object({
 	description: descriptionOut,
 	creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
 	termination_certificate: z.object({ issuer: uuidOut, terminated_ts: timestampOut }).nullable(),
-});
+}).meta({ id: "Twin" });
 
 export const subscriptionOut = z.object({
 	uuid: uuidOut,
@@ -135,5 +137,5 @@ export const subscriptionOut = z.object({
 	account: uuidOut,
 	status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
 	validity_ts: timestampOut,
-});
+}).meta({ id: "Subscription" });
 
