@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
 import type { Route } from "./route";
-import { ERRORS } from "../base/errors";
+import { type ErrorCode, ERRORS } from "../base/errors";
 import { ANY_JSON } from "../base/json";
 import { errorEnvelope } from "./errors";
 
@@ -11,28 +11,25 @@ import { errorEnvelope } from "./errors";
 type JsonSchema = Record<string, unknown>;
 
 // Definitions a schema carries in its own $defs would not resolve once it is embedded in the
-// document, so they move to components.schemas (equal ones shared) and their refs follow.
+// document, so they move to components.schemas under the id their zod schema registers
+// (`.meta({ id })`), and their refs follow. A definition zod had to name itself (a recursive
+// schema without an id) would reach clients as a meaningless name, so it fails the build, and
+// so does one id given two different shapes.
 function hoistDefinitions(schema: JsonSchema, shared: Record<string, JsonSchema>): JsonSchema {
 	const { $defs, ...rest } = schema as JsonSchema & { $defs?: Record<string, JsonSchema> };
 	if (!$defs) return rest;
-	const names = new Map<string, string>();
-	for (const [local, definition] of Object.entries($defs)) {
-		const text = JSON.stringify(definition);
-		const existing = Object.entries(shared).find(([, d]) => JSON.stringify(d) === text)?.[0];
-		const name = existing ?? `Definition${Object.keys(shared).length + 1}`;
-		shared[name] = definition;
-		names.set(`#/$defs/${local}`, `#/components/schemas/${name}`);
-	}
 	const rewrite = (value: unknown): unknown => {
 		if (Array.isArray(value)) return value.map(rewrite);
 		if (value === null || typeof value !== "object") return value;
 		return Object.fromEntries(
-			Object.entries(value).map(([k, v]) => [k, k === "$ref" && names.has(v as string) ? names.get(v as string) : rewrite(v)]),
+			Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? v.replace("#/$defs/", "#/components/schemas/") : rewrite(v)]),
 		);
 	};
-	for (const name of new Set(names.values())) {
-		const key = name.split("/").at(-1) as string;
-		shared[key] = rewrite(shared[key]) as JsonSchema;
+	for (const [name, definition] of Object.entries($defs)) {
+		if (/^__schema\d+$/.test(name)) throw new Error(`A shared schema has no name: give it .meta({ id }) (${JSON.stringify(definition).slice(0, 120)})`);
+		const moved = rewrite(definition) as JsonSchema;
+		if (shared[name] && JSON.stringify(shared[name]) !== JSON.stringify(moved)) throw new Error(`Two shapes are named ${name}`);
+		shared[name] = moved;
 	}
 	return rewrite(rest) as JsonSchema;
 }
@@ -57,36 +54,100 @@ function headerParameters(names: readonly string[] | undefined) {
 	return (names ?? []).map((name) => ({ name, in: "header", required: false, schema: { type: "string" } }));
 }
 
-function parameters(schema: z.ZodType | undefined, where: "path" | "query", shared: Record<string, JsonSchema>) {
-	if (!(schema instanceof z.ZodObject)) return [];
-	return Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, field]) => ({
-		name,
-		in: where,
-		required: where === "path" || !field.safeParse(undefined).success,
-		schema: jsonSchema(field, "input", shared),
-	}));
+// Query values arrive as text and are parsed by transforms (`count=20` to 20, `details=1` to
+// true, `entries=a,b` to a list), so a query parameter is described by what its schema parses
+// to: the type a client passes. A list is one parameter of comma-separated items (form style,
+// not exploded), which openapi-fetch writes when its query serializer is told so.
+function takesList(schema: JsonSchema): boolean {
+	return schema.type === "array" || ((schema.anyOf as JsonSchema[] | undefined) ?? []).some(takesList);
 }
 
-const ERROR_STATUSES: Record<AuthKind, number[]> = {
-	secret: [400, 401, 403, 404, 405, 413, 500],
-	admin: [400, 401, 404, 405, 413, 500],
-	none: [400, 404, 405, 413, 500],
-	capability: [400, 404, 405, 409, 411, 413, 416, 429, 500],
+function parameters(schema: z.ZodType | undefined, where: "path" | "query", shared: Record<string, JsonSchema>) {
+	if (!(schema instanceof z.ZodObject)) return [];
+	return Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, field]) => {
+		const described = jsonSchema(field, where === "query" ? "output" : "input", shared);
+		return {
+			name,
+			in: where,
+			required: where === "path" || !field.safeParse(undefined).success,
+			schema: described,
+			...(takesList(described) && { style: "form", explode: false }),
+		};
+	});
+}
+
+// Refusals every operation of a kind may answer, before or around its own work: the
+// credential and the statement (a run of failed authentications from one address is 429),
+// the secret a URL carries, validation of whatever the request holds, and the JSON body.
+const SHARED_REFUSALS: Record<AuthKind, ErrorCode[]> = {
+	secret: ["missing_credential", "unknown_credential", "expired_credential", "operation_forbidden", "rate_limited"],
+	admin: ["missing_credential", "unknown_credential", "rate_limited"],
+	none: ["rate_limited"],
+	capability: ["upload_not_found", "rate_limited"],
 };
 
-function errorResponses(auth: AuthKind) {
+// A POST or PATCH with a user's credential takes an Idempotency-Key, unless its answer carries
+// a credential or a key (see http/idempotency.ts).
+function takesKey(operation: Operation, method: string): boolean {
+	return (method === "POST" || method === "PATCH") && operation.auth === "secret" && operation.replays !== false;
+}
+
+const IDEMPOTENCY_KEY = {
+	name: "Idempotency-Key",
+	in: "header",
+	required: false,
+	description: "Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again",
+	schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+};
+
+function refusals(operation: Operation, method: string): ErrorCode[] {
+	const codes: ErrorCode[] = [...SHARED_REFUSALS[operation.auth]];
+	if (takesKey(operation, method)) codes.push("idempotency_in_flight", "idempotency_mismatch");
+	if (operation.params || operation.query || operation.body || operation.headers) codes.push("validation");
+	if (operation.body && operation.body !== "stream") codes.push("malformed_json", "body_too_large");
+	codes.push(...(operation.refuses ?? []), "internal");
+	return [...new Set(codes)].sort((a, b) => ERRORS[a].subcode - ERRORS[b].subcode);
+}
+
+// Every status the operation may answer with besides success, each with the envelope and the
+// subcodes it carries then; an unknown route (404101) and a wrong method (405101) belong to
+// every path.
+function errorResponses(operation: Operation, method: string) {
+	const codes = refusals(operation, method);
+	const statuses = new Set([...codes.map((code) => ERRORS[code].status), 404, 405]);
 	return Object.fromEntries(
-		ERROR_STATUSES[auth].map((status) => {
-			const codes = Object.values(ERRORS).filter((e) => e.status === status);
-			const description = codes.map((e) => `${e.subcode}: ${e.description}`).join("; ");
+		[...statuses].sort((a, b) => a - b).map((status) => {
+			const own = codes.filter((code) => ERRORS[code].status === status).map((code) => ERRORS[code]);
+			const routeLevel = Object.values(ERRORS).filter((e) => e.status === status && (e.subcode === 404101 || e.subcode === 405101));
+			const description = [...routeLevel, ...own].map((e) => `${e.subcode}: ${e.description}`).join("; ");
 			return [String(status), { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }];
 		}),
 	);
 }
 
-function requestBody(body: z.ZodType | "stream", shared: Record<string, JsonSchema>) {
+const CALLERS: Record<AuthKind, (operation: Operation) => string> = {
+	secret: (operation) =>
+		`A user whose role's statement allows \`${operation.name}\`, with its User Secret or a User Token in \`Authorization\`` +
+		(operation.streamToken ? " (or a stream token in `access_token`)" : ""),
+	admin: () => "The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies",
+	none: () => "Anyone holding the secret value in the URL (a PIN, or a subscription's token); no credential or statement",
+	capability: () => "Anyone holding the URL (an upload or download URL); no credential or statement",
+};
+
+// The operation's own text, then who may call it and every refusal with its subcode.
+function describe(operation: Operation, method: string): string {
+	const refused = refusals(operation, method).map((code) => `- ${ERRORS[code].subcode} (${ERRORS[code].status}): ${ERRORS[code].description}`);
+	return [operation.description ?? operation.summary, `**Who may call it:** ${CALLERS[operation.auth](operation)}.`, `**Refusals:**\n${refused.join("\n")}`].join("\n\n");
+}
+
+function requestBody(operation: Operation, shared: Record<string, JsonSchema>) {
+	const { body, example } = operation;
 	if (body === "stream") return { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
-	return { required: true, content: { "application/json": { schema: jsonSchema(body, "input", shared) } } };
+	const schema = jsonSchema(body as z.ZodType, "input", shared);
+	return {
+		required: !(body as z.ZodType).safeParse(undefined).success,
+		content: { "application/json": { schema, ...(example !== undefined && { example }) } },
+	};
 }
 
 function success(operation: Operation, shared: Record<string, JsonSchema>) {
@@ -95,21 +156,23 @@ function success(operation: Operation, shared: Record<string, JsonSchema>) {
 	return { "application/json": { schema: jsonSchema(operation.response, "output", shared) } };
 }
 
-function operationObject(operation: Operation, shared: Record<string, JsonSchema>) {
+function operationObject(operation: Operation, method: string, shared: Record<string, JsonSchema>) {
 	const status = String(operation.status ?? 200);
 	return {
 		operationId: operation.name,
 		summary: operation.summary,
+		description: describe(operation, method),
 		security: operation.auth === "secret" ? [{ apiKey: [] }] : operation.auth === "admin" ? [{ adminToken: [] }] : [],
 		parameters: [
 			...parameters(operation.params, "path", shared),
 			...parameters(operation.query, "query", shared),
 			...headerParameters(operation.headers),
+			...(takesKey(operation, method) ? [IDEMPOTENCY_KEY] : []),
 		],
-		...(operation.body && { requestBody: requestBody(operation.body, shared) }),
+		...(operation.body && { requestBody: requestBody(operation, shared) }),
 		responses: {
 			[status]: { description: "Success", content: success(operation, shared) },
-			...errorResponses(operation.auth),
+			...errorResponses(operation, method),
 		},
 	};
 }
@@ -122,7 +185,7 @@ export function openApiDocument(routes: Route[]) {
 		const templated = path.replace(/:(\w+)\+?/g, "{$1}");
 		// Grouped on the page by the first segment of the path: users, roles, twins, ...
 		const tags = [path.split("/")[1]];
-		paths[templated] = { ...paths[templated], [method.toLowerCase()]: { tags, ...operationObject(operation, schemas) } };
+		paths[templated] = { ...paths[templated], [method.toLowerCase()]: { tags, ...operationObject(operation, method, schemas) } };
 	}
 	return {
 		openapi: "3.1.0",

@@ -17,6 +17,7 @@ const accountRecord = z.object({
 export const getAccount = defineOperation({
 	name: "get_account",
 	summary: "The caller's account",
+	description: "The caller's account: its uuid, timestamps and resource access log setting.",
 	auth: "secret",
 	response: accountRecord,
 	async run(_input, ctx) {
@@ -30,6 +31,8 @@ export const getAccount = defineOperation({
 export const updateAccount = defineOperation({
 	name: "update_account",
 	summary: "Change the caller's account: only resource_access_log, to null or {}",
+	description: "Changes the caller's account. Only resource_access_log may be given, and only as null or {} (access logs are not kept).",
+	example: { resource_access_log: null },
 	auth: "secret",
 	response: accountRecord,
 	body: z.strictObject({ resource_access_log: unsupportedSetting.optional() }),

@@ -50,8 +50,9 @@ const docOut = z.object({
 // [created_ts, updated_ts, size], under the doc's name or, in the tree view, its last segment.
 const listedOut = z.tuple([timestampOut, timestampOut, z.number().int()]);
 type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
-// Folders nest at most five deep; no level holds more than the twin's docs.
-const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING));
+// Folders nest at most five deep; no level holds more than the twin's docs. The id names the
+// recursion in the API document.
+const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)).meta({ id: "DocTree" });
 const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
 
 const view = z.enum(["list", "tree"]).optional().default("list");
@@ -101,6 +102,9 @@ const docParams = z.strictObject({ twin: uuid, name: docNameParam });
 export const attachTwinDoc = defineOperation({
 	name: "attach_twin_doc",
 	summary: "File uploaded files under names on a twin the caller can see, all or none",
+	description: "Files uploaded files (by handler) under names on a twin the caller can see, alive or terminated, all or none; a given hash must match the upload's SHA-256.",
+	refuses: ["not_found", "upload_not_found", "upload_empty", "hash_mismatch", "conflict", "doc_bytes_limit", "twin_doc_limit"],
+	example: { docs: { "manuals/pump.pdf": { handler: "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", description: { lang: "en" } } } },
 	auth: "secret",
 	params: twinParams,
 	locate: twinOf,
@@ -128,6 +132,8 @@ export const attachTwinDoc = defineOperation({
 export const getTwinDocs = defineOperation({
 	name: "get_twin_docs",
 	summary: "The docs of a twin the caller can see, whoever attached them, as a list or a folder tree",
+	description: "The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
 	locate: twinOf,
@@ -155,6 +161,8 @@ export const getTwinDocs = defineOperation({
 export const deleteTwinDocs = defineOperation({
 	name: "delete_twin_docs",
 	summary: "Delete the docs the caller's account attached to a twin; other accounts' stay",
+	description: "Deletes every doc the caller's account attached to a twin it can see, with their files; other accounts' docs stay. Answers the deleted ones as get_twin_docs lists them.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
 	locate: twinOf,
@@ -166,14 +174,18 @@ export const deleteTwinDocs = defineOperation({
 	},
 });
 
+// The closing pipe states the transform's result, which the API document shows.
 const queryTimestamp = z
 	.string()
 	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp in seconds")
-	.transform(Number);
+	.transform(Number)
+	.pipe(z.number());
 
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",
 	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
+	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most).",
+	refuses: ["not_found", "webhooks_unconfigured"],
 	auth: "secret",
 	params: docParams,
 	locate: twinOf,
@@ -215,6 +227,9 @@ async function downloadLink(ctx: SecretContext, at: number, asked: number | unde
 export const updateTwinDoc = defineOperation({
 	name: "update_twin_doc",
 	summary: "Change or remove the description of a doc the caller's account attached",
+	description: "Changes or (with null) removes the description of a doc the caller's account attached to a twin it can see.",
+	refuses: ["not_found", "not_owner"],
+	example: { description: { lang: "de" } },
 	auth: "secret",
 	params: docParams,
 	locate: twinOf,
@@ -228,6 +243,8 @@ export const updateTwinDoc = defineOperation({
 export const deleteTwinDoc = defineOperation({
 	name: "delete_twin_doc",
 	summary: "Delete a doc the caller's account attached, with its file; answers it as it was",
+	description: "Deletes a doc the caller's account attached to a twin it can see, with its file, and answers it as it was.",
+	refuses: ["not_found", "not_owner"],
 	auth: "secret",
 	params: docParams,
 	locate: twinOf,
@@ -242,6 +259,8 @@ const noSuchDownload = () => new ApiError("upload_not_found", { description: "No
 export const downloadDoc = defineOperation({
 	name: "download_doc",
 	summary: "The GET of a download URL: the doc's bytes, as an attachment, whole or one range",
+	description: "The GET of a download URL: the doc's bytes as an attachment, whole or one Range.",
+	refuses: ["range_unsatisfiable"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: z.string().max(128) }),
 	headers: ["range"],

@@ -52,6 +52,9 @@ async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: str
 export const createTwinIdentity = defineOperation({
 	name: "create_twin_identity",
 	summary: "Attach identities of the caller's account to a twin it can see, alive or terminated",
+	description: "Attaches identities (`<kind>#<value>`) of the caller's account to a twin it can see, alive or terminated, each with an optional validity and a visibility rule for other accounts. An identity the caller's role would not see is refused; all or none are attached.",
+	refuses: ["not_found", "escalation", "conflict"],
+	example: { identities: { "RFID#4b2a9f": { validity_ts: null, visibility: "USER.partner == true" } } },
 	auth: "secret",
 	params: twinParams,
 	body: z.strictObject({
@@ -76,6 +79,8 @@ const listed = (row: { validity_ts: number | null; created_ts: number; updated_t
 export const getTwinIdentities = defineOperation({
 	name: "get_twin_identities",
 	summary: "The identities of a twin the caller can see: its account's, and with show_foreign other accounts' visible ones",
+	description: "The identities on a twin the caller can see: its account's own (filtered by the show_ flags), and with show_foreign (true or an account uuid) other accounts' that the caller's identity rule and their visibility allow.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
 	query: z.strictObject({
@@ -129,6 +134,8 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 export const getTwinIdentity = defineOperation({
 	name: "get_twin_identity",
 	summary: "One of the caller's account's identities on a twin",
+	description: "One of the caller's account's identities on a twin it can see; one hidden by the caller's identity rule is 404 as if absent.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: itemParams,
 	response: identityOut,
@@ -140,6 +147,9 @@ export const getTwinIdentity = defineOperation({
 export const updateTwinIdentity = defineOperation({
 	name: "update_twin_identity",
 	summary: "Change the validity or visibility of one of the caller's account's identities",
+	description: "Changes the validity or visibility of one of the caller's account's identities on a twin it can see.",
+	refuses: ["not_found", "escalation"],
+	example: { validity_ts: 4102444800 },
 	auth: "secret",
 	params: itemParams,
 	body: z.strictObject(settings).refine((b) => b.validity_ts !== undefined || b.visibility !== undefined, "Give validity_ts, visibility or both"),
@@ -153,6 +163,8 @@ export const updateTwinIdentity = defineOperation({
 export const deleteTwinIdentity = defineOperation({
 	name: "delete_twin_identity",
 	summary: "Detach one of the caller's account's identities from a twin; answers it as it was",
+	description: "Detaches one of the caller's account's identities from a twin it can see and answers it as it was.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: itemParams,
 	response: identityOut,

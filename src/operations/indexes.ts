@@ -71,9 +71,15 @@ async function ownTable(params: { index: string }, ctx: SecretContext): Promise<
 
 const tableParams = z.strictObject({ index: z.string() });
 
+// Said of every Indexes operation in the API document.
+const WHOLE_LEDGERS_ONLY = "Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.";
+
 export const createIndexesTable = defineOperation({
 	name: "create_indexes_table",
 	summary: "Define Indexes tables: typed rows kept from the account's own ledgers by a rule and templates",
+	description: `Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation"],
+	example: { indexes: { pumps: { rule: "LEDGER.status != null", properties: { names: ["state", "rpm"], types: ["text", "integer"] }, templates: { properties: { state: "{LEDGER[status][state]}", rpm: "{LEDGER[status][rpm]}" } } } } },
 	auth: "secret",
 	locate: confined,
 	body: z.strictObject({
@@ -91,6 +97,8 @@ export const createIndexesTable = defineOperation({
 export const getIndexesTables = defineOperation({
 	name: "get_indexes_tables",
 	summary: "The account's Indexes tables, in name order",
+	description: `Every Indexes table of the caller's account by name. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation"],
 	auth: "secret",
 	locate: confined,
 	response: z.object({ indexes: mapOf(indexOut, MAX_INDEXES_TABLES_CEILING) }),
@@ -103,6 +111,8 @@ export const getIndexesTables = defineOperation({
 export const getIndexesTable = defineOperation({
 	name: "get_indexes_table",
 	summary: "One Indexes table: its definition, status and row counts",
+	description: `One Indexes table of the caller's account: definition, status and row counts. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
 	locate: ownTable,
@@ -115,6 +125,9 @@ export const getIndexesTable = defineOperation({
 export const updateIndexesTable = defineOperation({
 	name: "update_indexes_table",
 	summary: "Replace parts of an Indexes table's definition; a change rebuilds its rows",
+	description: `Replaces the given parts (rule, properties, templates) of an Indexes table's definition; its rows are rebuilt. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation", "not_found"],
+	example: { rule: "LEDGER.status != null and LEDGER.status.rpm > 0" },
 	auth: "secret",
 	params: tableParams,
 	locate: confined,
@@ -128,6 +141,8 @@ export const updateIndexesTable = defineOperation({
 export const deleteIndexesTable = defineOperation({
 	name: "delete_indexes_table",
 	summary: "Delete an Indexes table: its name is free at once, its rows go in the background",
+	description: `Deletes an Indexes table: its name is free at once, its rows go in the background. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
 	locate: confined,
@@ -140,6 +155,8 @@ export const deleteIndexesTable = defineOperation({
 export const truncateIndexesTable = defineOperation({
 	name: "truncate_indexes_table",
 	summary: "Empty an Indexes table; rows come back as their ledgers change",
+	description: `Empties an Indexes table; rows come back as their ledgers change. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
 	locate: confined,
@@ -163,6 +180,8 @@ const rowOut = z.object({ twin: uuidOut, properties: mapOf(propertyValue, MAX_IN
 export const queryIndexesTable = defineOperation({
 	name: "query_indexes_table",
 	summary: "A page of an Indexes table's rows in twin order, those that pass match",
+	description: `A page of an Indexes table's rows in twin order, examining count rows and answering those that pass match (a rule over ROW); paged by cursor. ${WHOLE_LEDGERS_ONLY}`,
+	refuses: ["escalation", "not_found", "invalid_cursor"],
 	auth: "secret",
 	params: tableParams,
 	locate: ownTable,

@@ -52,6 +52,8 @@ function ledgerAccount(ledger: Params["ledger"], caller: Caller, twin: { owner: 
 export const getTwinLedgerEntry = defineOperation({
 	name: "get_twin_ledger_entry",
 	summary: "Entries of a ledger on a twin that the caller may see",
+	description: "The entries of a ledger (personal, owner, creator or an account uuid) on a twin the caller can see that the caller may see: on its own account's ledger by its role's entry rule, on another's by that rule and the entry's visibility. Its own account's users get each entry's configuration too.",
+	refuses: ["not_found"],
 	auth: "secret",
 	response: readEntries,
 	params: ledgerParams,
@@ -73,6 +75,8 @@ export const getTwinLedgerEntry = defineOperation({
 export const getTwinLedgerEntryValue = defineOperation({
 	name: "get_twin_ledger_entry_value",
 	summary: "Values of entries of a ledger on a twin that the caller may see",
+	description: "The values of the entries of a ledger on a twin the caller can see that the caller may see, as get_twin_ledger_entry decides.",
+	refuses: ["not_found"],
 	auth: "secret",
 	response: valueEntries,
 	params: ledgerParams,
@@ -100,6 +104,8 @@ const historyPosition = z.tuple([z.string(), z.number()]);
 export const getTwinLedgerEntryHistory = defineOperation({
 	name: "get_twin_ledger_entry_history",
 	summary: "Past values, newest first, of entries of a ledger on a twin that keep history; paged under 4 MiB",
+	description: "Past values, newest first, of the entries that keep history on a ledger of a twin the caller can see, between ge and le, limit per entry; paged by cursor. A name absent, hidden or without history answers \"Entry not accessible.\"",
+	refuses: ["not_found", "invalid_cursor"],
 	auth: "secret",
 	response: historyEntries,
 	params: ledgerParams,

@@ -35,6 +35,9 @@ async function send(ctx: Context & { caller: Caller }, params: Params, request: 
 export const addTwinLedgerEntry = defineOperation({
 	name: "add_twin_ledger_entry",
 	summary: "Add entries to the caller's ledger on a twin",
+	description: "Adds entries to the caller's own ledger (personal or its account uuid) on a twin it can see, alive or terminated, all or none, after the conditions hold. Each entry has a value and optional visibility rule, history and publish topics. Another account's ledger is 403103.",
+	refuses: ["not_found", "not_owner", "escalation", "conflict", "condition_failed", "ledger_too_large"],
+	example: { entries: { status: { value: { state: "running", rpm: 1450 }, visibility: "true", history: "30D" } } },
 	auth: "secret",
 	status: 201,
 	response: ownEntries,
@@ -48,6 +51,9 @@ export const addTwinLedgerEntry = defineOperation({
 export const updateTwinLedgerEntry = defineOperation({
 	name: "update_twin_ledger_entry",
 	summary: "Change entries of the caller's ledger on a twin; given fields replace stored ones",
+	description: "Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. An unknown or hidden name is 404 and nothing is written.",
+	refuses: ["not_found", "not_owner", "escalation", "condition_failed", "ledger_too_large"],
+	example: { entries: { status: { value: { state: "stopped", rpm: 0 } } }, conditions: { status: "value_changed_ts > 0" } },
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
@@ -60,6 +66,9 @@ export const updateTwinLedgerEntry = defineOperation({
 export const updateTwinLedgerEntryValue = defineOperation({
 	name: "update_twin_ledger_entry_value",
 	summary: "Change the values of entries of the caller's ledger on a twin",
+	description: "Changes only the values of entries of the caller's own ledger on a twin it can see. An unknown or hidden name is 404 and nothing is written.",
+	refuses: ["not_found", "not_owner", "condition_failed", "ledger_too_large"],
+	example: { entries: { status: { value: { state: "running", rpm: 1500 } } } },
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
@@ -72,6 +81,9 @@ export const updateTwinLedgerEntryValue = defineOperation({
 export const deleteTwinLedgerEntry = defineOperation({
 	name: "delete_twin_ledger_entry",
 	summary: "Delete entries (by default all the caller can see) of the caller's ledger on a twin",
+	description: "Deletes the named entries (by default every one the caller can see) of the caller's own ledger on a twin it can see, and answers them as they were.",
+	refuses: ["not_found", "not_owner", "condition_failed"],
+	example: { conditions: { status: "value_changed_ts > 0" } },
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,

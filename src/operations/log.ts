@@ -34,6 +34,7 @@ async function positionOf(env: Env, account: string, text: string): Promise<numb
 export const getLog = defineOperation({
 	name: "get_log",
 	summary: "The account's log of what background work could not do, oldest first; give the answered fragment to read on",
+	description: "The account's log of what background work could not do (a webhook that failed, a sticker that expired), oldest first. Give the answered fragment to read only what came since.",
 	auth: "secret",
 	query: z.strictObject({ fragment: fragment.optional() }),
 	response: z.object({ fragment: z.string().nullable(), messages: z.array(z.string()).max(LOG_PAGE) }),

@@ -25,6 +25,9 @@ const accessBody = z
 export const updateNotificationsAccountAccess = defineOperation({
 	name: "update_notifications_account_access",
 	summary: "Replace the topics another account may subscribe to; [] revokes all and ends its subscriptions to them",
+	description: "Replaces the topics another account may subscribe to or stream; [] revokes them all and ends that account's subscriptions to them. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
+	refuses: ["escalation", "grantee_limit"],
+	example: { topics: ["alerts", "status-changes"] },
 	auth: "secret",
 	params: z.strictObject({ account: uuid }),
 	body: accessBody,
@@ -52,6 +55,8 @@ const grantPosition = z.tuple([z.string().max(64)]);
 export const getNotificationsAccess = defineOperation({
 	name: "get_notifications_access",
 	summary: "The accounts the caller's account lets subscribe to its topics, and which topics, in account order; paged",
+	description: "The accounts the caller's account lets subscribe to its topics, with the topics, in account order; paged by cursor.",
+	refuses: ["invalid_cursor"],
 	auth: "secret",
 	query: z.strictObject({ limit: pageLimit(MAX_GRANTS_PAGE).optional().default(100), cursor: cursorIn.optional() }),
 	response: z.object({

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { ErrorCode } from "../base/errors";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import type { Caller, Claim } from "../base/caller";
@@ -45,6 +46,15 @@ export type Operation<
 > = {
 	name: OperationName;
 	summary: string;
+	// For the API document, which adds the statement name, the credential and the refusals
+	// every operation of its kind shares: what the operation does beyond its summary and whose
+	// rules or ownership limit it. The Worker carries this text, so it stays short.
+	description?: string;
+	// The refusals particular to this operation, by catalogue name (the document gives their
+	// subcodes and statuses).
+	refuses?: readonly ErrorCode[];
+	// A request body the operation accepts, shown in the API document (a test parses it).
+	example?: B extends z.ZodType ? z.input<B> : never;
 	auth: A;
 	params?: P;
 	query?: Q;

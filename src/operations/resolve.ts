@@ -51,6 +51,8 @@ const resolvePosition = z.tuple([z.enum(["own", "foreign"]), z.string(), z.strin
 export const resolveTwinIdentity = defineOperation({
 	name: "resolve_twin_identity",
 	summary: "The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity; paged",
+	description: "The twins an identity (`%23` for its `#`) is attached to, by the accounts of context (personal, system, or account uuids), as far as the caller's identity rule and the identities' visibility allow; uuids, or twin records with details=true. Expired identities no longer resolve. Paged by cursor.",
+	refuses: ["invalid_cursor"],
 	auth: "secret",
 	params: z.strictObject({ identity: identityParam }),
 	query: z.strictObject({

@@ -32,6 +32,9 @@ const roleParams = z.strictObject({ role: uuid });
 export const createUserRole = defineOperation({
 	name: "create_user_role",
 	summary: "Create a role; its statement may not allow more than the caller's own",
+	description: "Creates a role in the caller's account. Its statement may not allow an action the caller cannot call, and its rules must be the caller's own or narrow them as (<caller's rule>) and (...), unless the caller is the administrator. Rules are parsed here: a malformed one is 400 with its position.",
+	refuses: ["escalation", "role_limit"],
+	example: { name: "Reader", rules: { twin: "TWIN.site == USER.site" }, statement: { effect: "allow", actions: ["get_twin", "scan_twins"] } },
 	auth: "secret",
 	response: roleRecord,
 	status: 201,
@@ -45,6 +48,7 @@ export const createUserRole = defineOperation({
 export const getUserRoles = defineOperation({
 	name: "get_user_roles",
 	summary: "List the roles of the caller's account",
+	description: "Every role of the caller's account by uuid, with name and timestamps.",
 	auth: "secret",
 	response: z.object({ roles: mapOf(z.object({ name: z.string(), created_ts: timestampOut, updated_ts: timestampOut }), MAX_ROLES_CEILING) }),
 	async run(_input, ctx) {
@@ -60,6 +64,8 @@ export const getUserRoles = defineOperation({
 export const getUserRole = defineOperation({
 	name: "get_user_role",
 	summary: "A role of the caller's account",
+	description: "A role of the caller's account: its rules and statement.",
+	refuses: ["not_found"],
 	auth: "secret",
 	response: roleRecord,
 	params: roleParams,
@@ -73,6 +79,9 @@ export const getUserRole = defineOperation({
 export const updateUserRole = defineOperation({
 	name: "update_user_role",
 	summary: "Change a role's name, rules or statement (given rules replace all three)",
+	description: "Changes a role's name, rules or statement; given rules replace all three. The role as it is and as it becomes must both be ones the caller could grant.",
+	refuses: ["escalation", "not_found"],
+	example: { statement: { effect: "allow", actions: ["get_twin", "scan_twins", "who_am_i"] } },
 	auth: "secret",
 	response: roleRecord,
 	params: roleParams,
@@ -89,6 +98,8 @@ export const updateUserRole = defineOperation({
 export const deleteUserRole = defineOperation({
 	name: "delete_user_role",
 	summary: "Delete a role no user holds",
+	description: "Deletes a role of the caller's account that no user holds; the caller must be able to grant it.",
+	refuses: ["escalation", "not_found", "conflict"],
 	auth: "secret",
 	response: roleRecord,
 	params: roleParams,

@@ -15,8 +15,8 @@ export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 // Any JSON value. z.json() is recursive; the metadata tells the API document to describe it
 // as "any JSON value" rather than spell the recursion out (see http/openapi.ts). It is
 // registered on the instance itself (.meta() would mark a copy, not the one the recursion
-// refers to).
-export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true });
+// refers to). Its id names it in the document.
+export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true, id: "JsonValue" });
 
 // Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
 // and a scan page have to read per twin.
@@ -56,14 +56,18 @@ export function decodedOnce(inner: z.ZodType<string, string>) {
 		.pipe(inner);
 }
 
-// A boolean in a query string: true, false, 1 or 0, in any case.
+// A boolean in a query string: true, false, 1 or 0, in any case. The closing pipe states what
+// the transform gives, which is how the API document types the parameter.
 export const queryBoolean = z
 	.string()
 	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
-	.transform((v) => /^(true|1)$/i.test(v));
+	.transform((v) => /^(true|1)$/i.test(v))
+	.pipe(z.boolean());
 
 // Output shapes. Every answer is passed through its operation's response schema, which
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
+// The records a client meets in many answers carry ids, which name them in the API document
+// and so in a generated client.
 export const uuidOut = z.string().meta({ format: "uuid" });
 export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
 // An object in an answer keyed by uuid or name (get_users, a ledger's entries) of at most `max`
@@ -89,7 +93,7 @@ export const userRecord = z.object({
 	activity: z.strictObject({}).nullable(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "User" });
 
 // The original's activity logging setting (of users) and resource access log (of the
 // account) route logs into Timeseries tables, which this service does not have: only "none"
@@ -105,7 +109,7 @@ export const secretRecord = z.object({
 	validity_ts: timestampOut.nullable(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "UserSecret" });
 
 export const roleRecord = z.object({
 	uuid: uuidOut,
@@ -115,7 +119,7 @@ export const roleRecord = z.object({
 	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).max(MAX_STATEMENT_ACTIONS).nullable() }),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-});
+}).meta({ id: "Role" });
 
 export const twinRecord = z.object({
 	uuid: uuidOut,
@@ -125,7 +129,7 @@ export const twinRecord = z.object({
 	description: descriptionOut,
 	creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
 	termination_certificate: z.object({ issuer: uuidOut, terminated_ts: timestampOut }).nullable(),
-});
+}).meta({ id: "Twin" });
 
 export const subscriptionOut = z.object({
 	uuid: uuidOut,
@@ -133,5 +137,5 @@ export const subscriptionOut = z.object({
 	account: uuidOut,
 	status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
 	validity_ts: timestampOut,
-});
+}).meta({ id: "Subscription" });
 

@@ -77,6 +77,9 @@ const addressesOf = (caller: Caller) => [caller.user, caller.role, caller.accoun
 export const putSticker = defineOperation({
 	name: "put_sticker",
 	summary: "Put stickers of the caller's account on a twin it can see, for their recipients",
+	description: "Puts stickers (by color) of the caller's account on a twin it can see, each for its recipients (users, roles or accounts) until validity_ts, optionally publishing put, remove and expiry to topics. All or none; a color the account already has on the twin is 409101.",
+	refuses: ["not_found", "conflict", "sticker_limit"],
+	example: { stickers: { red: { note: "inspect this", recipients: ["6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b"] } } },
 	auth: "secret",
 	params: twinParams,
 	locate: twinOf,
@@ -91,6 +94,8 @@ export const putSticker = defineOperation({
 export const getSticker = defineOperation({
 	name: "get_sticker",
 	summary: "A sticker the caller's account put on a twin the caller can see",
+	description: "A sticker the caller's account put on a twin the caller can see, with its recipients. The twin must be one the caller can see (404102 otherwise).",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
 	locate: twinOf,
@@ -106,6 +111,8 @@ export const getSticker = defineOperation({
 export const getStickers = defineOperation({
 	name: "get_stickers",
 	summary: "The stickers on a twin the caller can see that the context's accounts addressed to the caller, newest first",
+	description: "The unexpired stickers on a twin the caller can see that the context's accounts addressed to the caller (its user, role or account), by account and color, newest first.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
 	locate: twinOf,
@@ -132,6 +139,8 @@ export const getStickers = defineOperation({
 export const removeSticker = defineOperation({
 	name: "remove_sticker",
 	summary: "Remove a sticker addressed to the caller from a twin the caller can see",
+	description: "Removes a sticker addressed to the caller, by the account of context (default its own), from a twin the caller can see; answers it as it was.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
 	locate: twinOf,
@@ -173,6 +182,7 @@ function newestFirst(a: Listed, b: Listed): number {
 export const listStickers = defineOperation({
 	name: "list_stickers",
 	summary: "Stickers addressed to the caller across twins, newest first; those on twins it cannot see are left out after the limit",
+	description: "Stickers addressed to the caller across twins, newest first, filtered by color, putting account and creation time; offset and limit page them. Those on twins the caller cannot see are left out after the limit is applied.",
 	auth: "secret",
 	query: listQuery,
 	response: z.object({

@@ -26,11 +26,14 @@ const topics = z
 	.transform((text) => [...new Set(text.split(","))])
 	.pipe(z.array(topic).min(1).max(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`));
 
-const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number);
+// The pipe states the transform's result for the API document.
+const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number).pipe(z.number().int());
 
 export const streamNotifications = defineOperation({
 	name: "stream_notifications",
 	summary: "A live stream of an account's notification messages on some topics: Server-Sent Events, or a WebSocket on an Upgrade request; resumable by event id",
+	description: "A live stream of the notification messages of an account (the caller's, or one that granted it the topics) on 1 to 8 topics: Server-Sent Events, or a WebSocket on an Upgrade request. Resumes after since or Last-Event-ID. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
+	refuses: ["escalation", "topic_not_granted", "stream_limit", "conflict"],
 	auth: "secret",
 	streamToken: true,
 	answers: "events",
@@ -120,6 +123,9 @@ export const createStreamToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only",
+	description: "A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else.",
+	refuses: ["webhooks_unconfigured"],
+	example: { expires: 3600 },
 	auth: "secret",
 	status: 201,
 	body: z.strictObject({

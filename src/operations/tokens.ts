@@ -46,6 +46,9 @@ export const createUserToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A User Token: acts as the caller until it expires (a day at most), without its secret",
+	description: "Issues a signed User Token that acts as the caller with the caller's role, as it is at each request, until validity_ts (a day at most, never past the secret's expiry). secret_dict is read by rules as DICT. A token may make a token only with the create option and only with its own options and secret_dict.",
+	refuses: ["credential_forbidden", "escalation", "tokens_unconfigured"],
+	example: { options: ["refresh"], secret_dict: { site: "north" }, validity_ts: 4102444800 },
 	auth: "secret",
 	status: 201,
 	response: z.object({ token: z.string(), options: z.array(z.enum(TOKEN_OPTIONS)).max(TOKEN_OPTIONS.length), validity_ts: timestampOut }),
@@ -75,6 +78,9 @@ export const refreshUserToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A new copy of the calling User Token with a later expiry (its refresh option needed)",
+	description: "Issues a new copy of the calling User Token (same options and secret_dict) with a later expiry. Needs a User Token with the refresh option; a User Secret is refused.",
+	refuses: ["credential_forbidden", "tokens_unconfigured"],
+	example: { validity_ts: 4102444800 },
 	auth: "secret",
 	status: 201,
 	response: z.object({ token: z.string(), validity_ts: timestampOut }),

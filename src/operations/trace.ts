@@ -9,6 +9,7 @@ import { jsonValue, mapOf, timestampOut, uuidOut } from "./schemas";
 export const trace = defineOperation({
 	name: "trace",
 	summary: "What the service saw of this request: caller, credential, DICT and the steps so far",
+	description: "Echoes what the service saw of this request (caller, credential, the X-TrustedTwin dictionary and the steps taken) and writes the same to the log under the request's id.",
 	auth: "secret",
 	status: 201,
 	response: z.object({

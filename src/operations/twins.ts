@@ -34,9 +34,15 @@ function refusal(twin: TwinRow, caller: Caller): ApiError {
 	return new ApiError("twin_terminated");
 }
 
+// Said of every operation on one twin in the API document.
+const VISIBLE_ONLY = "Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.";
+
 export const createTwin = defineOperation({
 	name: "create_twin",
 	summary: "Create a twin owned by the caller's account",
+	description: "Creates an alive twin owned by the caller's account, with a description rules read as TWIN.<key>.",
+	refuses: ["twin_limit"],
+	example: { description: { site: "north", model: "pump-7" } },
 	auth: "secret",
 	response: twinRecord,
 	status: 201,
@@ -62,6 +68,8 @@ export const createTwin = defineOperation({
 export const getTwin = defineOperation({
 	name: "get_twin",
 	summary: "A twin visible to the caller",
+	description: `A twin with its certificates. ${VISIBLE_ONLY} show_terminated=false hides a terminated one the same way.`,
+	refuses: ["not_found"],
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
@@ -74,6 +82,9 @@ export const getTwin = defineOperation({
 export const updateTwin = defineOperation({
 	name: "update_twin",
 	summary: "Replace the description of an alive twin the caller's account owns",
+	description: `Replaces the description of an alive twin owned by the caller's account. ${VISIBLE_ONLY}`,
+	refuses: ["not_found", "not_owner", "twin_terminated"],
+	example: { description: { site: "south", model: "pump-7" } },
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
@@ -89,6 +100,8 @@ export const updateTwin = defineOperation({
 export const terminateTwin = defineOperation({
 	name: "terminate_twin",
 	summary: "Terminate an alive twin the caller's account owns",
+	description: `Terminates an alive twin owned by the caller's account and writes its termination certificate. ${VISIBLE_ONLY}`,
+	refuses: ["not_found", "not_owner", "twin_terminated"],
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
@@ -106,6 +119,8 @@ const MAX_SCAN_COUNT = 1000;
 export const scanTwins = defineOperation({
 	name: "scan_twins",
 	summary: "Page through the caller's account's twins: uuids, or details of the visible ones",
+	description: "Pages through every twin of the caller's account, count at a time: uuids, or with details=true the records of those the caller can see. match filters with a rule over each twin; pass the answered cursor for the next page until it is null.",
+	refuses: ["invalid_cursor"],
 	auth: "secret",
 	response: z.object({ cursor: z.string().nullable(), twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_SCAN_COUNT) }),
 	query: z.strictObject({

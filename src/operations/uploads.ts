@@ -20,6 +20,9 @@ export const createUploadUrl = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "An upload URL and its handler: PUT one file there, then attach it to a twin",
+	description: "An upload URL (at most an hour) and its handler: PUT one file's bytes there, then attach it to a twin with attach_twin_doc.",
+	refuses: ["upload_limit", "webhooks_unconfigured"],
+	example: {},
 	auth: "secret",
 	body: z.strictObject({ validity_ts: timestamp.optional() }),
 	status: 201,
@@ -43,6 +46,8 @@ export const createUploadUrl = defineOperation({
 export const invalidateUploadUrl = defineOperation({
 	name: "invalidate_upload_url",
 	summary: "End one of the caller's upload URLs at once; an uploaded file not yet attached is deleted",
+	description: "Ends one of the caller's account's upload URLs at once; a file uploaded there and not yet attached is deleted.",
+	refuses: ["upload_not_found"],
 	auth: "secret",
 	params: z.strictObject({ handler: uuid }),
 	response: z.object({ handler: uuidOut }),
@@ -59,6 +64,8 @@ function declaredLength(header: string | undefined): number | undefined {
 export const uploadToCache = defineOperation({
 	name: "upload_to_cache",
 	summary: "The PUT of an upload URL: the file's bytes, streamed into storage and hashed on the way",
+	description: "The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL.",
+	refuses: ["length_required", "upload_too_large", "upload_used", "doc_bytes_limit"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: uuid }),
 	query: z.strictObject({ token: z.string().max(256) }),

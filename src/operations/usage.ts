@@ -59,6 +59,7 @@ function readUsage(ctx: Context & { caller: Caller }, user: string | null, query
 export const getAccountUsage = defineOperation({
 	name: "get_account_usage",
 	summary: "The caller's account's usage by hour or day: requests, D1 rows, twins, ledger bytes, messages, stickers",
+	description: "The caller's account's usage by hour or day between ge and le: requests, D1 rows, twins, ledger bytes, messages and stickers.",
 	auth: "secret",
 	query: usageQuery,
 	response: usageAnswer,
@@ -70,6 +71,8 @@ export const getAccountUsage = defineOperation({
 export const getUserUsage = defineOperation({
 	name: "get_user_usage",
 	summary: "The usage of one user of the caller's account, by hour or day",
+	description: "The usage of one user of the caller's account by hour or day between ge and le.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: z.strictObject({ user: uuid }),
 	query: usageQuery,

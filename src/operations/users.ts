@@ -12,6 +12,9 @@ const userName = z.string().trim().min(1).max(128);
 export const createUser = defineOperation({
 	name: "create_user",
 	summary: "Create a user in the caller's account",
+	description: "Creates a user in the caller's account holding an existing role of it. The caller must be able to grant that role (no escalation: its statement and rules no wider than the caller's).",
+	refuses: ["escalation", "not_found", "user_limit"],
+	example: { name: "Alice", role: "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", description: { team: "ops" } },
 	auth: "secret",
 	status: 201,
 	response: userRecord,
@@ -26,6 +29,7 @@ export const createUser = defineOperation({
 export const getUsers = defineOperation({
 	name: "get_users",
 	summary: "List the users of the caller's account",
+	description: "Every user of the caller's account by uuid, with name, role and timestamps.",
 	auth: "secret",
 	response: z.object({
 		users: mapOf(z.object({ name: z.string(), role: uuidOut, created_ts: timestampOut, updated_ts: timestampOut }), MAX_USERS_CEILING),
@@ -42,6 +46,8 @@ export const getUsers = defineOperation({
 export const getUser = defineOperation({
 	name: "get_user",
 	summary: "A user of the caller's account",
+	description: "A user of the caller's account: its record with role and description.",
+	refuses: ["not_found"],
 	auth: "secret",
 	response: userRecord,
 	params: userParams,
@@ -55,6 +61,9 @@ export const getUser = defineOperation({
 export const updateUser = defineOperation({
 	name: "update_user",
 	summary: "Change a user's name, role or description (a given description replaces the old one)",
+	description: "Changes a user's name, role or description; a given description replaces the old one. The caller must be able to grant both the user's role and the new one; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.",
+	refuses: ["escalation", "not_found"],
+	example: { name: "Alice B.", description: { team: "field" } },
 	auth: "secret",
 	response: userRecord,
 	params: userParams,
@@ -72,6 +81,8 @@ export const updateUser = defineOperation({
 export const deleteUser = defineOperation({
 	name: "delete_user",
 	summary: "Delete a user with its secret",
+	description: "Deletes a user of the caller's account with its secret, whose credentials stop working at once. The caller must be able to grant the user's role and may not delete itself.",
+	refuses: ["escalation", "not_found", "conflict"],
 	auth: "secret",
 	response: userRecord,
 	params: userParams,

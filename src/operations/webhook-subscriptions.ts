@@ -59,6 +59,8 @@ const listPosition = z.tuple([z.number().finite().nonnegative(), z.string().max(
 export const getWebhookSubscriptions = defineOperation({
 	name: "get_webhook_subscriptions",
 	summary: "The caller's account's webhook subscriptions, optionally of one topic and/or status, oldest first; paged",
+	description: "The caller's account's webhook subscriptions, oldest first, optionally of one topic and/or status; paged by cursor.",
+	refuses: ["invalid_cursor"],
 	auth: "secret",
 	query: z.strictObject({
 		topic: topic.optional(),
@@ -97,6 +99,8 @@ export const getWebhookSubscriptions = defineOperation({
 export const getWebhookSubscription = defineOperation({
 	name: "get_webhook_subscription",
 	summary: "One subscription: its state, callback URL, attempt count and the reason of a failure",
+	description: "One subscription of the caller's account: status, callback URL, attempts and the reason of a failure.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: subscriptionParams,
 	response: subscriptionDetail,
@@ -108,6 +112,8 @@ export const getWebhookSubscription = defineOperation({
 export const getWebhookDeliveries = defineOperation({
 	name: "get_webhook_deliveries",
 	summary: "Every recorded delivery attempt to a subscription, newest first (the newest 100 are kept)",
+	description: "The recorded delivery attempts to a subscription of the caller's account, newest first (the newest 100 are kept).",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: subscriptionParams,
 	response: z.object({
@@ -133,6 +139,8 @@ export const getWebhookDeliveries = defineOperation({
 export const resendWebhookConfirmation = defineOperation({
 	name: "resend_webhook_confirmation",
 	summary: "Send a pending or failed subscription a new confirmation message with a new token",
+	description: "Sends a pending or failed subscription of the caller's account a new confirmation message with a new token; the old token stops working.",
+	refuses: ["not_found", "subscription_expired", "conflict", "subscription_limit", "webhooks_unconfigured"],
 	auth: "secret",
 	params: subscriptionParams,
 	response: subscriptionDetail,
@@ -165,6 +173,8 @@ export const resendWebhookConfirmation = defineOperation({
 export const deleteWebhookSubscription = defineOperation({
 	name: "delete_webhook_subscription",
 	summary: "End a subscription without its token (idempotent); it stays listed as unsubscribed",
+	description: "Ends a subscription of the caller's account without its token (idempotent); it stays listed as unsubscribed.",
+	refuses: ["not_found"],
 	auth: "secret",
 	params: subscriptionParams,
 	response: subscriptionDetail,

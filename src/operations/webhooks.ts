@@ -64,6 +64,9 @@ export const webhookSubscribe = defineOperation({
 	// With a client_secret the answer holds the server_secret of the signing key: not kept.
 	replays: (body) => body.client_secret === undefined,
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
+	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
+	refuses: ["escalation", "topic_not_granted", "subscription_limit", "webhooks_unconfigured"],
+	example: { callback_url: "https://example.com/hooks/twins", topic: "alerts", expires: 86400 },
 	auth: "secret",
 	status: 201,
 	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.string().optional() }),
@@ -127,9 +130,14 @@ function managed(row: SubscriptionRow, url: string) {
 	return { ...subscriptionView(row), unsubscribe_url: url, refresh_url: url };
 }
 
+// Said of every token route in the API document.
+const TOKEN_PROOF = "The token of the subscription's confirmation message is the proof: unknown or unsubscribed is 404102, expired 400105, failed 409106.";
+
 export const confirmSubscription = defineOperation({
 	name: "confirm_a_webhook_subscription",
 	summary: "Confirm a subscription with the token of its confirmation message (idempotent)",
+	description: `Confirms a subscription (idempotent): the URL of its confirmation message. ${TOKEN_PROOF}`,
+	refuses: ["not_found", "subscription_expired", "subscription_failed"],
 	auth: "none",
 	response: subscriptionOut.extend({ unsubscribe_url: z.string(), refresh_url: z.string() }),
 	params: tokenParams,
@@ -148,6 +156,9 @@ export const confirmSubscription = defineOperation({
 export const refreshSubscription = defineOperation({
 	name: "webhook_refresh_subscription",
 	summary: "Extend a subscription's validity and/or rotate its signing key with a new client_secret",
+	description: `Extends a subscription's validity by expires seconds from now and/or rotates its signing key with a new client_secret. ${TOKEN_PROOF}`,
+	refuses: ["not_found", "subscription_expired", "subscription_failed", "conflict", "webhooks_unconfigured"],
+	example: { expires: 604800 },
 	auth: "none",
 	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.string().optional() }),
 	params: tokenParams,
@@ -182,6 +193,8 @@ export const refreshSubscription = defineOperation({
 export const unsubscribe = defineOperation({
 	name: "webhook_unsubscribe",
 	summary: "End a subscription; its token is dead afterwards",
+	description: `Ends a subscription; its token is dead afterwards. ${TOKEN_PROOF}`,
+	refuses: ["not_found", "subscription_expired", "subscription_failed"],
 	auth: "none",
 	response: subscriptionOut,
 	params: tokenParams,

@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, TwinRegistryError } from "../../client/src/index";
 
 // The README's promise: `npm start`, then `npm run bootstrap`, gives a secret that works on
 // /whoami. Run as a developer would, on a port of its own, which bootstrap finds without --url.
@@ -23,12 +24,45 @@ describe("npm start and npm run bootstrap", () => {
 		if (server?.pid) process.kill(-server.pid, "SIGTERM");
 	});
 
+	let created: { account: string; user: string; role: string; secret: string };
+
 	it("prints a secret that works on /whoami", async () => {
+		// No --url: bootstrap finds the port npm start serves on.
 		const { stdout } = await promisify(execFile)("npm", ["run", "-s", "bootstrap", "--", "--json"]);
-		const created = JSON.parse(stdout);
+		created = JSON.parse(stdout);
 		expect(Object.keys(created).sort()).toEqual(["account", "role", "secret", "user"]);
-		const whoami = await fetch(`${URL_BASE}/whoami`, { headers: { authorization: created.secret } });
-		expect(whoami.status).toBe(200);
-		expect(await whoami.json()).toEqual({ account: created.account, user: created.user, role: created.role });
+		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
+		expect(await client.get("/whoami")).toEqual({ account: created.account, user: created.user, role: created.role });
+	}, 60_000);
+
+	// The typed client (client/), generated from the document the running service serves.
+	it("serves what the typed client expects: twins, a scan page by page, ledger lists, refusals", async () => {
+		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
+		const twins = [];
+		for (const site of ["north", "south", "east"]) twins.push(await client.post("/twins", { body: { description: { site } } }));
+		expect(twins.map((twin) => twin.status)).toEqual(["alive", "alive", "alive"]);
+
+		// count 2 over three twins: the iterator follows the cursor to the second page.
+		const scanned: string[] = [];
+		for await (const uuid of client.scanTwins({ count: 2 })) scanned.push(uuid);
+		expect(scanned.sort()).toEqual(twins.map((twin) => twin.uuid).sort());
+		const described = [];
+		for await (const twin of client.scanTwins({ count: 2, details: true, match: "TWIN.site == 'south'" })) described.push(twin.description);
+		expect(described).toEqual([{ site: "south" }]);
+
+		// A list in a query travels as one comma-separated value.
+		const path = { twin: twins[0].uuid, ledger: "personal" };
+		await client.post("/twins/{twin}/ledgers/{ledger}", { params: { path }, body: { entries: { a: { value: 1 }, b: { value: 2 }, c: { value: 3 } } } });
+		const read = await client.get("/twins/{twin}/ledgers/{ledger}/value", { params: { path, query: { entries: ["a", "c"] } } });
+		expect(Object.keys(read.entries).sort()).toEqual(["a", "c"]);
+
+		const refusal = await client.get("/twins/{twin}", { params: { path: { twin: crypto.randomUUID() } } }).catch((error: unknown) => error);
+		expect(refusal).toBeInstanceOf(TwinRegistryError);
+		expect(refusal).toMatchObject({ status: 404, subcode: 404102 });
+		expect((refusal as TwinRegistryError).trace).toMatch(/\S/);
+		const invalid = await client.get("/twins", { params: { query: { count: 0 } } }).catch((error: TwinRegistryError) => error);
+		expect(invalid).toMatchObject({ status: 400, subcode: 400101, details: [{ path: "count" }] });
+		const anonymous = await createClient({ baseUrl: URL_BASE }).get("/whoami").catch((error: TwinRegistryError) => error);
+		expect(anonymous).toMatchObject({ status: 401, subcode: 401101 });
 	}, 60_000);
 });

@@ -1,0 +1,3 @@
+export const CLIENT_SCHEMA: string;
+export function clientSchemaText(document?: string): Promise<string>;
+export function committedClientSchema(): string;
