@@ -235,27 +235,29 @@ export class AccountDO extends DurableObject<Env> {
 	}
 
 	// The alarm's expiry runs, serialized with the writes, until no sticker is due: answers when
-	// the next one is (seconds), or undefined when the account has none left.
-	private async expiry(account: string): Promise<number | undefined> {
+	// the next one is (seconds; undefined when the account has none left), and whether messages
+	// they published are left for the alarm to drain.
+	private async expiry(account: string): Promise<{ next?: number; left: boolean }> {
 		const due = await this.ctx.storage.get<number>(STICKER_DUE);
-		if (due === undefined || due > now()) return due;
+		if (due === undefined || due > now()) return { next: due, left: false };
 		const outcome = await this.serialized(async () => {
 			const db = database(this.env.DB);
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
+			let left = false;
 			for (;;) {
 				const at = now();
 				const run = await stickers.expireStickers(db, account, fanOut, () => this.armDrain(account), at);
 				if (run.expired) this.usage.add(at, null, { stickers_expired: run.expired });
-				if (run.published) await this.drain(account);
+				if (run.published && (await this.drain(account))) left = true;
 				if (!run.more) break;
 			}
 			const next = await nextExpiry(db, account);
 			if (next === undefined) await this.ctx.storage.delete(STICKER_DUE);
 			else await this.ctx.storage.put(STICKER_DUE, next);
-			return next;
+			return { next, left };
 		});
 		// D1 failed us: try again in a minute.
-		return outcome.ok ? outcome.value : now() + 60;
+		return outcome.ok ? outcome.value : { next: now() + 60, left: false };
 	}
 
 	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
@@ -413,7 +415,8 @@ export class AccountDO extends DurableObject<Env> {
 		const expiry = account === undefined ? undefined : await this.expiry(account);
 		const due = [
 			indexing ? Date.now() : undefined,
-			expiry === undefined ? undefined : Math.ceil(expiry * 1000),
+			expiry?.next === undefined ? undefined : Math.ceil(expiry.next * 1000),
+			expiry?.left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
 			sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000,
 			left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
 			tidy === undefined ? undefined : Math.ceil(tidy * 1000),

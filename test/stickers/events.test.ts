@@ -1,6 +1,7 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { AccountDO } from "../../src/account/object";
 import {
 	bodies,
 	bootstrap,
@@ -8,9 +9,11 @@ import {
 	clockPast,
 	confirmedSubscription,
 	expectError,
+	loggedErrors,
 	logLines,
 	messagesFor,
 	newTwin,
+	objectEnv,
 	openSse,
 	outboxOf,
 	putStickers,
@@ -171,6 +174,42 @@ describe("sticker expiry", () => {
 		}
 		expect(await logLines(admin.secret)).toHaveLength(ends.filter((row) => row.trigger === "sticker.expired").length);
 		expect(await received(crypto.randomUUID())).toEqual([]);
+	});
+
+	it("keeps the alarm close when the queue refuses an expiry's messages, and sends them later", async () => {
+		const logged = loggedErrors();
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const id = crypto.randomUUID();
+		const sub = await confirmedSubscription(admin, "stickers", id);
+		const validity = Date.now() / 1000 + 1;
+		// Blue expires in an hour: the alarm after red's expiry must not wait for it.
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } },
+			blue: { recipients: [admin.user], validity_ts: validity + 3600 },
+		});
+		await objectEnv(admin.account, {
+			WEBHOOKS: {
+				sendBatch: async () => {
+					throw new Error("the queue is down");
+				},
+			},
+		});
+		// One alarm run, by the test: the platform's own, due at red's validity, is moved away.
+		const stub = env.ACCOUNTS.getByName(admin.account);
+		await runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.setAlarm(Date.now() + 86_400_000));
+		await clockPast(validity);
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		const [row] = await outboxOf(sub.uuid);
+		expect(row).toMatchObject({ trigger: "sticker.expired", queued_ts: null });
+		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
+		// Not blue's expiry: the drain's grace.
+		const alarm = await runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.getAlarm());
+		expect(alarm).not.toBeNull();
+		expect(alarm as number).toBeLessThanOrEqual(Date.now() + 31_000);
+		await objectEnv(admin.account, { WEBHOOKS: env.WEBHOOKS });
+		await runDurableObjectAlarm(stub);
+		expect(bodies(await messagesFor(id, 1))[0]).toMatchObject({ trigger: "sticker.expired", message: row.message });
 	});
 
 	it("counts stickers put, removed and expired in the account's usage, and the putting user's", async () => {
