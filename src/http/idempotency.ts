@@ -4,6 +4,7 @@ import { ApiError } from "../base/errors";
 import { toHex } from "../base/crypto";
 import { now } from "../base/time";
 import type { Operation } from "../operations/operation";
+import type { Caller } from "../base/caller";
 import { errorResponse } from "./errors";
 
 // Idempotency-Key on POST and PATCH (CONTRACT §21.1): the first request with a key runs and
@@ -39,10 +40,15 @@ export function keepsReplay(operation: Operation, body: unknown): boolean {
 	return typeof operation.replays !== "function" || operation.replays(body);
 }
 
-// What makes two requests the same: method, path with query, and the body's bytes.
-export async function fingerprintOf(request: Request, body: Uint8Array | undefined): Promise<string> {
+// What makes two requests the same: method, path with query, and the body's bytes, sent by the
+// same user under the same role and dictionary. A key is the account's, but an answer is its
+// caller's: another user, or the same one now seeing through another role or DICT, must not get
+// a kept answer that shows what it may not see (CONTRACT §3). To such a request the key is
+// another request's: 422101.
+export async function fingerprintOf(request: Request, body: Uint8Array | undefined, caller: Pick<Caller, "user" | "role" | "dict">): Promise<string> {
 	const url = new URL(request.url);
-	const head = new TextEncoder().encode(`${request.method} ${url.pathname}${url.search}\n`);
+	const who = JSON.stringify([caller.user, caller.role, caller.dict ?? null]);
+	const head = new TextEncoder().encode(`${who}\n${request.method} ${url.pathname}${url.search}\n`);
 	const bytes = new Uint8Array(head.length + (body?.length ?? 0));
 	bytes.set(head);
 	if (body) bytes.set(body, head.length);

@@ -73,7 +73,8 @@ export function pipeline(operation: Operation, path: string) {
 			const input = await readInput(operation, request, url, body, ctx);
 			mark(state, "validate");
 			if (key !== undefined && keepsReplay(operation, input.body)) {
-				const once = { db: ctx.db, account: claim!.caller.account, key, fingerprint: await fingerprintOf(request, body), trace: state.requestId };
+				const caller = claim!.caller;
+				const once = { db: ctx.db, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId };
 				return await runOnce(once, () => run(operation, input, ctx));
 			}
 			return await run(operation, input, ctx);

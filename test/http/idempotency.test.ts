@@ -6,6 +6,7 @@ import {
 	call,
 	expectError,
 	loggedErrors,
+	member,
 	sessionsToo,
 	ledger,
 	newTwin,
@@ -47,6 +48,22 @@ describe("Idempotency-Key", () => {
 		const second = await call("POST", "/twins", { secret: b.secret, body: {}, headers: keyed("shared") });
 		expect(second.headers.get("idempotent-replayed")).toBeNull();
 		expect(second.body.uuid).not.toBe(first.body.uuid);
+	});
+
+	it("replays an answer only to the user that got it, under the same role and dictionary", async () => {
+		const admin = await bootstrap();
+		const other = await member(admin, admin.role);
+		const body = { description: { serial: "mine" } };
+		const first = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user") });
+		// The same request from another user of the account runs nothing and shows nothing.
+		const theirs = await call("POST", "/twins", { secret: other.secret, body, headers: keyed("per-user") });
+		expectError(theirs, 422, 422101);
+		expect(JSON.stringify(theirs.body)).not.toContain(first.body.uuid);
+		// The same user with another dictionary, whose rules could see differently.
+		const dict = btoa(JSON.stringify({ site: "north" }));
+		expectError(await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user", { "x-trustedtwin": dict }) }), 422, 422101);
+		expect((await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user") })).body).toEqual(first.body);
+		expect(await twinsOf(admin.secret)).toBe(1);
 	});
 
 	it("makes a retried webhook_subscribe send one confirmation message", async () => {
@@ -143,7 +160,7 @@ describe("Idempotency-Key", () => {
 			.run();
 		// Another fingerprint: the claim stands for another request, whatever its age.
 		expectError(await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") }), 422, 422101);
-		const fingerprint = await requestFingerprint("POST", "/twins", "{}");
+		const fingerprint = await requestFingerprint(admin, "POST", "/twins", "{}");
 		await env.DB.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'").bind(fingerprint, admin.account).run();
 		const taken = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") });
 		expect(taken.status).toBe(201);
@@ -202,9 +219,10 @@ describe("Idempotency-Key", () => {
 	});
 });
 
-// The fingerprint of a request as the Worker computes it: method, path with query, body.
-async function requestFingerprint(method: string, path: string, body: string) {
-	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${method} ${path}\n${body}`));
+// The fingerprint of a request as the Worker computes it: caller, method, path with query, body.
+async function requestFingerprint(caller: { user: string; role: string }, method: string, path: string, body: string) {
+	const who = JSON.stringify([caller.user, caller.role, null]);
+	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${who}\n${method} ${path}\n${body}`));
 	return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
