@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { accountClient } from "../account/client";
-import { MAX_STICKER_SECONDS, stickerRecord } from "../account/sticker-writes";
+import { isRecipient, MAX_STICKER_SECONDS, stickerRecord } from "../account/sticker-writes";
 import { findSticker, type Listed, stickersAddressedTo, stickersFor } from "../db/stickers";
 import { findTwins } from "../db/twins";
 import type { Caller } from "../base/caller";
@@ -8,11 +8,11 @@ import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { isVisible } from "../rules/visibility";
 import { Budget, WORK_UNITS } from "../rules/strings";
-import type { Context } from "./operation";
 import { defineOperation } from "./operation";
+import { pageLimit } from "./paging";
 import { context as accountsContext } from "./resolve";
-import { mapOf, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
-import { visibleTwin } from "./twins";
+import { mapOf, queryTimestamp, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
+import { twinInPath } from "./twins";
 
 // Stickers: coloured markers an account puts on a twin for its recipients (users, roles or
 // accounts). A sticker is visible to a recipient that sees its twin; get_sticker shows the
@@ -65,8 +65,6 @@ const publishOut = z.object({ on_put: topicsOut, on_remove: topicsOut, on_expire
 const stickerOut = z.object({ note: z.string().nullable(), recipients: z.array(uuidOut).max(MAX_RECIPIENTS), validity_ts: timestampOut, created_ts: timestampOut, publish: publishOut });
 const summaryOut = z.object({ note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut });
 
-type SecretContext = Context & { caller: Caller };
-const twinOf = (params: { twin: string }, ctx: SecretContext) => visibleTwin(ctx, ctx.caller, params.twin);
 
 const twinParams = z.strictObject({ twin: uuid });
 const stickerParams = z.strictObject({ twin: uuid, color });
@@ -82,7 +80,7 @@ export const putSticker = defineOperation({
 	example: { stickers: { red: { note: "inspect this", recipients: ["6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b"] } } },
 	auth: "secret",
 	params: twinParams,
-	locate: twinOf,
+	locate: twinInPath,
 	body: z.strictObject({ stickers: stickersIn }),
 	status: 201,
 	response: z.object({ stickers: mapOf(stickerOut, MAX_COLORS) }),
@@ -98,7 +96,7 @@ export const getSticker = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
-	locate: twinOf,
+	locate: twinInPath,
 	response: stickerOut,
 	async run({ located: twin, params }, ctx) {
 		const at = now();
@@ -115,7 +113,7 @@ export const getStickers = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
-	locate: twinOf,
+	locate: twinInPath,
 	query: z.strictObject({ context: accountsContext.optional().default("system") }),
 	response: z.object({ accounts: mapOf(mapOf(summaryOut, MAX_STICKERS_ANSWERED), MAX_STICKERS_ANSWERED) }),
 	async run({ located: twin, query }, ctx) {
@@ -143,12 +141,19 @@ export const removeSticker = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
-	locate: twinOf,
+	locate: twinInPath,
 	query: z.strictObject({ context: z.union([z.literal("personal"), uuid]).optional().default("personal") }),
 	response: z.object({ account: uuidOut, note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut }),
 	async run({ located: twin, params, query }, ctx) {
 		const account = query.context === "personal" ? ctx.caller.account : query.context;
-		return accountClient(ctx, account).removeSticker(ctx.caller, { twin: twin.uuid, account, color: params.color });
+		const key = { twin: twin.uuid, account, color: params.color };
+		// Only a recipient reaches the sticker's account's object (which checks again, serialized
+		// with its writes): anyone else, naming any account, cannot queue work there. The lookup
+		// costs a non-recipient what an absent sticker does.
+		const at = now();
+		const found = await ctx.meter.sightedOne(() => findSticker(ctx.db, key), (row) => row.validity_ts > at && isRecipient(ctx.caller, row));
+		if (!found) throw new ApiError("not_found", { description: "No such sticker" });
+		return accountClient(ctx, account).removeSticker(ctx.caller, key);
 	},
 });
 
@@ -156,10 +161,10 @@ const listQuery = z
 	.strictObject({
 		color: color.optional(),
 		context: z.union([z.enum(["personal", "system"]), uuid]).optional().default("personal"),
-		ge: z.string().transform(Number).pipe(timestamp).optional(),
-		le: z.string().transform(Number).pipe(timestamp).optional(),
-		limit: integerIn(1, MAX_LIST_LIMIT).optional().default(MAX_LIST_LIMIT),
-		offset: integerIn(0, MAX_STICKERS_ANSWERED).optional().default(0),
+		ge: queryTimestamp.optional(),
+		le: queryTimestamp.optional(),
+		limit: pageLimit(MAX_LIST_LIMIT).optional().default(MAX_LIST_LIMIT),
+		offset: offsetIn(MAX_STICKERS_ANSWERED - 1).optional().default(0),
 	})
 	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] })
 	.refine((q) => q.offset + q.limit <= MAX_STICKERS_ANSWERED, {
@@ -167,9 +172,10 @@ const listQuery = z
 		path: ["offset"],
 	});
 
-function integerIn(min: number, max: number) {
-	const message = `Must be an integer from ${min} to ${max}`;
-	return z.string().regex(/^\d{1,5}$/, message).transform(Number).pipe(z.number().int().min(min, message).max(max, message));
+// Query `offset`: an integer from 0 to `max`.
+function offsetIn(max: number) {
+	const message = `Must be an integer from 0 to ${max}`;
+	return z.string().regex(/^\d{1,4}$/, message).transform(Number).pipe(z.number().int().max(max, message));
 }
 
 // Descending (created_ts, account, twin, color): the order list_stickers answers in.

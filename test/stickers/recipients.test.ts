@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, d1Cost, expectError, fingerprint, member, newTwin, putStickers, role, stickerPath, userWithRules } from "../fixtures";
 
@@ -120,6 +121,26 @@ describe("remove_sticker", () => {
 		for (const query of ["?context=system", "?context=nobody", "?context=personal&x=1"]) {
 			expectError(await call("DELETE", stickerPath(twin, "red", query), { secret: admin.secret }), 400, 400101);
 		}
+	});
+
+	it("lets no one but a recipient reach another account's object, whatever account it names", async () => {
+		const admin = await bootstrap();
+		const stranger = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const seeing = await role(stranger, allow, { twin: "true" });
+		const [seer, peer] = [await member(stranger, seeing), await member(stranger, seeing)];
+		await putStickers(admin.secret, twin, { red: { recipients: [admin.user, seer.user] } });
+		// The objects the Worker calls, by name.
+		const called: string[] = [];
+		const ACCOUNTS = new Proxy(env.ACCOUNTS, {
+			get: (target, property) =>
+				property === "getByName" ? (name: string) => (called.push(name), target.getByName(name)) : Reflect.get(target, property, target),
+		});
+		// The peer sees the twin but is no recipient: refused in the Worker.
+		expectError(await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), { secret: peer.secret, env: { ACCOUNTS } }), 404, 404102);
+		expect(called).toEqual([]);
+		expect((await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), { secret: seer.secret, env: { ACCOUNTS } })).status).toBe(200);
+		expect(called).toEqual([admin.account]);
 	});
 
 	it("costs a non-recipient what a missing sticker costs", async () => {
