@@ -13,8 +13,8 @@ import { canSign, signDownload, verifyDownload } from "../storage/links";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
-import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, timestampOut, uuid, uuidOut } from "./schemas";
-import { visibleTwin } from "./twins";
+import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { twinInPath } from "./twins";
 
 // Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
 // sees a twin sees all its docs and may attach to it, alive or terminated; only the account
@@ -94,7 +94,6 @@ function levelJson(level: Level): string {
 }
 
 type SecretContext = Context & { caller: Caller };
-const twinOf = (params: { twin: string }, ctx: SecretContext) => visibleTwin(ctx, ctx.caller, params.twin);
 
 const twinParams = z.strictObject({ twin: uuid });
 const docParams = z.strictObject({ twin: uuid, name: docNameParam });
@@ -107,7 +106,7 @@ export const attachTwinDoc = defineOperation({
 	example: { docs: { "manuals/pump.pdf": { handler: "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", description: { lang: "en" } } } },
 	auth: "secret",
 	params: twinParams,
-	locate: twinOf,
+	locate: twinInPath,
 	body: z.strictObject({
 		docs: z
 			.record(
@@ -136,7 +135,7 @@ export const getTwinDocs = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
-	locate: twinOf,
+	locate: twinInPath,
 	query: z.strictObject({
 		mask: z
 			.string()
@@ -165,7 +164,7 @@ export const deleteTwinDocs = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
-	locate: twinOf,
+	locate: twinInPath,
 	query: z.strictObject({ view }),
 	response: listOut,
 	async run({ located: twin, query }, ctx) {
@@ -174,13 +173,6 @@ export const deleteTwinDocs = defineOperation({
 	},
 });
 
-// The closing pipe states the transform's result, which the API document shows.
-const queryTimestamp = z
-	.string()
-	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp in seconds")
-	.transform(Number)
-	.pipe(z.number());
-
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",
 	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
@@ -188,7 +180,7 @@ export const getTwinDoc = defineOperation({
 	refuses: ["not_found", "webhooks_unconfigured"],
 	auth: "secret",
 	params: docParams,
-	locate: twinOf,
+	locate: twinInPath,
 	query: z
 		.strictObject({ download: queryBoolean.optional().default(false), validity_ts: queryTimestamp.optional() })
 		.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] }),
@@ -232,7 +224,7 @@ export const updateTwinDoc = defineOperation({
 	example: { description: { lang: "de" } },
 	auth: "secret",
 	params: docParams,
-	locate: twinOf,
+	locate: twinInPath,
 	body: z.strictObject({ description: description.nullable().optional() }),
 	response: docOut,
 	async run({ located: twin, params, body }, ctx) {
@@ -247,7 +239,7 @@ export const deleteTwinDoc = defineOperation({
 	refuses: ["not_found", "not_owner"],
 	auth: "secret",
 	params: docParams,
-	locate: twinOf,
+	locate: twinInPath,
 	response: docOut,
 	async run({ located: twin, params }, ctx) {
 		return accountClient(ctx, ctx.caller.account).deleteDoc(ctx.caller, twin.uuid, params.name);

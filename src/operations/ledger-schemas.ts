@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { MAX_LEDGER_BYTES } from "../account/ledger-writes";
 import { cursorIn, cursorOut } from "./paging";
-import { jsonValue, mapOf, ruleText, timestamp, timestampOut, TOPIC, uuid } from "./schemas";
+import { jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, TOPIC, uuid } from "./schemas";
 
 // Request and answer shapes of the ledger operations.
 
@@ -108,8 +108,8 @@ export const historyEntries = z.object({
 export const historyQuery = z
 	.strictObject({
 		entries: entryList.optional(),
-		ge: z.string().transform(Number).pipe(timestamp).optional(),
-		le: z.string().transform(Number).pipe(timestamp).optional(),
+		ge: queryTimestamp.optional(),
+		le: queryTimestamp.optional(),
 		limit: z
 			.string()
 			.regex(/^\d{1,3}$/, "Must be an integer from 1 to 100")

@@ -34,6 +34,14 @@ export const MAX_STATEMENT_ACTIONS = STATEMENT_VOCABULARY.length;
 // A timestamp in the API's format; null where the interface allows "never".
 export const timestamp = z.number().finite().nonnegative();
 
+// A timestamp in a query string: seconds, with at most 6 decimals. The closing pipe states the
+// transform's result, which the API document shows.
+export const queryTimestamp = z
+	.string()
+	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp: seconds since the Unix epoch")
+	.transform(Number)
+	.pipe(timestamp);
+
 // A rule is parsed when it is written, so a stored rule always parses.
 export const ruleText = z.string().superRefine((text, ctx) => {
 	const parsed = parseRule(text);

@@ -28,6 +28,9 @@ export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, al
 	throw new ApiError("not_found", { description: "No such twin" });
 }
 
+// The `locate` of a route under /twins/{twin}: the twin the path names, if the caller sees it.
+export const twinInPath = (params: { twin: string }, ctx: Context & { caller: Caller }) => visibleTwin(ctx, ctx.caller, params.twin);
+
 // Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
 function refusal(twin: TwinRow, caller: Caller): ApiError {
 	if (twin.owner !== caller.account) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });

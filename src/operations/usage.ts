@@ -7,19 +7,13 @@ import { now } from "../base/time";
 import { hourOf, USAGE_FIELDS, type UsageField } from "../base/usage";
 import type { Caller } from "../base/caller";
 import { type Context, defineOperation } from "./operation";
-import { mapOf, timestamp, uuid } from "./schemas";
+import { mapOf, queryTimestamp, uuid } from "./schemas";
 
 // At most 31 days between ge and le: 31 × 24 hours, and one more when neither falls on the hour.
 const MAX_RANGE_SECONDS = 31 * 86_400;
 const MAX_BUCKETS = 31 * 24 + 1;
 // Without ge, the hour before le: the current and the previous hour by default.
 const DEFAULT_SPAN_SECONDS = 3600;
-
-const queryTimestamp = z
-	.string()
-	.regex(/^\d+(\.\d+)?$/, "Must be a timestamp: seconds since the Unix epoch")
-	.transform(Number)
-	.pipe(timestamp);
 
 const usageQuery = z.strictObject({
 	ge: queryTimestamp.optional(),
