@@ -8,8 +8,9 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ENTRY = `import { routes } from "./src/routes";
+import { loadRoutes } from "./src/http/route";
 import { openApiDocument } from "./src/http/openapi";
-process.stdout.write(JSON.stringify(openApiDocument(routes)));`;
+process.stdout.write(JSON.stringify(openApiDocument(await loadRoutes(routes))));`;
 
 export function openApiText() {
 	const { outputFiles } = buildSync({

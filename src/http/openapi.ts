@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { AuthKind, Operation } from "../operations/operation";
-import type { Route } from "./route";
+import type { LoadedRoute } from "./route";
 import { type ErrorCode, ERRORS } from "../base/errors";
 import { ANY_JSON } from "../base/json";
 import { errorEnvelope } from "./errors";
@@ -177,7 +177,7 @@ function operationObject(operation: Operation, method: string, shared: Record<st
 	};
 }
 
-export function openApiDocument(routes: Route[]) {
+export function openApiDocument(routes: LoadedRoute[]) {
 	const paths: Record<string, Record<string, unknown>> = {};
 	const schemas: Record<string, JsonSchema> = {};
 	schemas.Error = jsonSchema(errorEnvelope, "output", schemas);

@@ -37,8 +37,10 @@ export type RequestState = {
 // idempotency.ts). An operation that checks the credential with its own read
 // (`checksCredential`) runs first on the isolate's guess of the caller, when it has one; the
 // object keeps that order.
-export function pipeline(operation: Operation, path: string) {
+export function pipeline(load: () => Promise<Operation>, path: string) {
+	let loading: Promise<Operation> | undefined;
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
+		const operation = await (loading ??= load());
 		state.route = { operation: operation.name, path };
 		const url = new URL(request.url);
 		const d1 = state.meter.wrap(state.d1);

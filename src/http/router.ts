@@ -10,8 +10,8 @@ type Args = [Env, ExecutionContext, RequestState];
 export function buildRouter(routes: Route[]) {
 	const router = Router<IRequest, Args>();
 	const methodsByPath = new Map<string, string[]>();
-	for (const { method, path, operation } of routes) {
-		router[method.toLowerCase() as "get"](path, pipeline(operation, path));
+	for (const { method, path, load } of routes) {
+		router[method.toLowerCase() as "get"](path, pipeline(load, path));
 		methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
 	}
 	for (const [path, methods] of methodsByPath) {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/http/openapi";
-import { routes } from "../../src/routes";
+import { routes as table } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
 import { env, exports } from "cloudflare:workers";
+
+const routes = await loadRoutes(table);
 
 // Workers Static Assets answer /openapi.json and /docs before the Worker is invoked;
 // exports.default.fetch goes straight to the Worker, so they are fetched through the assets

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/http/openapi";
-import { routes } from "../../src/routes";
+import { routes as table } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
+
+const routes = await loadRoutes(table);
 
 // Every answer is bounded: a list in a success answer (an array, or an object keyed by name or
 // uuid) declares how many members it may hold, so a route whose list could grow without limit

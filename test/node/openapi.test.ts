@@ -2,7 +2,10 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
 import { openApiDocument } from "../../src/http/openapi";
-import { routes } from "../../src/routes";
+import { routes as table } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
+
+const routes = await loadRoutes(table);
 
 type Parameter = { name: string; in: string; schema: Record<string, unknown>; style?: string; explode?: boolean };
 type OperationObject = {

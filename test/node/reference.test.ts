@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { exists, loadCommonJs, markdownFiles, readText } from "../../scripts/test/repository.mjs";
 import { ERRORS } from "../../src/base/errors";
-import { routes } from "../../src/routes";
+import { routes as routeTable } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
 import { VARIABLES } from "../../src/rules/variables";
+
+const routes = await loadRoutes(routeTable);
 
 // The reference in docs/ copies tables the code holds: the routes, the error catalogue, the
 // layer rules, the account limits. Each copy is held to its source here, both ways, and a

@@ -1,8 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { routes } from "../../src/routes";
+import { routes as table } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
 import { type Account, BASE, bootstrap, call, createUser, randomAddress, receiver, seedTwins, subscribeRecording } from "../fixtures";
 import { exports } from "cloudflare:workers";
+
+const routes = await loadRoutes(table);
 
 // Random and hostile requests to every route: whatever arrives, the answer is never a 5xx,
 // and every error is the envelope, without a stack trace.

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
-import { routes } from "../../src/routes";
+import { routes as table } from "../../src/routes";
+import { loadRoutes } from "../../src/http/route";
+
+const routes = await loadRoutes(table);
 
 describe("the route table", () => {
 	it("routes every operation name exactly once, and nothing else", () => {
