@@ -40,18 +40,26 @@ const IPV6_REFUSED: [string, string][] = [
 	["3fff::/20", "documentation"],
 ];
 
-const parsedRanges = (table: [string, string][]) =>
-	table.map(([cidr, name]) => ({ range: ipaddr.parseCIDR(cidr), name }));
-const V4 = parsedRanges(IPV4_REFUSED);
-const V6 = parsedRanges(IPV6_REFUSED);
-const GLOBAL_UNICAST = ipaddr.parseCIDR("2000::/3");
-// IPv6 forms that carry an IPv4 address: judged by the address they carry.
-const MAPPED = ipaddr.parseCIDR("::ffff:0:0/96");
-const NAT64 = ipaddr.parseCIDR("64:ff9b::/96");
-const SIX_TO_FOUR = ipaddr.parseCIDR("2002::/16");
+// Parsed on the first check rather than at module load: every new isolate loads this module,
+// and few ever check a callback URL.
+let parsed: ReturnType<typeof parseRanges> | undefined;
+const ranges = () => (parsed ??= parseRanges());
+
+function parseRanges() {
+	const table = (rows: [string, string][]) => rows.map(([cidr, name]) => ({ range: ipaddr.parseCIDR(cidr), name }));
+	return {
+		V4: table(IPV4_REFUSED),
+		V6: table(IPV6_REFUSED),
+		GLOBAL_UNICAST: ipaddr.parseCIDR("2000::/3"),
+		// IPv6 forms that carry an IPv4 address: judged by the address they carry.
+		MAPPED: ipaddr.parseCIDR("::ffff:0:0/96"),
+		NAT64: ipaddr.parseCIDR("64:ff9b::/96"),
+		SIX_TO_FOUR: ipaddr.parseCIDR("2002::/16"),
+	};
+}
 
 function refuseV4(address: ipaddr.IPv4): string | null {
-	const hit = V4.find(({ range }) => address.match(range));
+	const hit = ranges().V4.find(({ range }) => address.match(range));
 	return hit ? `Must not point at a ${hit.name} address (${address.toString()})` : null;
 }
 
@@ -60,6 +68,7 @@ function v4From(bytes: number[]): ipaddr.IPv4 {
 }
 
 function refuseV6(address: ipaddr.IPv6): string | null {
+	const { MAPPED, NAT64, SIX_TO_FOUR, GLOBAL_UNICAST, V6 } = ranges();
 	const bytes = address.toByteArray();
 	if (address.match(MAPPED) || address.match(NAT64)) return refuseV4(v4From(bytes.slice(12, 16)));
 	if (address.match(SIX_TO_FOUR)) return refuseV4(v4From(bytes.slice(2, 6)));
