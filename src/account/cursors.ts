@@ -33,21 +33,15 @@ export class CursorStore {
 		sql.exec("CREATE INDEX IF NOT EXISTS cursors_use ON cursors (user, expires_at)");
 	}
 
-	// The position a cursor stands for, or undefined when it is unknown, expired or bound to
-	// another user or scan. Using a cursor keeps it alive for another idle period.
-	resolve(id: string, owner: CursorBinding, now: number): string | undefined {
-		const row = this.find(id, owner, now);
-		if (row) this.touch(row, now);
-		return row?.after;
-	}
-
-	// The same without the use: for a request whose credential is not yet checked.
+	// The cursor of an id, or undefined when it is unknown, expired or bound to another user or
+	// scan. Looking is not using: touch() marks the use once the request's credential holds.
 	find(id: string, owner: CursorBinding, now: number): Cursor | undefined {
 		const [row] = this.sql.exec<Cursor & { user: string; binding: string }>("SELECT id, after, user, binding, expires_at FROM cursors WHERE id = ?", id).toArray();
 		if (!row || row.expires_at <= now || row.user !== owner.user || row.binding !== owner.binding) return undefined;
 		return row;
 	}
 
+	// Using a cursor keeps it alive for another idle period.
 	touch(cursor: Cursor, now: number) {
 		const expires = now + CURSOR_IDLE_SECONDS;
 		if (expires - cursor.expires_at < TOUCH_SECONDS) return;

@@ -355,7 +355,8 @@ export class AccountDO extends DurableObject<Env> {
 			const { caller: claimed, hash } = credential;
 			const d1 = meter.wrap(this.env.DB.withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"));
 			// The cursor is only looked at, not used, until the credential holds.
-			const after = cursor === undefined ? "" : this.cursors.find(cursor, ownerOf(claimed, request), at)?.after;
+			const found = cursor === undefined ? undefined : this.cursors.find(cursor, ownerOf(claimed, request), at);
+			const after = cursor === undefined ? "" : found?.after;
 			const plan = after === undefined ? undefined : planPage(claimed, after, request, at);
 			const statements = [...(hash === undefined ? [] : [credentialStatement(d1, hash)]), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
 			const results = statements.length ? await d1.batch(statements) : [];
@@ -364,10 +365,11 @@ export class AccountDO extends DurableObject<Env> {
 				if (!sameCaller(caller, claimed)) return { stale: true };
 				checkStatement(caller, "scan_twins");
 			}
-			const position = cursor === undefined ? "" : this.cursors.resolve(cursor, ownerOf(claimed, request), at);
-			if (position === undefined || plan === undefined) {
+			if (after === undefined || plan === undefined) {
 				throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
 			}
+			// Used now: the row found before the batch, not read again.
+			if (found) this.cursors.touch(found, at);
 			const page = cutPage(results[0]!.results as PageRow[], plan, claimed, request, at);
 			return { page: await this.finish(claimed, request, at, page) };
 		});

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { CURSOR_IDLE_SECONDS, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
+import { CURSOR_IDLE_SECONDS, type CursorBinding, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
 import type { AccountDO } from "../../src/account/object";
 import { MAX_PAGE_BYTES } from "../../src/account/scan";
 import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, userWithRules, walk } from "../fixtures";
@@ -189,6 +189,13 @@ describe("number literals", () => {
 	});
 });
 
+// A page's use of a cursor, as the account's object makes it: found, then touched.
+function usedAt(store: CursorStore, id: string, owner: CursorBinding, at: number) {
+	const cursor = store.find(id, owner, at);
+	if (cursor) store.touch(cursor, at);
+	return cursor?.after;
+}
+
 describe("cursors", () => {
 	it("a user keeps at most 1000; one more evicts the least recently used", async () => {
 		expect(MAX_CURSORS_PER_USER).toBe(1000);
@@ -197,14 +204,15 @@ describe("cursors", () => {
 		await runInDurableObject(stub, (_: AccountDO, state) => {
 			const store = new CursorStore(state.storage.sql, 3);
 			const owner = { user: "u", binding: "b" };
+			const use = (id: string, at: number) => usedAt(store, id, owner, at);
 			const [a, b, c] = ["1", "2", "3"].map((after, i) => store.issue(owner, after, 100 + i).id);
-			expect(store.resolve(a, owner, 110)).toBe("1"); // a is now the most recently used
+			expect(use(a, 110)).toBe("1"); // a is now the most recently used
 			const d = store.issue(owner, "4", 111).id;
-			expect(store.resolve(b, owner, 112)).toBeUndefined();
-			expect([a, c, d].map((id) => store.resolve(id, owner, 113))).toEqual(["1", "3", "4"]);
+			expect(use(b, 112)).toBeUndefined();
+			expect([a, c, d].map((id) => use(id, 113))).toEqual(["1", "3", "4"]);
 			// Another user's cursors are not counted against this one.
 			store.issue({ user: "v", binding: "b" }, "1", 114);
-			expect(store.resolve(a, owner, 115)).toBe("1");
+			expect(use(a, 115)).toBe("1");
 		});
 	});
 
@@ -220,9 +228,9 @@ describe("cursors", () => {
 			const retried = store.issue(owner, "1", 100.5);
 			expect(retried).toEqual({ id: first.id, created: false });
 			expect(expiry(first.id)).toBe(100 + CURSOR_IDLE_SECONDS);
-			expect(store.resolve(first.id, owner, 100.9)).toBe("1");
+			expect(usedAt(store, first.id, owner, 100.9)).toBe("1");
 			expect(expiry(first.id)).toBe(100 + CURSOR_IDLE_SECONDS);
-			expect(store.resolve(first.id, owner, 101.5)).toBe("1");
+			expect(usedAt(store, first.id, owner, 101.5)).toBe("1");
 			expect(expiry(first.id)).toBe(101.5 + CURSOR_IDLE_SECONDS);
 			expect(store.issue(owner, "1", 103)).toEqual({ id: first.id, created: false });
 			expect(expiry(first.id)).toBe(103 + CURSOR_IDLE_SECONDS);
