@@ -5,10 +5,11 @@
 // (notifications.mjs), a 50 MB doc's upload and download (docs.mjs) and Indexes tables
 // (indexes.mjs: ledger writes with 0, 1 and 10 tables, a table of 100,000 rows built and
 // queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
-// memory per idle stream), and last runs the side-by-side comparison (compare.mjs). Prints
-// tables and writes bench/results.json. `-- --only ledger`, `-- --only notifications`,
-// `-- --only docs`, `-- --only indexes` or `-- --only streams` runs that part alone;
-// `-- --port N` serves on N.
+// memory per idle stream) and one account's write ceiling (writes.mjs), profiles a new
+// isolate's startup against a bare Worker's (startup.mjs), and last runs the side-by-side
+// comparison (compare.mjs). Prints tables and writes bench/results.json. `-- --only ledger`,
+// `-- --only notifications`, `-- --only docs`, `-- --only indexes`, `-- --only streams`,
+// `-- --only writes` or `-- --only startup` runs that part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -18,6 +19,8 @@ import { benchIndexes, indexesSeed, printIndexes } from "./indexes.mjs";
 import { benchLedger, printLedger } from "./ledger.mjs";
 import { benchNotifications, printNotifications } from "./notifications.mjs";
 import { benchStreams, printStreams } from "./streams.mjs";
+import { benchStartup, printStartup } from "./startup.mjs";
+import { benchWrites, printWrites } from "./writes.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
@@ -28,18 +31,33 @@ const notificationsOnly = args.only === "notifications";
 const docsOnly = args.only === "docs";
 const indexesOnly = args.only === "indexes";
 const streamsOnly = args.only === "streams";
-const TWINS = ledgerOnly || notificationsOnly || docsOnly || indexesOnly || streamsOnly ? 0 : 100_000;
+const writesOnly = args.only === "writes";
+const startupOnly = args.only === "startup";
+const TWINS = args.only ? 0 : 100_000;
+const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup"];
+if (args.only && !PARTS.includes(args.only)) throw new Error(`--only takes one of ${PARTS.join(", ")}`);
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
 
-rmSync(STATE, { recursive: true, force: true });
 mkdirSync("bench", { recursive: true });
+// Startup needs no server: it profiles the bundle.
+if (startupOnly) {
+	const startup = await benchStartup();
+	writeFileSync("bench/results.json", `${JSON.stringify({ startup }, null, 2)}\n`);
+	printStartup(startup);
+	console.log("\nwritten to bench/results.json");
+	process.exit(0);
+}
+rmSync(STATE, { recursive: true, force: true });
 
 const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
+// A second account, for the write ceiling of two accounts side by side.
+const other = accountSeed("bench-writes");
 // The indexes part seeds two accounts of its own, in the full run too.
 const indexesSeeded = !args.only || indexesOnly ? indexesSeed() : undefined;
 const seed = `${accountSql}
+${other.sql}
 ${twinsSeed(account, TWINS, "json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END)")}
 ${indexesSeeded?.sql ?? ""}
 `;
@@ -74,6 +92,11 @@ try {
 		const indexes = await benchIndexes(server.url, indexesSeeded);
 		writeFileSync("bench/results.json", `${JSON.stringify({ indexes }, null, 2)}\n`);
 		printIndexes(indexes);
+		console.log("\nwritten to bench/results.json");
+	} else if (writesOnly) {
+		const writes = await benchWrites(server.url, [{ secret }, other]);
+		writeFileSync("bench/results.json", `${JSON.stringify({ writes }, null, 2)}\n`);
+		printWrites(writes);
 		console.log("\nwritten to bench/results.json");
 	} else if (streamsOnly) {
 		const streams = await benchStreams(server.url, secret);
@@ -144,7 +167,10 @@ async function benchAll(server, headers) {
 	const docs = await benchDocs(server.url, secret);
 	const indexes = await benchIndexes(server.url, indexesSeeded);
 	const streams = await benchStreams(server.url, secret);
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes, streams };
+	const writes = await benchWrites(server.url, [{ secret }, other]);
+	// Profiled while the dev server idles: the profiles are wall-clock.
+	const startup = await benchStartup();
+	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes, streams, writes, startup };
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -160,5 +186,7 @@ async function benchAll(server, headers) {
 	printDocs(docs);
 	printIndexes(indexes);
 	printStreams(streams);
+	printWrites(writes);
+	printStartup(startup);
 	console.log("\nwritten to bench/results.json");
 }
