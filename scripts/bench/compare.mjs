@@ -1,8 +1,9 @@
 // `npm run bench:compare [-- --twins N --rounds N ...]`: runs the shared side-by-side
 // comparison (../shared/perf/compare.mjs, beside the project in CI and on developers'
-// machines), which measures this project and a plain-Worker baseline under `wrangler dev` in
-// the same run and prints their ratios. It runs wrangler itself on a copy of the project, so
-// the static assets are put in place first.
+// machines), which measures this project, a plain Worker and the least design with the same
+// promises (credential at the D1 primary, cursors in the account's object) under `wrangler dev`
+// in the same run, and prints two tables of ratios. It runs wrangler itself on a copy of the
+// project, so the static assets are put in place first.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
