@@ -1,14 +1,8 @@
-import * as z from "zod";
 import type { ApiError } from "../base/errors";
 
-// The wire form of an ApiError (the catalogue and the class live in the base layer).
-export const errorEnvelope = z.object({
-	subcode: z.number().int().meta({ description: "status * 1000 + n; see the catalogue" }),
-	trace: z.string().meta({ description: "The request id, as in the x-request-id header" }),
-	description: z.string(),
-	details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
-
+// The wire form of an ApiError (the catalogue and the class live in the base layer); its schema
+// for the API document is errorEnvelope in openapi.ts. No zod here: every isolate loads this
+// module, and zod waits for the first request that validates (pipeline.ts).
 export function errorResponse(error: ApiError, trace: string): Response {
 	const body: Record<string, unknown> = { subcode: error.subcode, trace, description: error.message };
 	if (error.details) body.details = error.details;

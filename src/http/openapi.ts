@@ -3,10 +3,17 @@ import type { AuthKind, Operation } from "../operations/operation";
 import type { LoadedRoute } from "./route";
 import { type ErrorCode, ERRORS } from "../base/errors";
 import { ANY_JSON } from "../base/json";
-import { errorEnvelope } from "./errors";
 
 // The API document, built from the route table and the very zod schemas that validate
 // requests and shape answers.
+
+// The error envelope errorResponse (errors.ts) writes.
+const errorEnvelope = z.object({
+	subcode: z.number().int().meta({ description: "status * 1000 + n; see the catalogue" }),
+	trace: z.string().meta({ description: "The request id, as in the x-request-id header" }),
+	description: z.string(),
+	details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
 
 type JsonSchema = Record<string, unknown>;
 

@@ -11,7 +11,6 @@ import { checkStatement } from "../policy/credential";
 import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
-import { validate } from "./validation";
 import { fingerprintOf, keepsReplay, presentedKey, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
 
@@ -119,7 +118,12 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 	return operation.run(input as never, ctx as never).then((result) => answer(operation, result));
 }
 
+// zod comes with the first request that validates, not with every isolate: the isolates that
+// run only the Durable Objects or the queue consumer never load it.
+const validation = () => import("./validation");
+
 async function readInput(operation: Operation, request: IRequest, url: URL, body: Uint8Array | undefined, ctx: RunContext) {
+	const { validate } = await validation();
 	const params = operation.params ? validate(operation.params, request.params) : {};
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
 	return {

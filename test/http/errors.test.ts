@@ -58,6 +58,17 @@ describe("error envelope", () => {
 		expect((await call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret })).status).toBe(201);
 	});
 
+	it("says what a missing or mistyped field must be", async () => {
+		// The messages are zod's configuration (src/http/validation.ts), loaded with the first
+		// request that validates rather than with the isolate.
+		const admin = await bootstrap();
+		const missing = await call("POST", "/users", { secret: admin.secret, body: { role: admin.role } });
+		expectError(missing, 400, 400101);
+		expect(missing.body.details).toEqual([{ path: "name", message: "Required: a string" }]);
+		const mistyped = await call("POST", "/users", { secret: admin.secret, body: { name: 7, role: admin.role } });
+		expect(mistyped.body.details).toEqual([{ path: "name", message: "Must be a string, not a number" }]);
+	});
+
 	it("reports each unknown field by name", async () => {
 		const admin = await bootstrap();
 		const res = await call("POST", "/users", {
