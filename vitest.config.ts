@@ -50,7 +50,7 @@ export default defineConfig(async () => {
 						testTimeout: 30_000,
 						include: ["test/**/*.test.ts"],
 						exclude: ["test/node/**", "test/unit/**", "test/e2e/**"],
-						setupFiles: ["./test/apply-migrations.ts", "./test/quiet-request-logs.ts"],
+						setupFiles: ["./test/apply-migrations.ts", "./test/quiet-request-logs.ts", "./test/load-operations.ts"],
 						globalSetup: ["./test/webhooks/receiver.ts"],
 					},
 				},

@@ -1,7 +1,9 @@
 import type { Route } from "./http/route";
+import { loadOnce } from "./base/load-once";
 
-// The route table: every operation once, under the path of the interface.
-export const routes: Route[] = [
+// The route table: every operation once, under the path of the interface. Each operation's
+// module is loaded on its route's first request (src/http/route.ts).
+const table: Route[] = [
 	{ method: "GET", path: "/whoami", load: () => import("./operations/whoami").then((m) => m.whoAmI) },
 	{ method: "GET", path: "/account", load: () => import("./operations/account").then((m) => m.getAccount) },
 	{ method: "PATCH", path: "/account", load: () => import("./operations/account").then((m) => m.updateAccount) },
@@ -83,3 +85,5 @@ export const routes: Route[] = [
 	{ method: "GET", path: "/log", load: () => import("./operations/log").then((m) => m.getLog) },
 	{ method: "POST", path: "/admin/accounts", load: () => import("./operations/accounts").then((m) => m.createAccount) },
 ];
+
+export const routes: Route[] = table.map((route) => ({ ...route, load: loadOnce(route.load) }));

@@ -10,6 +10,7 @@ import { forgetCaller, guessCaller, rememberCaller } from "./hints";
 import { checkStatement } from "../policy/credential";
 import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
+import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { fingerprintOf, keepsReplay, presentedKey, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
@@ -37,9 +38,8 @@ export type RequestState = {
 // (`checksCredential`) runs first on the isolate's guess of the caller, when it has one; the
 // object keeps that order.
 export function pipeline(load: () => Promise<Operation>, path: string) {
-	let loading: Promise<Operation> | undefined;
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
-		const operation = await (loading ??= load());
+		const operation = await load();
 		state.route = { operation: operation.name, path };
 		const url = new URL(request.url);
 		const d1 = state.meter.wrap(state.d1);
@@ -120,10 +120,10 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 
 // zod comes with the first request that validates, not with every isolate: the isolates that
 // run only the Durable Objects or the queue consumer never load it.
-const validation = () => import("./validation");
+export const loadValidation = loadOnce(() => import("./validation"));
 
 async function readInput(operation: Operation, request: IRequest, url: URL, body: Uint8Array | undefined, ctx: RunContext) {
-	const { validate } = await validation();
+	const { validate } = await loadValidation();
 	const params = operation.params ? validate(operation.params, request.params) : {};
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
 	return {
