@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildSync } from "esbuild";
 import { describe, expect, it } from "vitest";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
@@ -19,5 +20,49 @@ describe("the Worker's imports", () => {
 	it("take zod as a namespace, never its z binding", () => {
 		const offenders = sources(SRC).filter((file) => /import\s*\{[^}]*\bz\b[^}]*\}\s*from\s*["']zod["']/.test(readFileSync(file, "utf8").replace(/import type[^;]*;/g, "")));
 		expect(offenders).toEqual([]);
+	});
+});
+
+// What a new isolate evaluates before its first request: the entry and every chunk it imports
+// statically, when the Worker is split where it imports dynamically. Operations and zod come
+// later, with the first request that needs them (src/routes.ts, src/http/pipeline.ts).
+function loadedAtStartup(): string[] {
+	const { metafile } = buildSync({
+		entryPoints: [join(SRC, "index.ts")],
+		bundle: true,
+		splitting: true,
+		format: "esm",
+		platform: "neutral",
+		mainFields: ["module", "main"],
+		external: ["cloudflare:*"],
+		outdir: "startup",
+		write: false,
+		metafile: true,
+		logLevel: "silent",
+	});
+	const outputs = metafile.outputs;
+	const entry = Object.keys(outputs).find((name) => outputs[name].entryPoint?.endsWith("src/index.ts"));
+	const eager = new Set<string>();
+	const visit = (name: string) => {
+		if (eager.has(name)) return;
+		eager.add(name);
+		for (const imported of outputs[name].imports) if (imported.kind === "import-statement" && !imported.external) visit(imported.path);
+	};
+	visit(entry as string);
+	return [...eager].flatMap((name) => Object.keys(outputs[name].inputs));
+}
+
+describe("a new isolate's startup", () => {
+	const inputs = loadedAtStartup();
+
+	it("loads no operation's module and no zod", () => {
+		expect(inputs.filter((input) => input.includes("node_modules/zod/"))).toEqual([]);
+		expect(inputs.filter((input) => /src\/operations\/(?!operation\.ts$)/.test(input))).toEqual([]);
+	});
+
+	it("still loads what every request needs", () => {
+		for (const module of ["src/index.ts", "src/http/pipeline.ts", "src/routes.ts", "src/account/object.ts"]) {
+			expect(inputs.some((input) => input.endsWith(module))).toBe(true);
+		}
 	});
 });
