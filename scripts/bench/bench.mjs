@@ -26,13 +26,6 @@ import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
 const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
-const ledgerOnly = args.only === "ledger";
-const notificationsOnly = args.only === "notifications";
-const docsOnly = args.only === "docs";
-const indexesOnly = args.only === "indexes";
-const streamsOnly = args.only === "streams";
-const writesOnly = args.only === "writes";
-const startupOnly = args.only === "startup";
 const TWINS = args.only ? 0 : 100_000;
 const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup"];
 if (args.only && !PARTS.includes(args.only)) throw new Error(`--only takes one of ${PARTS.join(", ")}`);
@@ -41,12 +34,17 @@ const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
 
 mkdirSync("bench", { recursive: true });
-// Startup needs no server: it profiles the bundle.
-if (startupOnly) {
-	const startup = await benchStartup();
-	writeFileSync("bench/results.json", `${JSON.stringify({ startup }, null, 2)}\n`);
-	printStartup(startup);
+// One part alone: its figures under its name in bench/results.json, and its table.
+async function only(name, bench, print) {
+	const result = await bench();
+	writeFileSync("bench/results.json", `${JSON.stringify({ [name]: result }, null, 2)}\n`);
+	print(result);
 	console.log("\nwritten to bench/results.json");
+}
+
+// Startup needs no server: it profiles the bundle.
+if (args.only === "startup") {
+	await only("startup", benchStartup, printStartup);
 	process.exit(0);
 }
 rmSync(STATE, { recursive: true, force: true });
@@ -55,7 +53,7 @@ const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
 // A second account, for the write ceiling of two accounts side by side.
 const other = accountSeed("bench-writes");
 // The indexes part seeds two accounts of its own, in the full run too.
-const indexesSeeded = !args.only || indexesOnly ? indexesSeed() : undefined;
+const indexesSeeded = !args.only || args.only === "indexes" ? indexesSeed() : undefined;
 const seed = `${accountSql}
 ${other.sql}
 ${twinsSeed(account, TWINS, "json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END)")}
@@ -73,39 +71,17 @@ try {
 		stdio: ["ignore", "ignore", "inherit"],
 	});
 	const headers = { authorization: secret };
-	if (ledgerOnly) {
-		const ledger = await benchLedger(server.url, secret);
-		writeFileSync("bench/results.json", `${JSON.stringify({ ledger }, null, 2)}\n`);
-		printLedger(ledger);
-		console.log("\nwritten to bench/results.json");
-	} else if (notificationsOnly) {
-		const notifications = await benchNotifications(server.url, secret);
-		writeFileSync("bench/results.json", `${JSON.stringify({ notifications }, null, 2)}\n`);
-		printNotifications(notifications);
-		console.log("\nwritten to bench/results.json");
-	} else if (docsOnly) {
-		const docs = await benchDocs(server.url, secret);
-		writeFileSync("bench/results.json", `${JSON.stringify({ docs }, null, 2)}\n`);
-		printDocs(docs);
-		console.log("\nwritten to bench/results.json");
-	} else if (indexesOnly) {
-		const indexes = await benchIndexes(server.url, indexesSeeded);
-		writeFileSync("bench/results.json", `${JSON.stringify({ indexes }, null, 2)}\n`);
-		printIndexes(indexes);
-		console.log("\nwritten to bench/results.json");
-	} else if (writesOnly) {
-		const writes = await benchWrites(server.url, [{ secret }, other]);
-		writeFileSync("bench/results.json", `${JSON.stringify({ writes }, null, 2)}\n`);
-		printWrites(writes);
-		console.log("\nwritten to bench/results.json");
-	} else if (streamsOnly) {
-		const streams = await benchStreams(server.url, secret);
-		writeFileSync("bench/results.json", `${JSON.stringify({ streams }, null, 2)}\n`);
-		printStreams(streams);
-		console.log("\nwritten to bench/results.json");
-	} else {
-		await benchAll(server, headers);
-	}
+	const url = server.url;
+	const parts = {
+		ledger: [() => benchLedger(url, secret), printLedger],
+		notifications: [() => benchNotifications(url, secret), printNotifications],
+		docs: [() => benchDocs(url, secret), printDocs],
+		indexes: [() => benchIndexes(url, indexesSeeded), printIndexes],
+		streams: [() => benchStreams(url, secret), printStreams],
+		writes: [() => benchWrites(url, [{ secret }, other]), printWrites],
+	};
+	if (args.only) await only(args.only, ...parts[args.only]);
+	else await benchAll(server, headers);
 } finally {
 	server.stop();
 }
