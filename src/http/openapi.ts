@@ -1,18 +1,19 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { AuthKind, Operation } from "../operations/operation";
 import type { LoadedRoute } from "./route";
 import { type ErrorCode, ERRORS } from "../base/errors";
 import { ANY_JSON } from "../base/json";
+import { withMeta } from "../operations/schemas";
 
 // The API document, built from the route table and the very zod schemas that validate
 // requests and shape answers.
 
 // The error envelope errorResponse (errors.ts) writes.
 const errorEnvelope = z.object({
-	subcode: z.number().int().meta({ description: "status * 1000 + n; see the catalogue" }),
-	trace: z.string().meta({ description: "The request id, as in the x-request-id header" }),
+	subcode: withMeta(z.number().check(z.int()), { description: "status * 1000 + n; see the catalogue" }),
+	trace: withMeta(z.string(), { description: "The request id, as in the x-request-id header" }),
 	description: z.string(),
-	details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+	details: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),
 });
 
 type JsonSchema = Record<string, unknown>;
@@ -43,7 +44,7 @@ function hoistDefinitions(schema: JsonSchema, shared: Record<string, JsonSchema>
 
 // A schema marked ANY_JSON in its metadata (z.json() is recursive) is described as "any JSON
 // value" rather than spelled out.
-function jsonSchema(schema: z.ZodType, io: "input" | "output", shared: Record<string, JsonSchema>): JsonSchema {
+function jsonSchema(schema: z.ZodMiniType, io: "input" | "output", shared: Record<string, JsonSchema>): JsonSchema {
 	const { $schema: _, ...rest } = z.toJSONSchema(schema, {
 		io,
 		unrepresentable: "any",
@@ -69,9 +70,9 @@ function takesList(schema: JsonSchema): boolean {
 	return schema.type === "array" || ((schema.anyOf as JsonSchema[] | undefined) ?? []).some(takesList);
 }
 
-function parameters(schema: z.ZodType | undefined, where: "path" | "query", shared: Record<string, JsonSchema>) {
-	if (!(schema instanceof z.ZodObject)) return [];
-	return Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, field]) => {
+function parameters(schema: z.ZodMiniType | undefined, where: "path" | "query", shared: Record<string, JsonSchema>) {
+	if (!(schema instanceof z.ZodMiniObject)) return [];
+	return Object.entries(schema.shape as Record<string, z.ZodMiniType>).map(([name, field]) => {
 		const described = jsonSchema(field, where === "query" ? "output" : "input", shared);
 		return {
 			name,
@@ -150,9 +151,9 @@ function describe(operation: Operation, method: string): string {
 function requestBody(operation: Operation, shared: Record<string, JsonSchema>) {
 	const { body, example } = operation;
 	if (body === "stream") return { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
-	const schema = jsonSchema(body as z.ZodType, "input", shared);
+	const schema = jsonSchema(body as z.ZodMiniType, "input", shared);
 	return {
-		required: !(body as z.ZodType).safeParse(undefined).success,
+		required: !(body as z.ZodMiniType).safeParse(undefined).success,
 		content: { "application/json": { schema, ...(example !== undefined && { example }) } },
 	};
 }

@@ -1,4 +1,5 @@
-import * as z from "zod";
+import * as z from "zod/mini";
+import { en } from "zod/locales";
 import { ApiError, type ErrorDetail } from "../base/errors";
 
 // Messages that tell the caller what to send, in place of zod's "Invalid input: expected
@@ -8,6 +9,8 @@ import { ApiError, type ErrorDetail } from "../base/errors";
 const kind = (expected: string) => (expected === "array" ? "a list" : `${/^[aeiou]/.test(expected) ? "an" : "a"} ${expected}`);
 const sent = (input: unknown) => (input === null ? "null" : Array.isArray(input) ? "a list" : kind(typeof input));
 type Issue = { code?: string; expected?: string; input?: unknown; errors?: { code?: string; expected?: string }[][] };
+// zod/mini loads no locale: English gives the messages the schemas do not set themselves.
+z.config(en());
 z.config({
 	customError: (raw) => {
 		const issue = raw as Issue;
@@ -24,7 +27,7 @@ z.config({
 });
 
 // One detail per failing field; an unknown field is reported under its own name.
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+export function validate<S extends z.ZodMiniType>(schema: S, value: unknown): z.infer<S> {
 	const result = schema.safeParse(value);
 	if (result.success) return result.data;
 	const details: ErrorDetail[] = result.error.issues.flatMap((issue) => {

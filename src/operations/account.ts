@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findAccount, setResourceAccessLog } from "../db/accounts";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
@@ -11,7 +11,7 @@ const accountRecord = z.object({
 	uuid: uuidOut,
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-	resource_access_log: z.strictObject({}).nullable(),
+	resource_access_log: z.nullable(z.strictObject({})),
 });
 
 export const getAccount = defineOperation({
@@ -35,7 +35,7 @@ export const updateAccount = defineOperation({
 	example: { resource_access_log: null },
 	auth: "secret",
 	response: accountRecord,
-	body: z.strictObject({ resource_access_log: unsupportedSetting.optional() }),
+	body: z.strictObject({ resource_access_log: z.optional(unsupportedSetting) }),
 	async run({ body }, ctx) {
 		const updated =
 			body.resource_access_log === undefined

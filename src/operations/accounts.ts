@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { newUserSecret } from "../base/crypto";
 import { insertAccount } from "../db/accounts";
 import { now } from "../base/time";
@@ -16,7 +16,7 @@ export const createAccount = defineOperation({
 	auth: "admin",
 	status: 201,
 	response: z.object({ account: uuidOut, user: uuidOut, role: uuidOut, secret: z.string() }),
-	body: z.strictObject({ name: z.string().trim().min(1).max(128).optional() }),
+	body: z.strictObject({ name: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(128))) }),
 	async run({ body }, ctx) {
 		const at = now();
 		const account = crypto.randomUUID();

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { docRecord } from "../account/doc-writes";
 import { MAX_TWIN_DOCS_CEILING } from "../base/limits";
@@ -13,7 +13,7 @@ import { canSign, signDownload, verifyDownload } from "../storage/links";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
-import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 import { twinInPath } from "./twins";
 
 // Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
@@ -23,7 +23,7 @@ import { twinInPath } from "./twins";
 // rest of the request holds.
 
 const DOC_NAME = /^([a-zA-Z0-9_-]{1,32}\/){0,5}[a-zA-Z0-9_-]{1,32}(\.[a-zA-Z0-9]{1,8})?$/;
-const docName = z.string().regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$");
+const docName = z.string().check(z.regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$"));
 
 // In a path the name follows /docs/ with its folders' '/' as they are (or as %2F), decoded once.
 const docNameParam = decodedOnce(docName);
@@ -39,23 +39,23 @@ const MAX_DOWNLOAD_VALIDITY_SECONDS = 7 * 24 * 3600;
 const STORAGE_CLASSES = ["access_optimized", "cost_optimized"] as const;
 
 const docOut = z.object({
-	creation_certificate: z.object({ size: z.number().int(), hash: z.string(), created_ts: timestampOut, creator: uuidOut }),
+	creation_certificate: z.object({ size: z.number().check(z.int()), hash: z.string(), created_ts: timestampOut, creator: uuidOut }),
 	storage_class: z.enum(STORAGE_CLASSES),
 	updated_ts: timestampOut,
-	description: descriptionOut.optional(),
+	description: z.optional(descriptionOut),
 	status: z.literal("ok"),
-	download: z.object({ url: z.string(), validity_ts: timestampOut }).optional(),
+	download: z.optional(z.object({ url: z.string(), validity_ts: timestampOut })),
 });
 
 // [created_ts, updated_ts, size], under the doc's name or, in the tree view, its last segment.
-const listedOut = z.tuple([timestampOut, timestampOut, z.number().int()]);
+const listedOut = z.tuple([timestampOut, timestampOut, z.number().check(z.int())]);
 type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
 // Folders nest at most five deep; no level holds more than the twin's docs. The id names the
 // recursion in the API document.
-const treeOut: z.ZodType<Tree> = z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)).meta({ id: "DocTree" });
+const treeOut: z.ZodMiniType<Tree> = withMeta(z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)), { id: "DocTree" });
 const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
 
-const view = z.enum(["list", "tree"]).optional().default("list");
+const view = z._default(z.optional(z.enum(["list", "tree"])), "list");
 type Listed = { name: string; created_ts: number; updated_ts: number; size: number };
 
 // The list view keys each doc by its name, in byte order; the tree view nests folders as keys
@@ -113,13 +113,15 @@ export const attachTwinDoc = defineOperation({
 				docName,
 				z.strictObject({
 					handler: uuid,
-					hash: z.string().regex(/^[0-9a-fA-F]{64}$/, "Must be 64 hexadecimal digits (SHA-256)").optional(),
-					storage_class: z.enum(STORAGE_CLASSES).optional(),
-					description: description.nullable().optional(),
+					hash: z.optional(z.string().check(z.regex(/^[0-9a-fA-F]{64}$/, "Must be 64 hexadecimal digits (SHA-256)"))),
+					storage_class: z.optional(z.enum(STORAGE_CLASSES)),
+					description: z.optional(z.nullable(description)),
 				}),
 			)
-			.refine((docs) => Object.keys(docs).length >= 1 && Object.keys(docs).length <= MAX_DOCS_PER_ATTACH, `Must hold 1 to ${MAX_DOCS_PER_ATTACH} docs`)
-			.refine((docs) => new Set(Object.values(docs).map((doc) => doc.handler)).size === Object.keys(docs).length, "Each doc needs its own handler"),
+			.check(
+				z.refine((docs) => Object.keys(docs).length >= 1 && Object.keys(docs).length <= MAX_DOCS_PER_ATTACH, `Must hold 1 to ${MAX_DOCS_PER_ATTACH} docs`),
+				z.refine((docs) => new Set(Object.values(docs).map((doc) => doc.handler)).size === Object.keys(docs).length, "Each doc needs its own handler"),
+			),
 	}),
 	status: 201,
 	response: z.object({ docs: mapOf(docOut, MAX_DOCS_PER_ATTACH) }),
@@ -137,14 +139,15 @@ export const getTwinDocs = defineOperation({
 	params: twinParams,
 	locate: twinInPath,
 	query: z.strictObject({
-		mask: z
-			.string()
-			.max(MAX_MASK_LENGTH)
-			.superRefine((pattern, ctx) => {
-				const error = regexError(pattern);
-				if (error) ctx.addIssue({ code: "custom", message: `${error.message} at position ${error.offset}` });
-			})
-			.optional(),
+		mask: z.optional(
+			z.string().check(
+				z.maxLength(MAX_MASK_LENGTH),
+				z.superRefine((pattern, ctx) => {
+					const error = regexError(pattern);
+					if (error) ctx.addIssue({ code: "custom", message: `${error.message} at position ${error.offset}` });
+				}),
+			),
+		),
 		view,
 	}),
 	response: listOut,
@@ -182,8 +185,8 @@ export const getTwinDoc = defineOperation({
 	params: docParams,
 	locate: twinInPath,
 	query: z
-		.strictObject({ download: queryBoolean.optional().default(false), validity_ts: queryTimestamp.optional() })
-		.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] }),
+		.strictObject({ download: z._default(z.optional(queryBoolean), false), validity_ts: z.optional(queryTimestamp) })
+		.check(z.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] })),
 	response: docOut,
 	async run({ located: twin, params, query }, ctx) {
 		const at = now();
@@ -225,7 +228,7 @@ export const updateTwinDoc = defineOperation({
 	auth: "secret",
 	params: docParams,
 	locate: twinInPath,
-	body: z.strictObject({ description: description.nullable().optional() }),
+	body: z.strictObject({ description: z.optional(z.nullable(description)) }),
 	response: docOut,
 	async run({ located: twin, params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateDoc(ctx.caller, twin.uuid, params.name, body.description);
@@ -254,7 +257,7 @@ export const downloadDoc = defineOperation({
 	description: "The GET of a download URL: the doc's bytes as an attachment, whole or one Range.",
 	refuses: ["range_unsatisfiable"],
 	auth: "capability",
-	params: z.strictObject({ account: uuid, handler: z.string().max(128) }),
+	params: z.strictObject({ account: uuid, handler: z.string().check(z.maxLength(128)) }),
 	headers: ["range"],
 	answers: "bytes",
 	response: z.never(),

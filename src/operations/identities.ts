@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findOwnIdentity, type IdentityRow, listOwnIdentities, listPublicIdentities } from "../db/identities";
 import type { TwinRow } from "../db/twins";
 import { identityRecord, MAX_IDENTITIES_PER_TWIN } from "../account/identity-writes";
@@ -17,24 +17,24 @@ const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
 const IDENTITY_FORM = "a prefix of 1 to 8 letters, digits or '_' (not a digit first), '#', then 1 to 128 letters, digits, '_', '=', '+' or '-' (^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$)";
 
-export const identityName = z.string().regex(IDENTITY, `Must be ${IDENTITY_FORM}`);
+export const identityName = z.string().check(z.regex(IDENTITY, `Must be ${IDENTITY_FORM}`));
 
 // In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once. A
 // raw '#' starts the URL's fragment, which never reaches the service: the message says so.
-export const identityParam = decodedOnce(z.string().regex(IDENTITY, `Must be ${IDENTITY_FORM}; in a path write '#' as %23`));
+export const identityParam = decodedOnce(z.string().check(z.regex(IDENTITY, `Must be ${IDENTITY_FORM}; in a path write '#' as %23`)));
 
 // create_twin_identity takes, and answers, at most this many at once.
 const MAX_IDENTITIES_PER_REQUEST = 100;
 
-const settings = { validity_ts: timestamp.nullable().optional(), visibility: ruleText.nullable().optional() };
+const settings = { validity_ts: z.optional(z.nullable(timestamp)), visibility: z.optional(z.nullable(ruleText)) };
 
 const identityOut = z.object({
-	validity_ts: timestampOut.nullable(),
-	visibility: z.string().nullable(),
+	validity_ts: z.nullable(timestampOut),
+	visibility: z.nullable(z.string()),
 	updated_ts: timestampOut,
 	creation_certificate: z.object({ identity: z.string(), creator: uuidOut, created_ts: timestampOut }),
 });
-const listedOut = z.object({ validity_ts: timestampOut.nullable(), created_ts: timestampOut, updated_ts: timestampOut });
+const listedOut = z.object({ validity_ts: z.nullable(timestampOut), created_ts: timestampOut, updated_ts: timestampOut });
 
 const twinParams = z.strictObject({ twin: uuid });
 const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
@@ -60,7 +60,9 @@ export const createTwinIdentity = defineOperation({
 	body: z.strictObject({
 		identities: z
 			.record(identityName, z.strictObject(settings))
-			.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= MAX_IDENTITIES_PER_REQUEST, `Must hold 1 to ${MAX_IDENTITIES_PER_REQUEST} identities`),
+			.check(
+				z.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= MAX_IDENTITIES_PER_REQUEST, `Must hold 1 to ${MAX_IDENTITIES_PER_REQUEST} identities`),
+			),
 	}),
 	status: 201,
 	response: z.object({ identities: mapOf(identityOut, MAX_IDENTITIES_PER_REQUEST) }),
@@ -84,17 +86,17 @@ export const getTwinIdentities = defineOperation({
 	auth: "secret",
 	params: twinParams,
 	query: z.strictObject({
-		show_personal: queryBoolean.optional().default(true),
-		show_foreign: z.union([queryBoolean, uuid]).optional().default(false),
-		show_expired: queryBoolean.optional().default(false),
-		show_valid: queryBoolean.optional().default(true),
-		show_public: queryBoolean.optional().default(true),
-		show_private: queryBoolean.optional().default(true),
+		show_personal: z._default(z.optional(queryBoolean), true),
+		show_foreign: z._default(z.optional(z.union([queryBoolean, uuid])), false),
+		show_expired: z._default(z.optional(queryBoolean), false),
+		show_valid: z._default(z.optional(queryBoolean), true),
+		show_public: z._default(z.optional(queryBoolean), true),
+		show_private: z._default(z.optional(queryBoolean), true),
 	}),
 	// At most MAX_IDENTITIES_PER_TWIN of the account's own, and as many other accounts' examined.
 	response: z.object({
 		identities: mapOf(listedOut, MAX_IDENTITIES_PER_TWIN),
-		foreign: mapOf(mapOf(listedOut, MAX_IDENTITIES_PER_TWIN), MAX_IDENTITIES_PER_TWIN).optional(),
+		foreign: z.optional(mapOf(mapOf(listedOut, MAX_IDENTITIES_PER_TWIN), MAX_IDENTITIES_PER_TWIN)),
 	}),
 	async run({ params, query }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
@@ -152,7 +154,7 @@ export const updateTwinIdentity = defineOperation({
 	example: { validity_ts: 4102444800 },
 	auth: "secret",
 	params: itemParams,
-	body: z.strictObject(settings).refine((b) => b.validity_ts !== undefined || b.visibility !== undefined, "Give validity_ts, visibility or both"),
+	body: z.strictObject(settings).check(z.refine((b) => b.validity_ts !== undefined || b.visibility !== undefined, "Give validity_ts, visibility or both")),
 	response: identityOut,
 	async run({ params, body }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);

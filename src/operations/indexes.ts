@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { sha256Hex } from "../base/crypto";
@@ -31,20 +31,20 @@ type SecretContext = Context & { caller: Caller };
 const STATUSES = ["building", "ready", "full"] as const;
 
 const definitionFields = {
-	rule: z.string().max(MAX_RULE_LENGTH),
-	properties: z.strictObject({ names: z.array(z.string()).max(MAX_INDEX_PROPERTIES + 1), types: z.array(z.string()).max(MAX_INDEX_PROPERTIES + 1) }),
+	rule: z.string().check(z.maxLength(MAX_RULE_LENGTH)),
+	properties: z.strictObject({ names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)), types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)) }),
 	templates: z.strictObject({ properties: z.record(z.string(), z.string()) }),
 };
 
 // The pure checks of a definition (rule roots, names, types, templates), as issues at their paths.
-const definition = z.strictObject(definitionFields).superRefine((value, ctx) => {
+const definition = z.strictObject(definitionFields).check(z.superRefine((value, ctx) => {
 	for (const detail of checkDefinition(value)) ctx.addIssue({ code: "custom", message: detail.message, path: detail.path.split(".") });
-});
+}));
 
 const indexOut = z.object({
-	stats: z.object({ rows: z.number().int(), table_size: z.number().int() }),
+	stats: z.object({ rows: z.number().check(z.int()), table_size: z.number().check(z.int()) }),
 	rule: z.string(),
-	properties: z.object({ names: z.array(z.string()).max(MAX_INDEX_PROPERTIES), types: z.array(z.string()).max(MAX_INDEX_PROPERTIES) }),
+	properties: z.object({ names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)), types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)) }),
 	templates: z.object({ properties: mapOf(z.string(), MAX_INDEX_PROPERTIES) }),
 	status: z.enum(STATUSES),
 	created_ts: timestampOut,
@@ -84,8 +84,10 @@ export const createIndexesTable = defineOperation({
 	locate: confined,
 	body: z.strictObject({
 		indexes: z
-			.record(z.string().regex(INDEX_NAME, `Must match ${INDEX_NAME.source}`), definition)
-			.refine((tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_TABLES_PER_CREATE, `Must hold 1 to ${MAX_TABLES_PER_CREATE} tables`),
+			.record(z.string().check(z.regex(INDEX_NAME, `Must match ${INDEX_NAME.source}`)), definition)
+			.check(
+				z.refine((tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_TABLES_PER_CREATE, `Must hold 1 to ${MAX_TABLES_PER_CREATE} tables`),
+			),
 	}),
 	status: 201,
 	response: z.object({ indexes: mapOf(z.union([indexOut, z.object({ error: z.string() })]), MAX_TABLES_PER_CREATE) }),
@@ -131,7 +133,7 @@ export const updateIndexesTable = defineOperation({
 	auth: "secret",
 	params: tableParams,
 	locate: confined,
-	body: z.strictObject(definitionFields).partial().refine((b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined, "Give rule, properties, templates or several"),
+	body: z.partial(z.strictObject(definitionFields)).check(z.refine((b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined, "Give rule, properties, templates or several")),
 	response: indexOut,
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateIndexTable(ctx.caller, params.index, body);
@@ -185,8 +187,8 @@ export const queryIndexesTable = defineOperation({
 	auth: "secret",
 	params: tableParams,
 	locate: ownTable,
-	query: z.strictObject({ match: ruleText.optional(), cursor: cursorIn.optional(), count: pageLimit(1000).optional().default(100) }),
-	response: z.object({ cursor: cursorOut, rows: z.array(rowOut).max(1000) }),
+	query: z.strictObject({ match: z.optional(ruleText), cursor: z.optional(cursorIn), count: z._default(z.optional(pageLimit(1000)), 100) }),
+	response: z.object({ cursor: cursorOut, rows: z.array(rowOut).check(z.maxLength(1000)) }),
 	async run({ located: table, query }, ctx) {
 		const match = query.match === undefined ? null : ruleOf(query.match);
 		// The cursor holds for this table's generation and this match only.

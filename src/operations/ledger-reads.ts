@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { type HistoryPosition, readHistory, readLedger } from "../db/ledgers";
 import { MAX_PAGE_BYTES } from "../account/scan";
 import { openCursor, sealCursor } from "./paging";
@@ -58,10 +58,10 @@ export const getTwinLedgerEntry = defineOperation({
 	response: readEntries,
 	params: ledgerParams,
 	query: z.strictObject({
-		entries: entryList.optional(),
-		show_public: queryBoolean.optional().default(true),
-		show_private: queryBoolean.optional().default(true),
-		show_references: queryBoolean.optional(),
+		entries: z.optional(entryList),
+		show_public: z._default(z.optional(queryBoolean), true),
+		show_private: z._default(z.optional(queryBoolean), true),
+		show_references: z.optional(queryBoolean),
 	}),
 	async run({ params, query }, ctx) {
 		const { sight, entries } = await visibleEntries(ctx, params, query.entries);
@@ -80,7 +80,7 @@ export const getTwinLedgerEntryValue = defineOperation({
 	auth: "secret",
 	response: valueEntries,
 	params: ledgerParams,
-	query: z.strictObject({ entries: entryList.optional() }),
+	query: z.strictObject({ entries: z.optional(entryList) }),
 	async run({ params, query }, ctx) {
 		const { entries } = await visibleEntries(ctx, params, query.entries);
 		return { entries: Object.fromEntries(entries.map((e) => [e.name, valueOut(e)])) };

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { MAX_LEDGER_BYTES } from "../account/ledger-writes";
 import { cursorIn, cursorOut } from "./paging";
 import { jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, TOPIC, uuid } from "./schemas";
@@ -11,7 +11,7 @@ const MAX_ENTRIES = 100;
 export const MAX_LEDGER_ENTRIES = Math.floor(MAX_LEDGER_BYTES / 6);
 const MAX_TOPICS = 10;
 
-const entryName = z.string().regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-z_]{0,127}$");
+const entryName = z.string().check(z.regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-z_]{0,127}$"));
 
 export const ledgerParams = z.strictObject({
 	twin: uuid,
@@ -20,48 +20,41 @@ export const ledgerParams = z.strictObject({
 
 // The pattern allows "__proto__", but answers are objects keyed by entry name, built by
 // assignment, where that key would be dropped: it is refused here as in a body (http/body.ts).
-const listedName = entryName.refine((name) => name !== "__proto__", '"__proto__" is a reserved key');
+const listedName = entryName.check(z.refine((name) => name !== "__proto__", '"__proto__" is a reserved key'));
 
 // A comma-separated list of entry names, at most 100, repeats dropped.
-export const entryList = z
-	.string()
-	.transform((text) => [...new Set(text.split(","))])
-	.pipe(z.array(listedName).min(1).max(MAX_ENTRIES, `At most ${MAX_ENTRIES} names`));
+export const entryList = z.pipe(
+	z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
+	z.array(listedName).check(z.minLength(1), z.maxLength(MAX_ENTRIES, `At most ${MAX_ENTRIES} names`)),
+);
 
-const history = z.string().regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF");
+const history = z.string().check(z.regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF"));
 const publish = z
-	.record(z.string().regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$"), ruleText)
-	.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`);
+	.record(z.string().check(z.regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$")), ruleText)
+	.check(z.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`));
 
 // Entry types other than a plain value, and transactions, are not supported here.
-const unsupported = z
-	.unknown()
-	.optional()
-	.refine((value) => value === undefined, "not supported");
-const transaction = z
-	.unknown()
-	.optional()
-	.refine((value) => value === undefined || value === null, "not supported");
+const unsupported = z.optional(z.unknown()).check(z.refine((value) => value === undefined, "not supported"));
+const transaction = z.optional(z.unknown()).check(z.refine((value) => value === undefined || value === null, "not supported"));
 
 const properties = {
-	visibility: ruleText.nullable().optional(),
-	history: history.nullable().optional(),
-	publish: publish.nullable().optional(),
+	visibility: z.optional(z.nullable(ruleText)),
+	history: z.optional(z.nullable(history)),
+	publish: z.optional(z.nullable(publish)),
 	ref: unsupported,
 	include: unsupported,
 	timeseries: unsupported,
 };
 
-const entriesOf = <T extends z.ZodType>(entry: T) =>
-	z.record(entryName, entry).refine((entries) => {
+const entriesOf = <T extends z.ZodMiniType>(entry: T) =>
+	z.record(entryName, entry).check(z.refine((entries) => {
 		const count = Object.keys(entries).length;
 		return count >= 1 && count <= MAX_ENTRIES;
-	}, `From 1 to ${MAX_ENTRIES} entries`);
+	}, `From 1 to ${MAX_ENTRIES} entries`));
 
-const conditions = z
-	.record(entryName, ruleText)
-	.refine((c) => Object.keys(c).length <= MAX_ENTRIES, `At most ${MAX_ENTRIES} conditions`)
-	.optional();
+const conditions = z.optional(
+	z.record(entryName, ruleText).check(z.refine((c) => Object.keys(c).length <= MAX_ENTRIES, `At most ${MAX_ENTRIES} conditions`)),
+);
 
 export const addBody = z.strictObject({
 	entries: entriesOf(z.strictObject({ value: jsonValue, ...properties })),
@@ -70,7 +63,7 @@ export const addBody = z.strictObject({
 });
 
 export const updateBody = z.strictObject({
-	entries: entriesOf(z.strictObject({ value: jsonValue.optional(), ...properties })),
+	entries: entriesOf(z.strictObject({ value: z.optional(jsonValue), ...properties })),
 	conditions,
 	transaction,
 });
@@ -88,9 +81,9 @@ const times = { entry_created_ts: timestampOut, entry_updated_ts: timestampOut, 
 export const valueEntry = z.object({ value: jsonValue, ...times });
 export const ownEntry = z.object({
 	value: jsonValue,
-	visibility: z.string().nullable(),
-	history: z.string().optional(),
-	publish: mapOf(z.string(), MAX_TOPICS).optional(),
+	visibility: z.nullable(z.string()),
+	history: z.optional(z.string()),
+	publish: z.optional(mapOf(z.string(), MAX_TOPICS)),
 	...times,
 });
 export const ownEntries = z.object({ entries: mapOf(ownEntry, MAX_LEDGER_ENTRIES) });
@@ -107,16 +100,17 @@ export const historyEntries = z.object({
 
 export const historyQuery = z
 	.strictObject({
-		entries: entryList.optional(),
-		ge: queryTimestamp.optional(),
-		le: queryTimestamp.optional(),
-		limit: z
-			.string()
-			.regex(/^\d{1,3}$/, "Must be an integer from 1 to 100")
-			.transform(Number)
-			.pipe(z.number().int().min(1, "Must be an integer from 1 to 100").max(100, "Must be an integer from 1 to 100"))
-			.optional()
-			.default(100),
-		cursor: cursorIn.optional(),
-	})
-	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] });
+		entries: z.optional(entryList),
+		ge: z.optional(queryTimestamp),
+		le: z.optional(queryTimestamp),
+		limit: z._default(
+			z.optional(
+				z.pipe(
+					z.pipe(z.string().check(z.regex(/^\d{1,3}$/, "Must be an integer from 1 to 100")), z.transform(Number)),
+					z.number().check(z.int(), z.gte(1, "Must be an integer from 1 to 100"), z.lte(100, "Must be an integer from 1 to 100")),
+				),
+			),
+			100,
+		),
+		cursor: z.optional(cursorIn),
+	}).check(z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }));

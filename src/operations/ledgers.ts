@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { EntryChange, LedgerWrite } from "../account/ledger-writes";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
@@ -87,7 +87,7 @@ export const deleteTwinLedgerEntry = defineOperation({
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
-	query: z.strictObject({ entries: entryList.optional() }),
+	query: z.strictObject({ entries: z.optional(entryList) }),
 	body: deleteBody,
 	async run({ params, query, body }, ctx) {
 		return send(ctx, params, { kind: "delete", names: query.entries ?? null, conditions: body?.conditions });

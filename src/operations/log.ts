@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { readLog } from "../db/log";
 import { ApiError } from "../base/errors";
 import { open, seal } from "../base/seal";
@@ -16,7 +16,7 @@ const LOG_PAGE = 100;
 // lines' ids are shared by every account, and a bare one would tell how much all of them log.
 const fragmentScope = (account: string) => `get_log/${account}`;
 
-const fragment = z.string().regex(/^[0-9A-Za-z_-]{1,64}$/, "Must be 1 to 64 letters, digits, '_' or '-'");
+const fragment = z.string().check(z.regex(/^[0-9A-Za-z_-]{1,64}$/, "Must be 1 to 64 letters, digits, '_' or '-'"));
 
 async function positionOf(env: Env, account: string, text: string): Promise<number> {
 	try {
@@ -36,8 +36,8 @@ export const getLog = defineOperation({
 	summary: "The account's log of what background work could not do, oldest first; give the answered fragment to read on",
 	description: "The account's log of what background work could not do (a webhook that failed, a sticker that expired), oldest first. Give the answered fragment to read only what came since.",
 	auth: "secret",
-	query: z.strictObject({ fragment: fragment.optional() }),
-	response: z.object({ fragment: z.string().nullable(), messages: z.array(z.string()).max(LOG_PAGE) }),
+	query: z.strictObject({ fragment: z.optional(fragment) }),
+	response: z.object({ fragment: z.nullable(z.string()), messages: z.array(z.string()).check(z.maxLength(LOG_PAGE)) }),
 	async run({ query }, ctx) {
 		const account = ctx.caller.account;
 		const after = query.fragment === undefined ? 0 : await positionOf(ctx.env, account, query.fragment);

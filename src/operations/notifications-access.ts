@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { listGrants, replaceGrant } from "../db/grants";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
@@ -15,12 +15,12 @@ export const MAX_GRANTED_TOPICS = 100;
 // 1.3 MB, far from a Worker's 4 MiB answer budget.
 export const MAX_GRANTS_PAGE = 250;
 
-const topics = z.array(topic).max(MAX_GRANTED_TOPICS, `At most ${MAX_GRANTED_TOPICS} topics`);
+const topics = z.array(topic).check(z.maxLength(MAX_GRANTED_TOPICS, `At most ${MAX_GRANTED_TOPICS} topics`));
 
 // `topics` is the client's name for the list, `publish` the reference page's: either, not both.
 const accessBody = z
-	.strictObject({ topics: topics.optional(), publish: topics.optional() })
-	.refine((b) => (b.topics === undefined) !== (b.publish === undefined), { message: "Give either topics or publish" });
+	.strictObject({ topics: z.optional(topics), publish: z.optional(topics) })
+	.check(z.refine((b) => (b.topics === undefined) !== (b.publish === undefined), { message: "Give either topics or publish" }));
 
 export const updateNotificationsAccountAccess = defineOperation({
 	name: "update_notifications_account_access",
@@ -31,7 +31,7 @@ export const updateNotificationsAccountAccess = defineOperation({
 	auth: "secret",
 	params: z.strictObject({ account: uuid }),
 	body: accessBody,
-	response: z.object({ topics: z.array(z.string()).max(MAX_GRANTED_TOPICS) }),
+	response: z.object({ topics: z.array(z.string()).check(z.maxLength(MAX_GRANTED_TOPICS)) }),
 	async run({ params, body }, ctx) {
 		requireNotificationStanding(ctx.caller, "grant topics");
 		// Whether the account exists is not checked: no answer may tell that it does.
@@ -50,7 +50,7 @@ export const updateNotificationsAccountAccess = defineOperation({
 	},
 });
 
-const grantPosition = z.tuple([z.string().max(64)]);
+const grantPosition = z.tuple([z.string().check(z.maxLength(64))]);
 
 export const getNotificationsAccess = defineOperation({
 	name: "get_notifications_access",
@@ -58,9 +58,9 @@ export const getNotificationsAccess = defineOperation({
 	description: "The accounts the caller's account lets subscribe to its topics, with the topics, in account order; paged by cursor.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
-	query: z.strictObject({ limit: pageLimit(MAX_GRANTS_PAGE).optional().default(100), cursor: cursorIn.optional() }),
+	query: z.strictObject({ limit: z._default(z.optional(pageLimit(MAX_GRANTS_PAGE)), 100), cursor: z.optional(cursorIn) }),
 	response: z.object({
-		accounts: mapOf(z.object({ topics: z.array(z.string()).max(MAX_GRANTED_TOPICS) }), MAX_GRANTS_PAGE),
+		accounts: mapOf(z.object({ topics: z.array(z.string()).check(z.maxLength(MAX_GRANTED_TOPICS)) }), MAX_GRANTS_PAGE),
 		cursor: cursorOut,
 	}),
 	async run({ query }, ctx) {

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type { z } from "zod/mini";
 import type { ErrorCode } from "../base/errors";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
@@ -27,9 +27,9 @@ export type Stage = { name: string; at: number };
 export type Streamed = "stream";
 
 type Input<P, Q, B, L> = {
-	params: P extends z.ZodType ? z.infer<P> : Record<string, never>;
-	query: Q extends z.ZodType ? z.infer<Q> : Record<string, never>;
-	body: B extends z.ZodType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined;
+	params: P extends z.ZodMiniType ? z.infer<P> : Record<string, never>;
+	query: Q extends z.ZodMiniType ? z.infer<Q> : Record<string, never>;
+	body: B extends z.ZodMiniType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined;
 	// The request headers the operation declared, by lowercase name.
 	headers: Record<string, string | undefined>;
 	located: L;
@@ -39,9 +39,9 @@ type RunContext<A extends AuthKind> = A extends "secret" ? Context & { caller: C
 
 export type Operation<
 	A extends AuthKind = AuthKind,
-	P extends z.ZodType | undefined = z.ZodType | undefined,
-	Q extends z.ZodType | undefined = z.ZodType | undefined,
-	B extends z.ZodType | Streamed | undefined = z.ZodType | Streamed | undefined,
+	P extends z.ZodMiniType | undefined = z.ZodMiniType | undefined,
+	Q extends z.ZodMiniType | undefined = z.ZodMiniType | undefined,
+	B extends z.ZodMiniType | Streamed | undefined = z.ZodMiniType | Streamed | undefined,
 	L = unknown,
 > = {
 	name: OperationName;
@@ -54,7 +54,7 @@ export type Operation<
 	// subcodes and statuses).
 	refuses?: readonly ErrorCode[];
 	// A request body the operation accepts, shown in the API document (a test parses it).
-	example?: B extends z.ZodType ? z.input<B> : never;
+	example?: B extends z.ZodMiniType ? z.input<B> : never;
 	auth: A;
 	params?: P;
 	query?: Q;
@@ -64,16 +64,16 @@ export type Operation<
 	// The resource the path names, found right after the path is validated and before the query
 	// and the body are: a route under a twin the caller cannot see answers 404102 whatever else
 	// the request holds, exactly as for an absent twin.
-	locate?(params: P extends z.ZodType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
+	locate?(params: P extends z.ZodMiniType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
 	status?: 200 | 201;
-	response: z.ZodType;
+	response: z.ZodMiniType;
 	// The operation answers with a Response it builds, not JSON: the bytes of a file, or a
 	// stream of events (Server-Sent Events, or a WebSocket on an Upgrade request).
 	answers?: "bytes" | "events";
 	// Whether a POST or PATCH with an Idempotency-Key keeps its answer for replays (the
 	// default): false for an operation whose answer carries a credential or a key, which a
 	// replay store must never hold; a function when that depends on the body.
-	replays?: false | ((body: B extends z.ZodType ? z.infer<B> : unknown) => boolean);
+	replays?: false | ((body: B extends z.ZodMiniType ? z.infer<B> : unknown) => boolean);
 	// The route also takes a stream token in its `access_token` parameter instead of the
 	// Authorization header (EventSource cannot set one); on every other route it is unknown.
 	streamToken?: true;
@@ -101,9 +101,9 @@ export class JsonText {
 // Identity function that lets TypeScript infer the handler's input from the schemas.
 export function defineOperation<
 	A extends AuthKind,
-	P extends z.ZodType | undefined = undefined,
-	Q extends z.ZodType | undefined = undefined,
-	B extends z.ZodType | Streamed | undefined = undefined,
+	P extends z.ZodMiniType | undefined = undefined,
+	Q extends z.ZodMiniType | undefined = undefined,
+	B extends z.ZodMiniType | Streamed | undefined = undefined,
 	L = undefined,
 >(operation: Operation<A, P, Q, B, L>): Operation<A, P, Q, B, L> {
 	return operation;

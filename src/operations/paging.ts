@@ -1,6 +1,7 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiError } from "../base/errors";
 import { open, seal } from "../base/seal";
+import { withMeta } from "./schemas";
 
 // What every paged read shares: the `limit` it takes, the `cursor` it answers, and how a cursor
 // is made and read. A cursor is the position of the last item a page examined, sealed under
@@ -12,15 +13,14 @@ import { open, seal } from "../base/seal";
 // Query `limit`: an integer from 1 to `max`.
 export function pageLimit(max: number) {
 	const message = `Must be an integer from 1 to ${max}`;
-	return z
-		.string()
-		.regex(/^\d{1,4}$/, message)
-		.transform(Number)
-		.pipe(z.number().int().min(1, message).max(max, message));
+	return z.pipe(
+		z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)),
+		z.number().check(z.int(), z.gte(1, message), z.lte(max, message)),
+	);
 }
 
-export const cursorIn = z.string().max(1024);
-export const cursorOut = z.string().nullable().meta({ description: "Give it as `cursor` for the next page; null after the last" });
+export const cursorIn = z.string().check(z.maxLength(1024));
+export const cursorOut = withMeta(z.nullable(z.string()), { description: "Give it as `cursor` for the next page; null after the last" });
 
 export function sealCursor(env: Env, scope: string, position: unknown[]): Promise<string> {
 	return seal(env, scope, "cursor", JSON.stringify(position));
@@ -28,7 +28,7 @@ export function sealCursor(env: Env, scope: string, position: unknown[]): Promis
 
 // The position a cursor holds, of the shape `position` describes; 400104 for a cursor that is
 // not one of this read's, whatever is wrong with it.
-export async function openCursor<T extends z.ZodType>(env: Env, scope: string, cursor: string | undefined, position: T): Promise<z.infer<T> | null> {
+export async function openCursor<T extends z.ZodMiniType>(env: Env, scope: string, cursor: string | undefined, position: T): Promise<z.infer<T> | null> {
 	if (cursor === undefined) return null;
 	let decoded: unknown;
 	try {

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { type ResolvedRow, type ResolvePosition, resolveIdentity } from "../db/identities";
 import { readsRoot } from "../rules/ast";
 import { canSeeIdentity, isExpired } from "../rules/identities";
@@ -23,10 +23,10 @@ const MAX_CONTEXT_ACCOUNTS = 10;
 // `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
 export const context = z.union([
 	z.enum(["personal", "system"]),
-	z
-		.string()
-		.transform((text) => [...new Set(text.split(","))])
-		.pipe(z.array(uuid).min(1).max(MAX_CONTEXT_ACCOUNTS, `At most ${MAX_CONTEXT_ACCOUNTS} accounts`)),
+	z.pipe(
+		z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
+		z.array(uuid).check(z.minLength(1), z.maxLength(MAX_CONTEXT_ACCOUNTS, `At most ${MAX_CONTEXT_ACCOUNTS} accounts`)),
+	),
 ]);
 
 function twinOf(row: ResolvedRow) {
@@ -56,11 +56,11 @@ export const resolveTwinIdentity = defineOperation({
 	auth: "secret",
 	params: z.strictObject({ identity: identityParam }),
 	query: z.strictObject({
-		context: context.optional().default("personal"),
-		details: queryBoolean.optional().default(false),
-		cursor: cursorIn.optional(),
+		context: z._default(z.optional(context), "personal"),
+		details: z._default(z.optional(queryBoolean), false),
+		cursor: z.optional(cursorIn),
 	}),
-	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_RESOLVED), cursor: cursorOut }),
+	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_RESOLVED)), cursor: cursorOut }),
 	async run({ params, query }, ctx) {
 		const reader = ctx.caller;
 		const me = reader.account;

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findRole, listRoles } from "../db/roles";
 import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
@@ -10,21 +10,23 @@ import { mapOf, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
 
 const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
 
-const roleName = z.string().regex(ROLE_NAME, "Must be 2 to 32 characters: letters, digits, '_', '-' and spaces inside");
+const roleName = z.string().check(z.regex(ROLE_NAME, "Must be 2 to 32 characters: letters, digits, '_', '-' and spaces inside"));
 
 // Given rules replace all three; one not supplied is null.
-const rule = ruleText.nullable().optional();
-const rulesObject = z.strictObject({ twin: rule, entry: rule, identity: rule }).nullable();
+const rule = z.optional(z.nullable(ruleText));
+const rulesObject = z.nullable(z.strictObject({ twin: rule, entry: rule, identity: rule }));
 type RulesInput = z.infer<typeof rulesObject>;
 const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry: r?.entry ?? null, identity: r?.identity ?? null });
 
 const statement = z.strictObject({
 	effect: z.enum(["allow", "deny"], "Must be 'allow' or 'deny'"),
-	actions: z
-		.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name"))
-		// A name listed twice means what it means once; kept once, a statement is bounded.
-		.transform((names) => [...new Set(names)])
-		.nullable(),
+	actions: z.nullable(
+		z.pipe(
+			z.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name")),
+			// A name listed twice means what it means once; kept once, a statement is bounded.
+			z.transform((names) => [...new Set(names)]),
+		),
+	),
 });
 
 const roleParams = z.strictObject({ role: uuid });
@@ -38,7 +40,7 @@ export const createUserRole = defineOperation({
 	auth: "secret",
 	response: roleRecord,
 	status: 201,
-	body: z.strictObject({ name: roleName, rules: rulesObject.optional().transform(allRules), statement: statement.optional() }),
+	body: z.strictObject({ name: roleName, rules: z.pipe(z.optional(rulesObject), z.transform(allRules)), statement: z.optional(statement) }),
 	async run({ body }, ctx) {
 		const input = { name: body.name, rules: body.rules, statement: body.statement ?? DEFAULT_STATEMENT };
 		return accountClient(ctx, ctx.caller.account).createRole(ctx.caller, input);
@@ -86,9 +88,9 @@ export const updateUserRole = defineOperation({
 	response: roleRecord,
 	params: roleParams,
 	body: z.strictObject({
-		name: roleName.optional(),
-		rules: rulesObject.optional().transform((r) => (r === undefined ? undefined : allRules(r))),
-		statement: statement.optional(),
+		name: z.optional(roleName),
+		rules: z.pipe(z.optional(rulesObject), z.transform((r) => (r === undefined ? undefined : allRules(r)))),
+		statement: z.optional(statement),
 	}),
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateRole(ctx.caller, params.role, body);

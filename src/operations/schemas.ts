@@ -1,14 +1,23 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ANY_JSON, jsonBytes } from "../base/json";
 import { parseRule } from "../rules/parse";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
+
+// A copy of `schema` carrying `metadata` for the API document (what zod's classic `.meta()`
+// does): the copy inherits the original's metadata but not its id, so a shape named once is
+// named once, however many schemas are later built on it.
+export function withMeta<T extends z.ZodMiniType>(schema: T, metadata: z.core.GlobalMeta): T {
+	const copy = schema.clone();
+	z.globalRegistry.add(copy, metadata);
+	return copy;
+}
 
 export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 
 // A notification topic: what a ledger entry publishes to, and what a subscription and a
 // grant name.
 export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
-export const topic = z.string().regex(TOPIC, "Must be 3 to 48 letters, digits or '-'");
+export const topic = z.string().check(z.regex(TOPIC, "Must be 3 to 48 letters, digits or '-'"));
 
 export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 
@@ -22,86 +31,77 @@ export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true,
 // and a scan page have to read per twin.
 export const MAX_DESCRIPTION_BYTES = 32 * 1024;
 export const description = z
-	.record(z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"), jsonValue)
-	.refine(
-		(value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES,
-		`Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`,
-	);
+	.record(z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")), jsonValue)
+	.check(z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, `Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`));
 
 // A statement names each operation at most once (repeats are dropped when it is written).
 export const MAX_STATEMENT_ACTIONS = STATEMENT_VOCABULARY.length;
 
 // A timestamp in the API's format; null where the interface allows "never".
-export const timestamp = z.number().finite().nonnegative();
+export const timestamp = z.number().check(z.nonnegative());
 
 // A timestamp in a query string: seconds, with at most 6 decimals. The closing pipe states the
 // transform's result, which the API document shows.
-export const queryTimestamp = z
-	.string()
-	.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp: seconds since the Unix epoch")
-	.transform(Number)
-	.pipe(timestamp);
+export const queryTimestamp = z.pipe(
+	z.pipe(z.string().check(z.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp: seconds since the Unix epoch")), z.transform(Number)),
+	timestamp,
+);
 
 // A rule is parsed when it is written, so a stored rule always parses.
-export const ruleText = z.string().superRefine((text, ctx) => {
+export const ruleText = z.string().check(z.superRefine((text, ctx) => {
 	const parsed = parseRule(text);
 	if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
-});
+}));
 
 // A path segment (or the rest of a path) percent-decoded exactly once, then checked by `inner`:
 // an identity's '#' travels as %23, a doc name's '/' as itself or %2F.
-export function decodedOnce(inner: z.ZodType<string, string>) {
-	return z
-		.string()
-		.transform((text, ctx) => {
-			try {
-				return decodeURIComponent(text);
-			} catch {
-				ctx.addIssue({ code: "custom", message: "Invalid percent-encoding" });
-				return z.NEVER;
-			}
-		})
-		.pipe(inner);
+export function decodedOnce(inner: z.ZodMiniType<string, string>) {
+	const decoded = z.transform((text: string, ctx) => {
+		try {
+			return decodeURIComponent(text);
+		} catch {
+			ctx.issues.push({ code: "custom", message: "Invalid percent-encoding", input: text });
+			return z.NEVER;
+		}
+	});
+	return z.pipe(z.pipe(z.string(), decoded), inner);
 }
 
 // A boolean in a query string: true, false, 1 or 0, in any case. The closing pipe states what
 // the transform gives, which is how the API document types the parameter.
-export const queryBoolean = z
-	.string()
-	.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")
-	.transform((v) => /^(true|1)$/i.test(v))
-	.pipe(z.boolean());
+export const queryBoolean = z.pipe(
+	z.pipe(z.string().check(z.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")), z.transform((v: string) => /^(true|1)$/i.test(v))),
+	z.boolean(),
+);
 
 // Output shapes. Every answer is passed through its operation's response schema, which
 // drops anything the schema does not name, so a stored column (a hash, a token) cannot leak.
 // The records a client meets in many answers carry ids, which name them in the API document
 // and so in a generated client.
-export const uuidOut = z.string().meta({ format: "uuid" });
-export const timestampOut = z.number().meta({ description: "Seconds since the Unix epoch, three decimals" });
+export const uuidOut = withMeta(z.string(), { format: "uuid" });
+export const timestampOut = withMeta(z.number(), { description: "Seconds since the Unix epoch, three decimals" });
 // An object in an answer keyed by uuid or name (get_users, a ledger's entries) of at most `max`
 // members. The bound is stated in the API document (maxProperties) and checked on every answer,
 // so a list that could outgrow its page fails here instead of reaching a client, and
 // test/node/bounded-answers.test.ts fails when a list in an answer states no bound.
-export function mapOf<T extends z.ZodType>(item: T, max: number) {
-	return z
-		.record(z.string(), item)
-		.refine((map) => Object.keys(map).length <= max, `At most ${max} members`)
-		.meta({ maxProperties: max });
+export function mapOf<T extends z.ZodMiniType>(item: T, max: number) {
+	const bounded = z.record(z.string(), item).check(z.refine((map) => Object.keys(map).length <= max, `At most ${max} members`));
+	return withMeta(bounded, { maxProperties: max });
 }
 
 // Each member of a compact JSON object takes at least 6 bytes (`"a":0,`).
 export const descriptionOut = mapOf(jsonValue, Math.floor(MAX_DESCRIPTION_BYTES / 6));
 
-export const userRecord = z.object({
+export const userRecord = withMeta(z.object({
 	uuid: uuidOut,
 	account: uuidOut,
 	name: z.string(),
 	role: uuidOut,
 	description: descriptionOut,
-	activity: z.strictObject({}).nullable(),
+	activity: z.nullable(z.strictObject({})),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-}).meta({ id: "User" });
+}), { id: "User" });
 
 // The original's activity logging setting (of users) and resource access log (of the
 // account) route logs into Timeseries tables, which this service does not have: only "none"
@@ -110,40 +110,40 @@ export const unsupportedSetting = z.union([z.null(), z.strictObject({}, { error:
 	error: "Only null or {} are supported",
 });
 
-export const secretRecord = z.object({
-	fingerprint: z.string().meta({ description: "The last 4 characters of the secret" }),
+export const secretRecord = withMeta(z.object({
+	fingerprint: withMeta(z.string(), { description: "The last 4 characters of the secret" }),
 	account: uuidOut,
 	user: uuidOut,
-	validity_ts: timestampOut.nullable(),
+	validity_ts: z.nullable(timestampOut),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-}).meta({ id: "UserSecret" });
+}), { id: "UserSecret" });
 
-export const roleRecord = z.object({
+export const roleRecord = withMeta(z.object({
 	uuid: uuidOut,
 	name: z.string(),
 	account: uuidOut,
-	rules: z.object({ twin: z.string().nullable(), entry: z.string().nullable(), identity: z.string().nullable() }),
-	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.array(z.string()).max(MAX_STATEMENT_ACTIONS).nullable() }),
+	rules: z.object({ twin: z.nullable(z.string()), entry: z.nullable(z.string()), identity: z.nullable(z.string()) }),
+	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.nullable(z.array(z.string()).check(z.maxLength(MAX_STATEMENT_ACTIONS))) }),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-}).meta({ id: "Role" });
+}), { id: "Role" });
 
-export const twinRecord = z.object({
+export const twinRecord = withMeta(z.object({
 	uuid: uuidOut,
 	owner: uuidOut,
 	status: z.enum(["alive", "terminated"]),
 	updated_ts: timestampOut,
 	description: descriptionOut,
 	creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
-	termination_certificate: z.object({ issuer: uuidOut, terminated_ts: timestampOut }).nullable(),
-}).meta({ id: "Twin" });
+	termination_certificate: z.nullable(z.object({ issuer: uuidOut, terminated_ts: timestampOut })),
+}), { id: "Twin" });
 
-export const subscriptionOut = z.object({
+export const subscriptionOut = withMeta(z.object({
 	uuid: uuidOut,
 	topic: z.string(),
 	account: uuidOut,
 	status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
 	validity_ts: timestampOut,
-}).meta({ id: "Subscription" });
+}), { id: "Subscription" });
 

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { newUserSecret, randomPin, sha256Hex } from "../base/crypto";
 import { findSecret, redeemPin } from "../db/secrets";
 import { accountClient } from "../account/client";
@@ -32,10 +32,7 @@ export const createUserSecretPin = defineOperation({
 	response: z.object({ pin: z.string() }),
 	params: userParams,
 	body: z.strictObject({
-		validity_ts: timestamp
-			.nullable()
-			.optional()
-			.refine((ts) => ts == null || ts > now(), "Must be in the future"),
+		validity_ts: z.optional(z.nullable(timestamp)).check(z.refine((ts) => ts == null || ts > now(), "Must be in the future")),
 	}),
 	async run({ params, body }, ctx) {
 		const pin = randomPin(PIN_LENGTH);
@@ -63,7 +60,7 @@ export const createUserSecret = defineOperation({
 		account: uuidOut,
 		user: uuidOut,
 		secret: z.string(),
-		validity_ts: timestampOut.nullable(),
+		validity_ts: z.nullable(timestampOut),
 		created_ts: timestampOut,
 		updated_ts: timestampOut,
 	}),
@@ -107,7 +104,7 @@ export const updateUserSecret = defineOperation({
 	auth: "secret",
 	response: secretRecord,
 	params: userParams,
-	body: z.strictObject({ validity_ts: timestamp.nullable() }),
+	body: z.strictObject({ validity_ts: z.nullable(timestamp) }),
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).changeSecretValidity(ctx.caller, params.user, body.validity_ts);
 	},

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { isRecipient, MAX_STICKER_SECONDS, stickerRecord } from "../account/sticker-writes";
 import { findSticker, type Listed, stickersAddressedTo, stickersFor } from "../db/stickers";
@@ -20,7 +20,7 @@ import { twinInPath } from "./twins";
 // absent to every read and write, even before the account's alarm removes it.
 
 const COLOR = /^[0-9A-Za-z-]{3,48}$/;
-const color = z.string().regex(COLOR, "Must be 3 to 48 letters, digits or '-'");
+const color = z.string().check(z.regex(COLOR, "Must be 3 to 48 letters, digits or '-'"));
 const MAX_COLORS = 10;
 const MAX_RECIPIENTS = 100;
 const MAX_NOTE = 512;
@@ -30,25 +30,25 @@ const MAX_STICKERS_ANSWERED = 1000;
 const MAX_LIST_LIMIT = 100;
 
 // A uuid in any case, answered and stored lowercased.
-const recipient = z.string().transform((text) => text.toLowerCase()).pipe(uuid);
+const recipient = z.pipe(z.pipe(z.string(), z.transform((text) => text.toLowerCase())), uuid);
 
 // One topic or a list of them, kept as a list in the order given, without repeats.
-const topics = z
-	.union([topic, z.array(topic).max(MAX_EVENT_TOPICS, `At most ${MAX_EVENT_TOPICS} topics`)])
-	.transform((t) => [...new Set(Array.isArray(t) ? t : [t])]);
+const topics = z.pipe(
+	z.union([topic, z.array(topic).check(z.maxLength(MAX_EVENT_TOPICS, `At most ${MAX_EVENT_TOPICS} topics`))]),
+	z.transform((t) => [...new Set(Array.isArray(t) ? t : [t])]),
+);
 
 const stickerIn = z.strictObject({
-	note: z.string().max(MAX_NOTE, `Must be at most ${MAX_NOTE} characters`).nullable().optional().default(null),
-	recipients: z
-		.array(recipient)
-		.min(1, "Must name 1 to 100 recipients")
-		.max(MAX_RECIPIENTS, "Must name 1 to 100 recipients")
-		.transform((list) => [...new Set(list)]),
-	validity_ts: timestamp.optional(),
-	publish: z.strictObject({ on_put: topics.optional(), on_remove: topics.optional(), on_expire: topics.optional() }).optional().default({}),
+	note: z._default(z.optional(z.nullable(z.string().check(z.maxLength(MAX_NOTE, `Must be at most ${MAX_NOTE} characters`)))), null),
+	recipients: z.pipe(
+		z.array(recipient).check(z.minLength(1, "Must name 1 to 100 recipients"), z.maxLength(MAX_RECIPIENTS, "Must name 1 to 100 recipients")),
+		z.transform((list) => [...new Set(list)]),
+	),
+	validity_ts: z.optional(timestamp),
+	publish: z._default(z.optional(z.strictObject({ on_put: z.optional(topics), on_remove: z.optional(topics), on_expire: z.optional(topics) })), {}),
 });
 
-const stickersIn = z.record(color, stickerIn).superRefine((stickers, ctx) => {
+const stickersIn = z.record(color, stickerIn).check(z.superRefine((stickers, ctx) => {
 	const count = Object.keys(stickers).length;
 	if (count < 1 || count > MAX_COLORS) ctx.addIssue({ code: "custom", message: `Must hold 1 to ${MAX_COLORS} colors` });
 	const at = now();
@@ -58,12 +58,12 @@ const stickersIn = z.record(color, stickerIn).superRefine((stickers, ctx) => {
 			ctx.addIssue({ code: "custom", path: [key, "validity_ts"], message: `Must be after now and at most ${MAX_STICKER_SECONDS} seconds from now` });
 		}
 	}
-});
+}));
 
-const topicsOut = z.array(z.string()).max(MAX_EVENT_TOPICS).optional();
+const topicsOut = z.optional(z.array(z.string()).check(z.maxLength(MAX_EVENT_TOPICS)));
 const publishOut = z.object({ on_put: topicsOut, on_remove: topicsOut, on_expire: topicsOut });
-const stickerOut = z.object({ note: z.string().nullable(), recipients: z.array(uuidOut).max(MAX_RECIPIENTS), validity_ts: timestampOut, created_ts: timestampOut, publish: publishOut });
-const summaryOut = z.object({ note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut });
+const stickerOut = z.object({ note: z.nullable(z.string()), recipients: z.array(uuidOut).check(z.maxLength(MAX_RECIPIENTS)), validity_ts: timestampOut, created_ts: timestampOut, publish: publishOut });
+const summaryOut = z.object({ note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut });
 
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -114,7 +114,7 @@ export const getStickers = defineOperation({
 	auth: "secret",
 	params: twinParams,
 	locate: twinInPath,
-	query: z.strictObject({ context: accountsContext.optional().default("system") }),
+	query: z.strictObject({ context: z._default(z.optional(accountsContext), "system") }),
 	response: z.object({ accounts: mapOf(mapOf(summaryOut, MAX_STICKERS_ANSWERED), MAX_STICKERS_ANSWERED) }),
 	async run({ located: twin, query }, ctx) {
 		const at = now();
@@ -142,8 +142,8 @@ export const removeSticker = defineOperation({
 	auth: "secret",
 	params: stickerParams,
 	locate: twinInPath,
-	query: z.strictObject({ context: z.union([z.literal("personal"), uuid]).optional().default("personal") }),
-	response: z.object({ account: uuidOut, note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut }),
+	query: z.strictObject({ context: z._default(z.optional(z.union([z.literal("personal"), uuid])), "personal") }),
+	response: z.object({ account: uuidOut, note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut }),
 	async run({ located: twin, params, query }, ctx) {
 		const account = query.context === "personal" ? ctx.caller.account : query.context;
 		const key = { twin: twin.uuid, account, color: params.color };
@@ -159,23 +159,25 @@ export const removeSticker = defineOperation({
 
 const listQuery = z
 	.strictObject({
-		color: color.optional(),
-		context: z.union([z.enum(["personal", "system"]), uuid]).optional().default("personal"),
-		ge: queryTimestamp.optional(),
-		le: queryTimestamp.optional(),
-		limit: pageLimit(MAX_LIST_LIMIT).optional().default(MAX_LIST_LIMIT),
-		offset: offsetIn(MAX_STICKERS_ANSWERED - 1).optional().default(0),
+		color: z.optional(color),
+		context: z._default(z.optional(z.union([z.enum(["personal", "system"]), uuid])), "personal"),
+		ge: z.optional(queryTimestamp),
+		le: z.optional(queryTimestamp),
+		limit: z._default(z.optional(pageLimit(MAX_LIST_LIMIT)), MAX_LIST_LIMIT),
+		offset: z._default(z.optional(offsetIn(MAX_STICKERS_ANSWERED - 1)), 0),
 	})
-	.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] })
-	.refine((q) => q.offset + q.limit <= MAX_STICKERS_ANSWERED, {
-		message: `offset + limit must be at most ${MAX_STICKERS_ANSWERED}; go further with le`,
-		path: ["offset"],
-	});
+	.check(
+		z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }),
+		z.refine((q) => q.offset + q.limit <= MAX_STICKERS_ANSWERED, {
+			message: `offset + limit must be at most ${MAX_STICKERS_ANSWERED}; go further with le`,
+			path: ["offset"],
+		}),
+	);
 
 // Query `offset`: an integer from 0 to `max`.
 function offsetIn(max: number) {
 	const message = `Must be an integer from 0 to ${max}`;
-	return z.string().regex(/^\d{1,4}$/, message).transform(Number).pipe(z.number().int().max(max, message));
+	return z.pipe(z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)), z.number().check(z.int(), z.lte(max, message)));
 }
 
 // Descending (created_ts, account, twin, color): the order list_stickers answers in.
@@ -193,8 +195,8 @@ export const listStickers = defineOperation({
 	query: listQuery,
 	response: z.object({
 		stickers: z
-			.array(z.object({ twin: uuidOut, account: uuidOut, color: z.string(), note: z.string().nullable(), validity_ts: timestampOut, created_ts: timestampOut }))
-			.max(MAX_LIST_LIMIT),
+			.array(z.object({ twin: uuidOut, account: uuidOut, color: z.string(), note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut }))
+			.check(z.maxLength(MAX_LIST_LIMIT)),
 	}),
 	async run({ query }, ctx) {
 		const caller = ctx.caller;

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import type { Caller } from "../base/caller";
@@ -10,7 +10,7 @@ import { connectStream, type StreamOpen } from "../notifications/streams/client"
 import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
 import { eventStream } from "../notifications/streams/sse";
 import { type Context, defineOperation } from "./operation";
-import { timestampOut, topic, uuid } from "./schemas";
+import { timestampOut, topic, uuid, withMeta } from "./schemas";
 import { requireNotificationStanding, topicsGranted } from "./webhooks";
 
 // Live streams: the notification messages of one account's topics, over Server-Sent Events
@@ -21,13 +21,13 @@ import { requireNotificationStanding, topicsGranted } from "./webhooks";
 // At most 8 topics: a socket carries at most 10 tags, one per topic, its user and its account.
 const MAX_STREAM_TOPICS = 8;
 
-const topics = z
-	.string()
-	.transform((text) => [...new Set(text.split(","))])
-	.pipe(z.array(topic).min(1).max(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`));
+const topics = z.pipe(
+	z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
+	z.array(topic).check(z.minLength(1), z.maxLength(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`)),
+);
 
 // The pipe states the transform's result for the API document.
-const eventId = z.string().regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits").transform(Number).pipe(z.number().int());
+const eventId = z.pipe(z.pipe(z.string().check(z.regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits")), z.transform(Number)), z.number().check(z.int()));
 
 export const streamNotifications = defineOperation({
 	name: "stream_notifications",
@@ -39,10 +39,10 @@ export const streamNotifications = defineOperation({
 	answers: "events",
 	headers: ["last-event-id", "upgrade"],
 	query: z.strictObject({
-		topics: topics.meta({ description: "1 to 8 comma-separated topics" }),
-		account: uuid.optional().meta({ description: "The publishing account (default: the caller's); another account's topics need its grant" }),
-		since: eventId.optional().meta({ description: "Resume after this event id (Last-Event-ID wins when both are given)" }),
-		access_token: z.string().max(256).optional().meta({ description: "A stream token (create_stream_token) instead of the Authorization header" }),
+		topics: withMeta(topics, { description: "1 to 8 comma-separated topics" }),
+		account: withMeta(z.optional(uuid), { description: "The publishing account (default: the caller's); another account's topics need its grant" }),
+		since: withMeta(z.optional(eventId), { description: "Resume after this event id (Last-Event-ID wins when both are given)" }),
+		access_token: withMeta(z.optional(z.string().check(z.maxLength(256))), { description: "A stream token (create_stream_token) instead of the Authorization header" }),
 	}),
 	response: z.string(),
 	async run({ query, headers }, ctx) {
@@ -129,7 +129,7 @@ export const createStreamToken = defineOperation({
 	auth: "secret",
 	status: 201,
 	body: z.strictObject({
-		expires: z.number().int().min(60).max(86_400).optional().default(DEFAULT_STREAM_TOKEN_SECONDS).meta({ description: "Seconds, 60 to 86400 (default 3600)" }),
+		expires: withMeta(z._default(z.optional(z.number().check(z.int(), z.gte(60), z.lte(86_400))), DEFAULT_STREAM_TOKEN_SECONDS), { description: "Seconds, 60 to 86400 (default 3600)" }),
 	}),
 	response: z.object({ token: z.string(), validity_ts: timestampOut }),
 	async run({ body }, ctx) {

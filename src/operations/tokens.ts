@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiError } from "../base/errors";
 import { MIN_TOKEN_KEY_LENGTH, signJwt } from "../base/jwt";
 import { now } from "../base/time";
@@ -15,12 +15,14 @@ import { DESCRIPTION_KEY, jsonValue, timestamp, timestampOut } from "./schemas";
 const MAX_SECRET_DICT_BYTES = 2048;
 
 const secretDict = z
-	.record(z.string().regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$"), jsonValue)
-	.refine((dict) => new TextEncoder().encode(JSON.stringify(dict)).byteLength <= MAX_SECRET_DICT_BYTES, {
-		error: `At most ${MAX_SECRET_DICT_BYTES} bytes of compact JSON`,
-	});
+	.record(z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")), jsonValue)
+	.check(
+		z.refine((dict) => new TextEncoder().encode(JSON.stringify(dict)).byteLength <= MAX_SECRET_DICT_BYTES, {
+			error: `At most ${MAX_SECRET_DICT_BYTES} bytes of compact JSON`,
+		}),
+	);
 
-const validity = timestamp.nullable().optional().refine((ts) => ts == null || ts > now(), "Must be in the future");
+const validity = z.optional(z.nullable(timestamp)).check(z.refine((ts) => ts == null || ts > now(), "Must be in the future"));
 
 async function issue(ctx: { env: Env }, claims: TokenClaims): Promise<string> {
 	const key = ctx.env.TOKEN_KEY;
@@ -51,10 +53,10 @@ export const createUserToken = defineOperation({
 	example: { options: ["refresh"], secret_dict: { site: "north" }, validity_ts: 4102444800 },
 	auth: "secret",
 	status: 201,
-	response: z.object({ token: z.string(), options: z.array(z.enum(TOKEN_OPTIONS)).max(TOKEN_OPTIONS.length), validity_ts: timestampOut }),
+	response: z.object({ token: z.string(), options: z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(TOKEN_OPTIONS.length)), validity_ts: timestampOut }),
 	body: z.strictObject({
-		secret_dict: secretDict.optional(),
-		options: z.array(z.enum(TOKEN_OPTIONS)).max(16).optional().default([]),
+		secret_dict: z.optional(secretDict),
+		options: z._default(z.optional(z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(16))), []),
 		validity_ts: validity,
 	}),
 	async run({ body }, ctx) {

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { TOKEN_OPTIONS } from "../policy/token";
 import { defineOperation } from "./operation";
 import { jsonValue, mapOf, timestampOut, uuidOut } from "./schemas";
@@ -20,12 +20,12 @@ export const trace = defineOperation({
 		credential: z.object({
 			type: z.enum(["secret", "token"]),
 			fingerprint: z.string(),
-			validity_ts: timestampOut.nullable(),
-			options: z.array(z.enum(TOKEN_OPTIONS)).max(TOKEN_OPTIONS.length).optional(),
+			validity_ts: z.nullable(timestampOut),
+			options: z.optional(z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(TOKEN_OPTIONS.length))),
 		}),
 		// At most 4096 characters of header (or 2 KiB of secret_dict), 6 bytes a member at least.
-		dict: mapOf(jsonValue, Math.floor(4096 / 6)).nullable(),
-		stages: z.array(z.object({ name: z.string(), ms: z.number() })).max(16),
+		dict: z.nullable(mapOf(jsonValue, Math.floor(4096 / 6))),
+		stages: z.array(z.object({ name: z.string(), ms: z.number() })).check(z.maxLength(16)),
 	}),
 	async run(_input, { caller, request }) {
 		const credential = caller.credential!;

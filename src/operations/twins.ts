@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
@@ -49,7 +49,7 @@ export const createTwin = defineOperation({
 	auth: "secret",
 	response: twinRecord,
 	status: 201,
-	body: z.strictObject({ description: description.optional() }),
+	body: z.strictObject({ description: z.optional(description) }),
 	async run({ body }, ctx) {
 		const at = now();
 		const twin = crypto.randomUUID();
@@ -76,7 +76,7 @@ export const getTwin = defineOperation({
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
-	query: z.strictObject({ show_terminated: queryBoolean.optional().default(true) }),
+	query: z.strictObject({ show_terminated: z._default(z.optional(queryBoolean), true) }),
 	async run({ params, query }, ctx) {
 		return visibleTwin(ctx, ctx.caller, params.twin, !query.show_terminated);
 	},
@@ -125,12 +125,12 @@ export const scanTwins = defineOperation({
 	description: "Pages through every twin of the caller's account, count at a time: uuids, or with details=true the records of those the caller can see. match filters with a rule over each twin; pass the answered cursor for the next page until it is null.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
-	response: z.object({ cursor: z.string().nullable(), twins: z.array(z.union([uuidOut, twinRecord])).max(MAX_SCAN_COUNT) }),
+	response: z.object({ cursor: z.nullable(z.string()), twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_SCAN_COUNT)) }),
 	query: z.strictObject({
-		cursor: z.string().min(1).max(64).optional(),
-		count: pageLimit(MAX_SCAN_COUNT).optional().default(100),
-		match: ruleText.optional(),
-		details: queryBoolean.optional().default(false),
+		cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+		count: z._default(z.optional(pageLimit(MAX_SCAN_COUNT)), 100),
+		match: z.optional(ruleText),
+		details: z._default(z.optional(queryBoolean), false),
 	}),
 	checksCredential: true,
 	async run({ query }, ctx) {

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
@@ -6,7 +6,7 @@ import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { storeStreaming } from "../storage/objects";
 import { defineOperation } from "./operation";
-import { timestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { timestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 
 // A file goes up in two steps: create_upload_url hands out a URL and its handler, the client
 // PUTs the bytes there (upload_to_cache), and attach_twin_doc files the upload under a name on
@@ -24,7 +24,7 @@ export const createUploadUrl = defineOperation({
 	refuses: ["upload_limit", "webhooks_unconfigured"],
 	example: {},
 	auth: "secret",
-	body: z.strictObject({ validity_ts: timestamp.optional() }),
+	body: z.strictObject({ validity_ts: z.optional(timestamp) }),
 	status: 201,
 	response: z.object({ handler: uuidOut, url: z.string(), validity_ts: timestampOut }),
 	async run({ body }, ctx) {
@@ -68,10 +68,10 @@ export const uploadToCache = defineOperation({
 	refuses: ["length_required", "upload_too_large", "upload_used", "doc_bytes_limit"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: uuid }),
-	query: z.strictObject({ token: z.string().max(256) }),
+	query: z.strictObject({ token: z.string().check(z.maxLength(256)) }),
 	headers: ["content-length"],
 	body: "stream",
-	response: z.object({ handler: uuidOut, size: z.number().int(), hash: z.string().meta({ description: "SHA-256 of the bytes, lowercase hex" }) }),
+	response: z.object({ handler: uuidOut, size: z.number().check(z.int()), hash: withMeta(z.string(), { description: "SHA-256 of the bytes, lowercase hex" }) }),
 	async run({ params, query, headers, body }, ctx) {
 		// Both refusals come before the URL is looked at and before a byte is read.
 		const length = declaredLength(headers["content-length"]);

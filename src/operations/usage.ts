@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findUser } from "../db/users";
 import { accountClient } from "../account/client";
 import { pendingUsage } from "../account/usage-client";
@@ -16,12 +16,12 @@ const MAX_BUCKETS = 31 * 24 + 1;
 const DEFAULT_SPAN_SECONDS = 3600;
 
 const usageQuery = z.strictObject({
-	ge: queryTimestamp.optional(),
-	le: queryTimestamp.optional(),
-	bucket: z.enum(["hour", "day"], { error: "Must be hour or day" }).optional().default("hour"),
+	ge: z.optional(queryTimestamp),
+	le: z.optional(queryTimestamp),
+	bucket: z._default(z.optional(z.enum(["hour", "day"], { error: "Must be hour or day" })), "hour"),
 });
 
-const bucketOut = z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number()])) as Record<UsageField, z.ZodNumber>);
+const bucketOut = z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number()])) as Record<UsageField, z.ZodMiniNumber>);
 
 const usageAnswer = z.object({
 	// By bucket key (`YYYY-MM-DD-HH` or `YYYY-MM-DD`, UTC), ascending; buckets where nothing

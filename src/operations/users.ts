@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { findUser, listUsers } from "../db/users";
 import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
@@ -7,7 +7,7 @@ import { MAX_USERS_CEILING } from "../base/limits";
 import { mapOf, description, timestampOut, unsupportedSetting, userRecord, uuid, uuidOut } from "./schemas";
 
 const userParams = z.strictObject({ user: uuid });
-const userName = z.string().trim().min(1).max(128);
+const userName = z.string().check(z.trim(), z.minLength(1), z.maxLength(128));
 
 export const createUser = defineOperation({
 	name: "create_user",
@@ -18,7 +18,7 @@ export const createUser = defineOperation({
 	auth: "secret",
 	status: 201,
 	response: userRecord,
-	body: z.strictObject({ name: userName, role: uuid, description: description.optional(), activity: unsupportedSetting.optional() }),
+	body: z.strictObject({ name: userName, role: uuid, description: z.optional(description), activity: z.optional(unsupportedSetting) }),
 	async run({ body }, ctx) {
 		// Giving a role is a role write: it goes through the account's object.
 		const input = { ...body, description: body.description ?? {}, activity: body.activity ?? null };
@@ -68,10 +68,10 @@ export const updateUser = defineOperation({
 	response: userRecord,
 	params: userParams,
 	body: z.strictObject({
-		name: userName.optional(),
-		role: uuid.optional(),
-		description: description.optional(),
-		activity: unsupportedSetting.optional(),
+		name: z.optional(userName),
+		role: z.optional(uuid),
+		description: z.optional(description),
+		activity: z.optional(unsupportedSetting),
 	}),
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateUser(ctx.caller, params.user, body);

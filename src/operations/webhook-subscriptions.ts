@@ -1,11 +1,11 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { listDeliveries, MAX_DELIVERIES_KEPT } from "../db/deliveries";
 import { effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, reissueConfirmation, type SubscriptionRow } from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { subscriptionView } from "../notifications/messages";
 import { type Context, defineOperation } from "./operation";
-import { mapOf, subscriptionOut, timestampOut, topic, uuid, uuidOut } from "./schemas";
+import { mapOf, subscriptionOut, timestampOut, topic, uuid, uuidOut, withMeta } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 import { endSubscription, subscriptionLimit } from "./webhooks";
@@ -16,15 +16,15 @@ import { endSubscription, subscriptionLimit } from "./webhooks";
 const statuses = ["pending", "confirmed", "unsubscribed", "expired", "failed"] as const;
 const subscriptionParams = z.strictObject({ subscription: uuid });
 
-const subscriptionDetail = subscriptionOut.extend({
+const subscriptionDetail = z.extend(subscriptionOut, {
 	callback_url: z.string(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-	attempts: z.number().int().meta({ description: "Delivery attempts of the current confirmation message" }),
-	last_attempt_ts: timestampOut.nullable(),
-	last_outcome: z.string().nullable(),
-	delivered_ts: timestampOut.nullable().meta({ description: "When the confirmation message was delivered" }),
-	failure_reason: z.string().nullable().meta({ description: "Why the subscription is failed" }),
+	attempts: withMeta(z.number().check(z.int()), { description: "Delivery attempts of the current confirmation message" }),
+	last_attempt_ts: z.nullable(timestampOut),
+	last_outcome: z.nullable(z.string()),
+	delivered_ts: withMeta(z.nullable(timestampOut), { description: "When the confirmation message was delivered" }),
+	failure_reason: withMeta(z.nullable(z.string()), { description: "Why the subscription is failed" }),
 });
 
 function detail(row: SubscriptionRow, at = now()) {
@@ -54,7 +54,7 @@ async function ownSubscription(ctx: Context & { caller: { account: string } }, s
 // under 1.5 MB, far from a Worker's 4 MiB answer budget.
 export const MAX_SUBSCRIPTIONS_PAGE = 1000;
 
-const listPosition = z.tuple([z.number().finite().nonnegative(), z.string().max(64)]);
+const listPosition = z.tuple([z.number().check(z.nonnegative()), z.string().check(z.maxLength(64))]);
 
 export const getWebhookSubscriptions = defineOperation({
 	name: "get_webhook_subscriptions",
@@ -63,10 +63,10 @@ export const getWebhookSubscriptions = defineOperation({
 	refuses: ["invalid_cursor"],
 	auth: "secret",
 	query: z.strictObject({
-		topic: topic.optional(),
-		status: z.enum(statuses).optional(),
-		limit: pageLimit(MAX_SUBSCRIPTIONS_PAGE).optional().default(100),
-		cursor: cursorIn.optional(),
+		topic: z.optional(topic),
+		status: z.optional(z.enum(statuses)),
+		limit: z._default(z.optional(pageLimit(MAX_SUBSCRIPTIONS_PAGE)), 100),
+		cursor: z.optional(cursorIn),
 	}),
 	response: z.object({
 		subscriptions: mapOf(
@@ -120,15 +120,15 @@ export const getWebhookDeliveries = defineOperation({
 		deliveries: z.array(
 			z.object({
 				message: uuidOut,
-				attempt: z.number().int(),
+				attempt: z.number().check(z.int()),
 				attempted_ts: timestampOut,
 				outcome: z.enum(["delivered", "retry", "failed"]),
-				http_status: z.number().int().nullable().meta({ description: "null when no answer came (timeout, network error)" }),
-				duration_ms: z.number().int(),
-				next_attempt_ts: timestampOut.nullable().meta({ description: "When the next attempt is due; null if none will follow" }),
+				http_status: withMeta(z.nullable(z.number().check(z.int())), { description: "null when no answer came (timeout, network error)" }),
+				duration_ms: z.number().check(z.int()),
+				next_attempt_ts: withMeta(z.nullable(timestampOut), { description: "When the next attempt is due; null if none will follow" }),
 				detail: z.string(),
 			}),
-		).max(MAX_DELIVERIES_KEPT),
+		).check(z.maxLength(MAX_DELIVERIES_KEPT)),
 	}),
 	async run({ params }, ctx) {
 		const row = await ownSubscription(ctx, params.subscription);

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
 import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
@@ -10,13 +10,13 @@ import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../notifications/call
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../notifications/signing";
 import { subscriptionView, tokenUrl } from "../notifications/messages";
 import { type Context, defineOperation } from "./operation";
-import { subscriptionOut, topic, uuid } from "./schemas";
+import { subscriptionOut, topic, uuid, withMeta } from "./schemas";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 
 export const MAX_EXPIRES = 604_800;
 
-const expires = z.number().int().min(1).max(MAX_EXPIRES, `Must be at most ${MAX_EXPIRES} seconds`);
-const clientSecret = z.string().regex(/^[A-Za-z0-9_=-]{16}$/, "Must be 16 URL-safe Base64 characters");
+const expires = z.number().check(z.int(), z.gte(1), z.lte(MAX_EXPIRES, `Must be at most ${MAX_EXPIRES} seconds`));
+const clientSecret = z.string().check(z.regex(/^[A-Za-z0-9_=-]{16}$/, "Must be 16 URL-safe Base64 characters"));
 
 // The token URL names the subscription: its token is the only proof a caller needs.
 const tokenParams = z.strictObject({ account: z.string() });
@@ -69,13 +69,13 @@ export const webhookSubscribe = defineOperation({
 	example: { callback_url: "https://example.com/hooks/twins", topic: "alerts", expires: 86400 },
 	auth: "secret",
 	status: 201,
-	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.string().optional() }),
+	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.optional(z.string()) }),
 	body: z.strictObject({
-		callback_url: z.string().max(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`),
+		callback_url: z.string().check(z.maxLength(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`)),
 		topic,
-		client_secret: clientSecret.optional(),
-		expires: expires.optional().default(MAX_EXPIRES),
-		account: uuid.optional().meta({ description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
+		client_secret: z.optional(clientSecret),
+		expires: z._default(z.optional(expires), MAX_EXPIRES),
+		account: withMeta(z.optional(uuid), { description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
 	}),
 	async run({ body }, ctx) {
 		requireNotificationStanding(ctx.caller, "subscribe");
@@ -139,7 +139,7 @@ export const confirmSubscription = defineOperation({
 	description: `Confirms a subscription (idempotent): the URL of its confirmation message. ${TOKEN_PROOF}`,
 	refuses: ["not_found", "subscription_expired", "subscription_failed"],
 	auth: "none",
-	response: subscriptionOut.extend({ unsubscribe_url: z.string(), refresh_url: z.string() }),
+	response: z.extend(subscriptionOut, { unsubscribe_url: z.string(), refresh_url: z.string() }),
 	params: tokenParams,
 	query: tokenQuery,
 	async run({ params, query }, ctx) {
@@ -160,10 +160,10 @@ export const refreshSubscription = defineOperation({
 	refuses: ["not_found", "subscription_expired", "subscription_failed", "conflict", "webhooks_unconfigured"],
 	example: { expires: 604800 },
 	auth: "none",
-	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.string().optional() }),
+	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.optional(z.string()) }),
 	params: tokenParams,
 	query: tokenQuery,
-	body: z.strictObject({ expires: expires.optional(), client_secret: clientSecret.optional() }),
+	body: z.strictObject({ expires: z.optional(expires), client_secret: z.optional(clientSecret) }),
 	async run({ params, query, body }, ctx) {
 		const row = await liveSubscription(ctx, params.account, query.token);
 		const at = now();

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { defineOperation } from "./operation";
 import { uuidOut } from "./schemas";
 

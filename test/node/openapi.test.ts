@@ -1,6 +1,6 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import { openApiDocument } from "../../src/http/openapi";
 import { routes as table } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
@@ -43,7 +43,7 @@ describe("the API document", () => {
 		for (const { operation } of routes) {
 			if (!operation.body || operation.body === "stream") continue;
 			expect(operation.example, operation.name).toBeDefined();
-			const parsed = (operation.body as z.ZodType).safeParse(operation.example);
+			const parsed = (operation.body as z.ZodMiniType).safeParse(operation.example);
 			expect(parsed.error?.issues, operation.name).toBeUndefined();
 			expect(byName(operation.name).requestBody?.content["application/json"].example).toEqual(operation.example);
 		}

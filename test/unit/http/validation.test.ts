@@ -1,10 +1,10 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/base/errors";
 import { validate } from "../../../src/http/validation";
 
 // The details a value earns against a schema.
-function detailsOf(schema: z.ZodType, value: unknown) {
+function detailsOf(schema: z.ZodMiniType, value: unknown) {
 	try {
 		validate(schema, value);
 	} catch (error) {
@@ -20,9 +20,9 @@ describe("validation messages", () => {
 		count: z.number(),
 		tags: z.array(z.string()),
 		settings: z.strictObject({ on: z.boolean() }),
-		note: z.string().nullable(),
-		limit: z.union([z.number(), z.boolean()]).optional(),
-		entries: z.record(z.string().regex(/^[a-z_]+$/, "Must match ^[a-z_]+$"), z.number()),
+		note: z.nullable(z.string()),
+		limit: z.optional(z.union([z.number(), z.boolean()])),
+		entries: z.record(z.string().check(z.regex(/^[a-z_]+$/, "Must match ^[a-z_]+$")), z.number()),
 	});
 	const good = { name: "n", count: 1, tags: [], settings: { on: true }, note: null, entries: {} };
 
