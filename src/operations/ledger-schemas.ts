@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
 import { MAX_LEDGER_BYTES } from "../account/ledger-writes";
 import { cursorIn, cursorOut } from "./paging";
-import { jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, TOPIC, uuid } from "./schemas";
+import { commaList, jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, TOPIC, uuid } from "./schemas";
 
 // Request and answer shapes of the ledger operations.
 
@@ -23,10 +23,7 @@ export const ledgerParams = z.strictObject({
 const listedName = entryName.check(z.refine((name) => name !== "__proto__", '"__proto__" is a reserved key'));
 
 // A comma-separated list of entry names, at most 100, repeats dropped.
-export const entryList = z.pipe(
-	z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
-	z.array(listedName).check(z.minLength(1), z.maxLength(MAX_ENTRIES, `At most ${MAX_ENTRIES} names`)),
-);
+export const entryList = commaList(listedName, MAX_ENTRIES, "names");
 
 const history = z.string().check(z.regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF"));
 const publish = z
@@ -113,4 +110,5 @@ export const historyQuery = z
 			100,
 		),
 		cursor: z.optional(cursorIn),
-	}).check(z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }));
+	})
+	.check(z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }));

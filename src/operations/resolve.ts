@@ -11,7 +11,7 @@ import { MAX_PAGE_BYTES } from "../account/scan";
 import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
-import { MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { commaList, MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.
 export const MAX_RESOLVED = 1000;
@@ -23,10 +23,7 @@ const MAX_CONTEXT_ACCOUNTS = 10;
 // `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
 export const context = z.union([
 	z.enum(["personal", "system"]),
-	z.pipe(
-		z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
-		z.array(uuid).check(z.minLength(1), z.maxLength(MAX_CONTEXT_ACCOUNTS, `At most ${MAX_CONTEXT_ACCOUNTS} accounts`)),
-	),
+	commaList(uuid, MAX_CONTEXT_ACCOUNTS, "accounts"),
 ]);
 
 function twinOf(row: ResolvedRow) {

@@ -67,6 +67,15 @@ export function decodedOnce(inner: z.ZodMiniType<string, string>) {
 	return z.pipe(z.pipe(z.string(), decoded), inner);
 }
 
+// A list in a query string (`entries`, `topics`, a `context` of accounts): one comma-separated
+// value, repeats dropped, 1 to `max` items. The closing array is what the API document shows.
+export function commaList(item: z.ZodMiniType<string, string>, max: number, noun: string) {
+	return z.pipe(
+		z.pipe(z.string(), z.transform((text: string) => [...new Set(text.split(","))])),
+		z.array(item).check(z.minLength(1), z.maxLength(max, `At most ${max} ${noun}`)),
+	);
+}
+
 // A boolean in a query string: true, false, 1 or 0, in any case. The closing pipe states what
 // the transform gives, which is how the API document types the parameter.
 export const queryBoolean = z.pipe(

@@ -10,7 +10,7 @@ import { connectStream, type StreamOpen } from "../notifications/streams/client"
 import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
 import { eventStream } from "../notifications/streams/sse";
 import { type Context, defineOperation } from "./operation";
-import { timestampOut, topic, uuid, withMeta } from "./schemas";
+import { commaList, timestampOut, topic, uuid, withMeta } from "./schemas";
 import { requireNotificationStanding, topicsGranted } from "./webhooks";
 
 // Live streams: the notification messages of one account's topics, over Server-Sent Events
@@ -21,13 +21,13 @@ import { requireNotificationStanding, topicsGranted } from "./webhooks";
 // At most 8 topics: a socket carries at most 10 tags, one per topic, its user and its account.
 const MAX_STREAM_TOPICS = 8;
 
-const topics = z.pipe(
-	z.pipe(z.string(), z.transform((text) => [...new Set(text.split(","))])),
-	z.array(topic).check(z.minLength(1), z.maxLength(MAX_STREAM_TOPICS, `At most ${MAX_STREAM_TOPICS} topics`)),
-);
+const topics = commaList(topic, MAX_STREAM_TOPICS, "topics");
 
 // The pipe states the transform's result for the API document.
-const eventId = z.pipe(z.pipe(z.string().check(z.regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits")), z.transform(Number)), z.number().check(z.int()));
+const eventId = z.pipe(
+	z.pipe(z.string().check(z.regex(EVENT_ID, "Must be an event id: 1 to 16 decimal digits")), z.transform(Number)),
+	z.number().check(z.int()),
+);
 
 export const streamNotifications = defineOperation({
 	name: "stream_notifications",
