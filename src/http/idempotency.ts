@@ -1,11 +1,12 @@
 import type { Database } from "../db/client";
-import { type Claim, claimKey, releaseKey, settleKey } from "../db/idempotency";
+import type { Claim } from "../db/idempotency";
 import { ApiError } from "../base/errors";
 import { toHex } from "../base/crypto";
 import { now } from "../base/time";
 import type { Operation } from "../operations/operation";
 import type { Caller } from "../base/caller";
 import { errorResponse } from "./errors";
+import { loadOnce } from "../base/load-once";
 
 // Idempotency-Key on POST and PATCH (CONTRACT §21.1): the first request with a key runs and
 // its answer is kept for 24 hours; the same request again gets that answer, replayed, and
@@ -55,11 +56,15 @@ export async function fingerprintOf(request: Request, body: Uint8Array | undefin
 	return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
 }
 
+// The key's table loads with the first request that sends a key: most requests send none.
+const loadStore = loadOnce(() => import("../db/idempotency"));
+
 type Once = { db: Database; account: string; key: string; fingerprint: string; trace: string };
 
 // Runs `handler` once for the key: a replay of the kept answer when the same request ran
 // before, 422101 when the key ran another request, 409107 while it is still running.
 export async function runOnce(o: Once, handler: () => Promise<Response>): Promise<Response> {
+	const { claimKey, releaseKey, settleKey } = await loadStore();
 	const claim: Claim = { account: o.account, key: o.key, fingerprint: o.fingerprint, trace: o.trace, at: now() };
 	const row = await claimKey(o.db, claim);
 	if (row.trace !== claim.trace) {

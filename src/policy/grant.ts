@@ -1,6 +1,7 @@
 import type { Description, RoleRules, Statement } from "../base/caller";
 import type { Json, Rule } from "../rules/ast";
-import { deepEqual, step } from "../rules/evaluate";
+import { deepEqual } from "../rules/equal";
+import { step } from "../rules/evaluate";
 import { parseStoredRule } from "../rules/stored";
 import type { Caller } from "../base/caller";
 import { checkGrant } from "./statement";

@@ -1,5 +1,5 @@
 import type { Credential, Description, TokenOption } from "../base/caller";
-import { deepEqual } from "../rules/evaluate";
+import { deepEqual } from "../rules/equal";
 import type { Json } from "../rules/ast";
 
 // User Tokens: what a token may be made from, how long it lives, and what its claims must be.

@@ -1,4 +1,5 @@
 import { type CompareOp, classOf, type Json, type Root, type Rule } from "./ast";
+import { deepEqual, UNITS_PER_VALUE } from "./equal";
 import { type Budget, includes, search } from "./strings";
 import { type EntryScope, type Scope, VARIABLES } from "./variables";
 
@@ -68,10 +69,6 @@ export function compare(op: CompareOp, left: Json, right: Json, budget?: Budget)
 	}
 }
 
-// A value walked by deep equality costs several characters' worth of work (an object's member
-// most: a key lookup), and `in` over a list compares every element.
-const UNITS_PER_VALUE = 8;
-
 // null compares with anything (equal only to null); otherwise both sides must be of one type.
 function equality(left: Json, right: Json, budget?: Budget): "equal" | "different" | "incomparable" {
 	budget?.spend(UNITS_PER_VALUE);
@@ -82,21 +79,6 @@ function equality(left: Json, right: Json, budget?: Budget): "equal" | "differen
 	return deepEqual(left, right, budget) ? "equal" : "different";
 }
 
-// Each member is charged before it is walked, so a walk over large values stops within the budget.
-export function deepEqual(a: Json, b: Json, budget?: Budget): boolean {
-	if (a === b) return true;
-	if (classOf(a) !== classOf(b) || a === null || b === null || typeof a !== "object" || typeof b !== "object") {
-		return false;
-	}
-	const same = (x: Json, y: Json) => {
-		budget?.spend(UNITS_PER_VALUE);
-		return deepEqual(x, y, budget);
-	};
-	if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
-	const ak = Object.keys(a);
-	const bo = b as Record<string, Json>;
-	return ak.length === Object.keys(bo).length && ak.every((k) => Object.hasOwn(bo, k) && same((a as Record<string, Json>)[k], bo[k]));
-}
 
 function order(left: Json, right: Json, test: (c: number) => boolean, budget?: Budget): boolean {
 	if (typeof left === "number" && typeof right === "number") return test(left < right ? -1 : left > right ? 1 : 0);
