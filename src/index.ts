@@ -5,17 +5,18 @@ import { requestLine } from "./http/request-log";
 import { errorResponse } from "./http/errors";
 import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
-import { consumeDeadLetters, consumeWebhookJobs, DEAD_LETTER_QUEUE } from "./notifications/queue-consumer";
+import { loadOnce } from "./base/load-once";
 import type { WebhookJob } from "./notifications/jobs";
 import type { RequestState } from "./http/pipeline";
 import { countUsage } from "./account/usage-client";
 import { requestCounts } from "./base/usage";
 
-export { AccountDO } from "./account/object";
-export { DeliveryDO } from "./notifications/delivery-object";
-export { StreamDO } from "./notifications/streams/object";
+export { AccountDO, DeliveryDO, StreamDO } from "./objects";
 
 const router = buildRouter(routes);
+// The queue consumer (deliveries, signing, the data layer) loads with the first batch: an
+// isolate that serves requests never evaluates it.
+const loadConsumer = loadOnce(() => import("./notifications/queue-consumer"));
 
 // What the request left for what comes after its answer: its state (usage, the log line),
 // the subcode of its refusal and the failure behind a 500.
@@ -75,6 +76,7 @@ export default {
 	},
 
 	async queue(batch, env) {
+		const { consumeDeadLetters, consumeWebhookJobs, DEAD_LETTER_QUEUE } = await loadConsumer();
 		if (batch.queue === DEAD_LETTER_QUEUE) return consumeDeadLetters(batch, env);
 		return consumeWebhookJobs(batch, env);
 	},

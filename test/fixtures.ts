@@ -491,8 +491,15 @@ export async function docObject(twin: string, name: string): Promise<string> {
 
 // Imported here, with the helpers that need them, because this module grows by appending.
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
-import type { AccountDO } from "../src/account/object";
-import type { StreamDO } from "../src/notifications/streams/object";
+import type { AccountDO } from "../src/objects";
+import { implementationOf, type Lazy } from "../src/base/lazy-object";
+import type { StreamObject } from "../src/notifications/streams/object";
+
+// Runs `work` on a Durable Object's implementation (what its methods run on: its env, its
+// fields), loading it as the object's first call would.
+export function inImplementation<I, T>(stub: DurableObjectStub<Rpc.DurableObjectBranded & Lazy<I>>, work: (implementation: I, state: DurableObjectState) => T | Promise<T>) {
+	return runInDurableObject(stub, async (instance: Lazy<I>, state) => work(await implementationOf(instance), state));
+}
 
 // Changes what the account's object reads from its environment (the doc limits MAX_UPLOADS,
 // MAX_TWIN_DOCS and MAX_DOC_BYTES, the DOCS bucket) until the test ends. `call`'s `env`
@@ -503,7 +510,7 @@ export async function objectEnv(account: string, changes: Partial<Record<keyof E
 	type Swappable = { env: Env };
 	const stub = env.ACCOUNTS.getByName(account);
 	const names = Object.keys(changes) as (keyof Env)[];
-	const original = await runInDurableObject(stub, (instance: AccountDO) => {
+	const original = await inImplementation(stub, (instance) => {
 		const swappable = instance as unknown as Swappable;
 		const before = Object.fromEntries(names.map((name) => [name, swappable.env[name]]));
 		swappable.env = { ...swappable.env, ...changes } as Env;
@@ -513,7 +520,7 @@ export async function objectEnv(account: string, changes: Partial<Record<keyof E
 	const undo = async () => {
 		if (undone) return;
 		undone = true;
-		await runInDurableObject(stub, (instance: AccountDO) => {
+		await inImplementation(stub, (instance) => {
 			const swappable = instance as unknown as Swappable;
 			swappable.env = { ...swappable.env, ...original } as Env;
 		});
@@ -825,8 +832,8 @@ export async function seedStreamMessages(admin: Account, twin: string, topic: st
 }
 
 // Runs `work` on the account's stream object itself (its log's storage, its sockets).
-export function inStreamObject<T>(account: string, work: (instance: StreamDO, state: DurableObjectState) => T | Promise<T>) {
-	return runInDurableObject(env.STREAMS.getByName(account), work);
+export function inStreamObject<T>(account: string, work: (instance: StreamObject, state: DurableObjectState) => T | Promise<T>) {
+	return inImplementation(env.STREAMS.getByName(account), work);
 }
 
 // ---- Stickers and the account log ----
@@ -920,7 +927,8 @@ export function usageTally() {
 // The hourly rows the account's object holds for a user (null: the account), read from its
 // storage directly: what has arrived, without a usage read handing anything over.
 export function storedUsage(account: string, user: string | null) {
-	return runInDurableObject(env.ACCOUNTS.getByName(account), (_instance: AccountDO, state) =>
+	// Through the implementation: building it makes the object's tables, as its first call would.
+	return inImplementation(env.ACCOUNTS.getByName(account), (_instance, state) =>
 		state.storage.sql.exec<Record<string, number>>("SELECT * FROM usage WHERE subject = ? ORDER BY hour", user ?? "").toArray(),
 	);
 }

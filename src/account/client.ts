@@ -1,5 +1,5 @@
 import type { D1Meter } from "../db/meter";
-import type { AccountDO } from "./object";
+import type { AccountObject } from "./object";
 import { type Outcome, unwrap } from "./outcome";
 
 // The account's object as the Worker calls it. Every method answers its value: what the object
@@ -7,14 +7,14 @@ import { type Outcome, unwrap } from "./outcome";
 // outcome.ts) is thrown again here. So an error crosses the boundary one way only, and no
 // call site unwraps, counts or casts by hand.
 export type AccountClient = {
-	[K in keyof AccountDO as AccountDO[K] extends (...args: never[]) => Promise<Outcome<unknown>> ? K : never]: AccountDO[K] extends (
+	[K in keyof AccountObject as AccountObject[K] extends (...args: never[]) => Promise<Outcome<unknown>> ? K : never]: AccountObject[K] extends (
 		...args: infer A
 	) => Promise<Outcome<infer T>>
 		? (...args: A) => Promise<T>
 		: never;
 };
 
-// Typed against AccountDO's own signatures rather than the RPC stub's, whose types recurse
+// Typed against the object's own signatures rather than the RPC stub's, whose types recurse
 // through JSON values deeper than TypeScript follows.
 type Stub = Record<string, (...args: unknown[]) => Promise<Outcome<unknown>>>;
 

@@ -1,6 +1,5 @@
 import type { TwinView } from "../rules/visibility";
 import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
-import { DurableObject } from "cloudflare:workers";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
@@ -62,7 +61,7 @@ type CallerId = Pick<Caller, "account" | "user" | "dict" | "credential">;
 // it; all but ledger writes leave a line in the object's journal. Scan cursors are
 // issued and kept here too, with an alarm that sweeps the expired ones; the same alarm drains
 // notification messages a ledger write committed (src/notifications/outbox-drain.ts).
-export class AccountDO extends DurableObject<Env> {
+export class AccountObject {
 	private tail: Promise<unknown> = Promise.resolve();
 	private draining: Promise<unknown> = Promise.resolve();
 	private readonly cursors: CursorStore;
@@ -72,8 +71,10 @@ export class AccountDO extends DurableObject<Env> {
 	// own (ledger bytes, published messages, stickers) are added where they happen.
 	private readonly usage: UsageStore;
 
-	constructor(ctx: DurableObjectState, env: Env) {
-		super(ctx, env);
+	constructor(
+		protected readonly ctx: DurableObjectState,
+		protected env: Env,
+	) {
 		this.cursors = new CursorStore(ctx.storage.sql);
 		this.lines = new Journal(ctx.storage.sql);
 		this.usage = new UsageStore(ctx.storage.sql);

@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import { type Settlement, attemptConfirmation, attemptNotification } from "./attempt";
 import type { WebhookJob } from "./jobs";
 import { DELIVERY_TIMEOUT_MS } from "./post";
@@ -19,8 +18,13 @@ function attemptJob(env: Env, job: WebhookJob, attempt: number) {
 // One object per message (named by its uuid). It runs that message's attempts; an attempt
 // still running when the consumer stops waiting is finished here, and this object queues what
 // follows it, as the consumer would have.
-export class DeliveryDO extends DurableObject<Env> {
+export class DeliveryObject {
 	private current?: { attempt: number; result: Promise<Settlement>; handedOver: boolean };
+
+	constructor(
+		protected readonly ctx: DurableObjectState,
+		protected env: Env,
+	) {}
 
 	// Runs attempt `attempt` (or joins it if it is already running) and answers its settlement,
 	// or "handed-over" if it is still running after HANDOVER_MS: from then on, it is this

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/account/object";
+import type { AccountDO } from "../../src/objects";
 import { bootstrap, call, createUser, insertRole } from "../fixtures";
 
 describe("AccountDO", () => {

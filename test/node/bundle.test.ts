@@ -35,7 +35,8 @@ describe("the Worker's imports", () => {
 
 // What a new isolate evaluates before its first request: the entry and every chunk it imports
 // statically, when the Worker is split where it imports dynamically. Operations and zod come
-// later, with the first request that needs them (src/routes.ts, src/http/pipeline.ts).
+// later, with the first request that needs them (src/routes.ts, src/http/pipeline.ts); the
+// objects' implementations and the queue consumer with their first call (src/objects.ts).
 function loadedAtStartup(): string[] {
 	const { metafile } = buildSync({
 		entryPoints: [join(SRC, "index.ts")],
@@ -70,8 +71,14 @@ describe("a new isolate's startup", () => {
 		expect(inputs.filter((input) => /src\/operations\/(?!operation\.ts$)/.test(input))).toEqual([]);
 	});
 
-	it("still loads what every request needs", () => {
-		for (const module of ["src/index.ts", "src/http/pipeline.ts", "src/routes.ts", "src/account/object.ts"]) {
+	it("loads no Durable Object's implementation, no queue consumer and no regular-expression engine", () => {
+		const implementations = ["src/account/object.ts", "src/notifications/delivery-object.ts", "src/notifications/streams/object.ts", "src/notifications/queue-consumer.ts"];
+		expect(inputs.filter((input) => implementations.some((module) => input.endsWith(module)))).toEqual([]);
+		expect(inputs.filter((input) => input.includes("node_modules/re2js/") || input.endsWith("src/db/schema.ts"))).toEqual([]);
+	});
+
+	it("still loads what every request needs, and the classes the Worker exports", () => {
+		for (const module of ["src/index.ts", "src/http/pipeline.ts", "src/routes.ts", "src/objects.ts", "src/http/auth.ts"]) {
 			expect(inputs.some((input) => input.endsWith(module))).toBe(true);
 		}
 	});

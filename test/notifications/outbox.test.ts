@@ -1,15 +1,15 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/account/object";
+import type { AccountDO } from "../../src/objects";
 import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
-import { addEntries, bootstrap, call, confirmedSubscription, consume, loggedErrors, messagesFor, newTwin, outboxOf, received } from "../fixtures";
+import { addEntries, bootstrap, call, confirmedSubscription, consume, inImplementation, loggedErrors, messagesFor, newTwin, outboxOf, received } from "../fixtures";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.
 async function withQueue(account: string, queue: Partial<Queue>) {
 	const stub = env.ACCOUNTS.getByName(account);
-	await runInDurableObject(stub, (instance: AccountDO) => {
+	await inImplementation(stub, (instance) => {
 		(instance as unknown as { env: Env }).env = { ...env, WEBHOOKS: queue as Queue };
 	});
 	return stub;
@@ -37,7 +37,7 @@ describe("the outbox between a committed write and the queue", () => {
 		const alarm = await runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.getAlarm());
 		expect(alarm).not.toBeNull();
 
-		await runInDurableObject(stub, (instance: AccountDO) => {
+		await inImplementation(stub, (instance) => {
 			(instance as unknown as { env: Env }).env = env;
 		});
 		expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -72,7 +72,7 @@ describe("the outbox between a committed write and the queue", () => {
 		expect(drain).toBeLessThan(sweep);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
 
-		await runInDurableObject(stub, (instance: AccountDO) => {
+		await inImplementation(stub, (instance) => {
 			(instance as unknown as { env: Env }).env = env;
 		});
 		expect(await runDurableObjectAlarm(stub)).toBe(true);

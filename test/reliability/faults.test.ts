@@ -1,8 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, consume, createUser, expectError, failingBatches, issueSecret, loggedErrors, received, receiver, sessionsToo, storedSubscription, subscribeRecording } from "../fixtures";
+import { bootstrap, call, consume, createUser, expectError, failingBatches, inImplementation, issueSecret, loggedErrors, received, receiver, sessionsToo, storedSubscription, subscribeRecording } from "../fixtures";
 import type { ConfirmationJob } from "../../src/notifications/jobs";
+import type { AccountDO, DeliveryDO } from "../../src/objects";
 
 // D1 that fails every statement bound to the given value.
 function failingFor(db: D1Database, poisoned: string): D1Database {
@@ -33,9 +33,9 @@ function failingFor(db: D1Database, poisoned: string): D1Database {
 
 // Runs `work` while a Durable Object (the account's, where user deletion happens, or a webhook
 // message's delivery object) writes through `db`.
-async function withObjectDb<T>(stub: DurableObjectStub, db: D1Database, work: () => Promise<T>): Promise<T> {
+async function withObjectDb<T>(stub: DurableObjectStub<AccountDO> | DurableObjectStub<DeliveryDO>, db: D1Database, work: () => Promise<T>): Promise<T> {
 	type Swappable = { env: Env };
-	const original = await runInDurableObject(stub, (instance) => {
+	const original = await inImplementation<unknown, D1Database>(stub, (instance) => {
 		const o = (instance as unknown as Swappable).env;
 		(instance as unknown as Swappable).env = { ...o, DB: db };
 		return o.DB;
@@ -43,7 +43,7 @@ async function withObjectDb<T>(stub: DurableObjectStub, db: D1Database, work: ()
 	try {
 		return await work();
 	} finally {
-		await runInDurableObject(stub, (instance) => {
+		await inImplementation(stub, (instance) => {
 			const swappable = instance as unknown as Swappable;
 			swappable.env = { ...swappable.env, DB: original };
 		});

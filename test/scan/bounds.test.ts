@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CURSOR_IDLE_SECONDS, type CursorBinding, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
-import type { AccountDO } from "../../src/account/object";
+import type { AccountDO } from "../../src/objects";
 import { MAX_PAGE_BYTES } from "../../src/account/scan";
 import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, userWithRules, walk } from "../fixtures";
 

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/account/object";
+import type { AccountDO } from "../../src/objects";
 import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins, walk } from "../fixtures";
 
 describe("scan_twins parameters", () => {

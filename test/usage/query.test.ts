@@ -1,9 +1,7 @@
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccountDO } from "../../src/account/object";
 import { bucketKey, fullCounts, hourOf, USAGE_FIELDS } from "../../src/base/usage";
-import { addStoredUsage, bootstrap, call, createUser, expectError, fingerprint, storedUsage, userWith, usageOf } from "../fixtures";
+import { addStoredUsage, bootstrap, call, createUser, expectError, fingerprint, inImplementation, storedUsage, userWith, usageOf } from "../fixtures";
 
 // The query of get_account_usage and get_user_usage (§20): ge and le, hour and day buckets and
 // their keys, the bounds, and who may be asked about.
@@ -84,7 +82,7 @@ describe("the answer", () => {
 		expect((await storedUsage(admin.account, admin.user)).map((row) => row.hour)).toEqual([now - 89 * 24]);
 		// An hour that was kept until it grew old: written as it was, with the object's pruning
 		// of this hour forgotten, as in the next hour.
-		await runInDurableObject(stub, (instance: AccountDO, state) => {
+		await inImplementation(stub, (instance, state) => {
 			state.storage.sql.exec("INSERT INTO usage (subject, hour, rest_count) VALUES (?, ?, 1)", admin.user, now - 92 * 24);
 			(instance as unknown as { usage: { pruned: number } }).usage.pruned = -1;
 		});

@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import type { StreamRow } from "../../db/outbox";
 import { CLOSE, type CloseCode, endFrame, frame, REASONS, ackOf, resyncFrame } from "./frames";
 import { type Message, StreamLog } from "./log";
@@ -40,11 +39,13 @@ const endOf = (s: Stream) => {
 	return ends.length ? Math.min(...ends) : null;
 };
 
-export class StreamDO extends DurableObject<Env> {
+export class StreamObject {
 	private readonly log: StreamLog;
 
-	constructor(ctx: DurableObjectState, env: Env) {
-		super(ctx, env);
+	constructor(
+		protected readonly ctx: DurableObjectState,
+		protected env: Env,
+	) {
 		this.log = new StreamLog(ctx.storage);
 		ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS publishers (account TEXT PRIMARY KEY, seq INTEGER NOT NULL)");
 		// Answered by the runtime without waking the object.
