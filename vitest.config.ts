@@ -27,6 +27,9 @@ export default defineConfig(async () => {
 							// below give the tests these values either way.
 							for (const [name, value] of Object.entries(TEST_SECRETS)) process.env[name] ??= value;
 							return {
+								// The source, not the build wrangler.toml names: the tests import src/ too,
+								// and must meet the same modules the Worker runs.
+								main: "./src/index.ts",
 								wrangler: { configPath: "./wrangler.toml" },
 								miniflare: {
 									// Usage counts reach the account's object half a second after the first of

@@ -54,7 +54,7 @@ export function planDeploy(config, facts, { publicUrl } = {}) {
 	const steps = queuesOf(config)
 		.filter((queue) => !facts.queues.includes(queue))
 		.map((queue) => ["queues", "create", queue]);
-	const deploy = ["deploy", "--minify", ...(origin ? ["--var", `PUBLIC_URL:${origin}`] : [])];
+	const deploy = ["deploy", ...(origin ? ["--var", `PUBLIC_URL:${origin}`] : [])];
 	// A database that exists is migrated before the code that needs the new schema goes out;
 	// the old code meets only additions for those seconds. A first deploy must create the
 	// database first, which only `wrangler deploy` does here: the new Worker meets an empty

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildSync } from "esbuild";
+import { buildWorker, compiledAtStartup } from "../../scripts/build/worker.mjs";
 import { describe, expect, it } from "vitest";
 
 const SRC = fileURLToPath(new URL("../../src", import.meta.url));
@@ -33,38 +33,18 @@ describe("the Worker's imports", () => {
 	});
 });
 
-// What a new isolate evaluates before its first request: the entry and every chunk it imports
-// statically, when the Worker is split where it imports dynamically. Operations and zod come
-// later, with the first request that needs them (src/routes.ts, src/http/pipeline.ts); the
-// objects' implementations and the queue consumer with their first call (src/objects.ts).
-function loadedAtStartup(): string[] {
-	const { metafile } = buildSync({
-		entryPoints: [join(SRC, "index.ts")],
-		bundle: true,
-		splitting: true,
-		format: "esm",
-		platform: "neutral",
-		mainFields: ["module", "main"],
-		external: ["cloudflare:*"],
-		outdir: "startup",
-		write: false,
-		metafile: true,
-		logLevel: "silent",
-	});
-	const outputs = metafile.outputs;
-	const entry = Object.keys(outputs).find((name) => outputs[name].entryPoint?.endsWith("src/index.ts"));
-	const eager = new Set<string>();
-	const visit = (name: string) => {
-		if (eager.has(name)) return;
-		eager.add(name);
-		for (const imported of outputs[name].imports) if (imported.kind === "import-statement" && !imported.external) visit(imported.path);
-	};
-	visit(entry as string);
-	return [...eager].flatMap((name) => Object.keys(outputs[name].inputs));
+// What a new isolate evaluates before its first request: the deploy build's entry and every
+// chunk it imports statically (scripts/build/worker.mjs splits the Worker where it imports
+// dynamically). Operations and zod come later, with the first request that needs them
+// (src/routes.ts, src/http/pipeline.ts); the objects' implementations and the queue consumer
+// with their first call (src/objects.ts).
+async function loadedAtStartup(): Promise<string[]> {
+	const metafile = await buildWorker({ write: false });
+	return compiledAtStartup(metafile).flatMap((name) => Object.keys(metafile.outputs[name]!.inputs));
 }
 
-describe("a new isolate's startup", () => {
-	const inputs = loadedAtStartup();
+describe("a new isolate's startup", async () => {
+	const inputs = await loadedAtStartup();
 
 	it("loads no operation's module and no zod", () => {
 		expect(inputs.filter((input) => input.includes("node_modules/zod/"))).toEqual([]);

@@ -10,7 +10,7 @@ const QUEUES = ["twin-webhooks", "twin-webhooks-dlq"];
 const SECRETS = ["ADMIN_TOKEN", "WEBHOOK_KEY", "TOKEN_KEY"];
 const ORIGIN = "https://twin-registry.example-team.workers.dev";
 const MIGRATE = ["d1", "migrations", "apply", "DB", "--remote"];
-const DEPLOY = ["deploy", "--minify", "--var", `PUBLIC_URL:${ORIGIN}`];
+const DEPLOY = ["deploy", "--var", `PUBLIC_URL:${ORIGIN}`];
 
 const fresh = { queues: [], secrets: null, databases: [], subdomain: "example-team" };
 const deployed = { queues: QUEUES, secrets: SECRETS, databases: ["twin-registry"], subdomain: "example-team" };
@@ -43,10 +43,10 @@ describe("npm run deploy's plan", () => {
 
 	it("takes a custom domain's origin from --public-url or wrangler.toml instead of workers.dev", () => {
 		const custom = planDeploy(config, { ...deployed, subdomain: undefined }, { publicUrl: "https://registry.example.com/ignored/path" });
-		expect(custom.steps.at(-1)).toEqual(["deploy", "--minify", "--var", "PUBLIC_URL:https://registry.example.com"]);
+		expect(custom.steps.at(-1)).toEqual(["deploy", "--var", "PUBLIC_URL:https://registry.example.com"]);
 		const configured = { ...config, vars: { ...config.vars, PUBLIC_URL: "https://registry.example.com" } };
 		const kept = planDeploy(configured, { ...deployed, subdomain: undefined });
-		expect(kept.steps.at(-1)).toEqual(["deploy", "--minify"]);
+		expect(kept.steps.at(-1)).toEqual(["deploy"]);
 		expect(kept.origin).toBeUndefined();
 	});
 
