@@ -7,3 +7,15 @@ export type Database = ReturnType<typeof database>;
 export function database(d1: D1Database) {
 	return drizzle(d1);
 }
+
+// A request's drizzle, built on its D1 session the first time a handler queries through it.
+// Handlers reach it through this module rather than the request's context, so that drizzle
+// loads with the first operation that uses it: the request path itself (authentication,
+// /whoami, a scan page, which the account's object reads) never does.
+const built = new WeakMap<D1Database, Database>();
+
+export function dbOf({ d1 }: { d1: D1Database }): Database {
+	let db = built.get(d1);
+	if (!db) built.set(d1, (db = database(d1)));
+	return db;
+}

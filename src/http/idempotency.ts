@@ -1,4 +1,3 @@
-import type { Database } from "../db/client";
 import type { Claim } from "../db/idempotency";
 import { ApiError } from "../base/errors";
 import { toHex } from "../base/crypto";
@@ -57,16 +56,17 @@ export async function fingerprintOf(request: Request, body: Uint8Array | undefin
 }
 
 // The key's table loads with the first request that sends a key: most requests send none.
-const loadStore = loadOnce(() => import("../db/idempotency"));
+const loadStore = loadOnce(async () => ({ ...(await import("../db/idempotency")), ...(await import("../db/client")) }));
 
-type Once = { db: Database; account: string; key: string; fingerprint: string; trace: string };
+type Once = { d1: D1Database; account: string; key: string; fingerprint: string; trace: string };
 
 // Runs `handler` once for the key: a replay of the kept answer when the same request ran
 // before, 422101 when the key ran another request, 409107 while it is still running.
 export async function runOnce(o: Once, handler: () => Promise<Response>): Promise<Response> {
-	const { claimKey, releaseKey, settleKey } = await loadStore();
+	const { claimKey, releaseKey, settleKey, dbOf } = await loadStore();
+	const db = dbOf(o);
 	const claim: Claim = { account: o.account, key: o.key, fingerprint: o.fingerprint, trace: o.trace, at: now() };
-	const row = await claimKey(o.db, claim);
+	const row = await claimKey(db, claim);
 	if (row.trace !== claim.trace) {
 		if (row.fingerprint !== claim.fingerprint) {
 			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
@@ -81,17 +81,17 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 		// A refusal the handler decided is the request's answer, kept like a success; a failure
 		// of ours or a rate limit leaves the key free for the retry.
 		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429) {
-			await releaseKey(o.db, claim).catch(() => undefined);
+			await releaseKey(db, claim).catch(() => undefined);
 			throw error;
 		}
 		response = errorResponse(error, o.trace);
 	}
 	if (response.status >= 500 || response.status === 429) {
-		await releaseKey(o.db, claim);
+		await releaseKey(db, claim);
 		return response;
 	}
 	const body = await response.text();
-	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(o.db, claim);
-	else await settleKey(o.db, claim, { status: response.status, content_type: response.headers.get("content-type"), body });
+	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(db, claim);
+	else await settleKey(db, claim, { status: response.status, content_type: response.headers.get("content-type"), body });
 	return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -1,5 +1,4 @@
 import type { IRequest } from "itty-router";
-import { type Database, database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import { type Claim, type Context, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
 import type { Caller } from "../base/caller";
@@ -75,7 +74,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "validate");
 			if (key !== undefined && keepsReplay(operation, input.body)) {
 				const caller = claim!.caller;
-				const once = { db: ctx.db, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId };
+				const once = { d1: ctx.d1, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId };
 				return await runOnce(once, () => run(operation, input, ctx));
 			}
 			return await run(operation, input, ctx);
@@ -98,13 +97,9 @@ type Runtime = { env: Env; url: URL; meter: D1Meter; d1: D1Database; state: Requ
 type RunContext = Context & { caller?: Caller; claim?: Claim };
 
 function contextOf({ env, url, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
-	// drizzle is built only for an operation that queries through it (not /whoami).
-	let db: Database | undefined;
 	return {
 		env,
-		get db() {
-			return (db ??= database(d1));
-		},
+		d1,
 		url,
 		meter,
 		caller: claim?.caller,

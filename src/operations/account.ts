@@ -4,6 +4,7 @@ import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { defineOperation } from "./operation";
 import { timestampOut, unsupportedSetting, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 // The caller's account as the original shows it: no description (there is no ACCOUNT rule
 // root either), and a resource access log setting that only "none" can be given here.
@@ -21,7 +22,7 @@ export const getAccount = defineOperation({
 	auth: "secret",
 	response: accountRecord,
 	async run(_input, ctx) {
-		const account = await findAccount(ctx.db, ctx.caller.account);
+		const account = await findAccount(dbOf(ctx), ctx.caller.account);
 		// The credential's row joined the account's user a moment ago; gone since, it is as absent.
 		if (!account) throw new ApiError("not_found", { description: "No such account" });
 		return account;
@@ -39,8 +40,8 @@ export const updateAccount = defineOperation({
 	async run({ body }, ctx) {
 		const updated =
 			body.resource_access_log === undefined
-				? await findAccount(ctx.db, ctx.caller.account)
-				: await setResourceAccessLog(ctx.db, ctx.caller.account, body.resource_access_log, now());
+				? await findAccount(dbOf(ctx), ctx.caller.account)
+				: await setResourceAccessLog(dbOf(ctx), ctx.caller.account, body.resource_access_log, now());
 		if (!updated) throw new ApiError("not_found", { description: "No such account" });
 		return updated;
 	},

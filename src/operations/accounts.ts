@@ -5,6 +5,7 @@ import { now } from "../base/time";
 import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT, NO_RULES } from "./roles-defaults";
 import { uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 export const ADMIN_ROLE_NAME = "Administrator";
 
@@ -23,7 +24,7 @@ export const createAccount = defineOperation({
 		const role = crypto.randomUUID();
 		const user = crypto.randomUUID();
 		const { secret, hash, fingerprint } = await newUserSecret();
-		await insertAccount(ctx.db, {
+		await insertAccount(dbOf(ctx), {
 			account: { uuid: account, created_ts: at, updated_ts: at },
 			role: {
 				uuid: role,

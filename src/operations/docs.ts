@@ -15,6 +15,7 @@ import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
 import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 import { twinInPath } from "./twins";
+import { dbOf } from "../db/client";
 
 // Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
 // sees a twin sees all its docs and may attach to it, alive or terminated; only the account
@@ -152,7 +153,7 @@ export const getTwinDocs = defineOperation({
 	}),
 	response: listOut,
 	async run({ located: twin, query }, ctx) {
-		const rows = await listTwinDocs(ctx.db, twin.uuid);
+		const rows = await listTwinDocs(dbOf(ctx), twin.uuid);
 		const budget = new Budget(MASK_WORK_UNITS);
 		const { mask } = query;
 		const matching = mask === undefined ? rows : refuseOverBudget("mask", () => rows.filter((row) => search(row.name, mask, budget)));
@@ -196,7 +197,7 @@ export const getTwinDoc = defineOperation({
 			checkStatement(ctx.caller, "download_doc");
 			link = await downloadLink(ctx, at, query.validity_ts);
 		}
-		const row = await findDoc(ctx.db, twin.uuid, params.name);
+		const row = await findDoc(dbOf(ctx), twin.uuid, params.name);
 		if (!row) throw new ApiError("not_found", { description: "No such doc" });
 		return { ...docRecord(row), ...(link && { download: await link(row.uuid) }) };
 	},
@@ -263,7 +264,7 @@ export const downloadDoc = defineOperation({
 	response: z.never(),
 	async run({ params, headers }, ctx) {
 		const doc = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());
-		const row = doc === undefined ? undefined : await findDocByUuid(ctx.db, doc);
+		const row = doc === undefined ? undefined : await findDocByUuid(dbOf(ctx), doc);
 		if (!row) throw noSuchDownload();
 		const range = readRange(headers.range, row.size);
 		if (range.kind === "unsatisfiable") throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });

@@ -12,6 +12,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { decodedOnce, mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
+import { dbOf } from "../db/client";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
@@ -44,7 +45,7 @@ const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
 async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: string, identity: string) {
 	const twin = await visibleTwin(ctx, ctx.caller, twinId);
 	const at = now();
-	const row = await ctx.meter.sightedOne(() => findOwnIdentity(ctx.db, twin.uuid, ctx.caller.account, identity), (r) => canSeeIdentity(ctx.caller, r, twin, at));
+	const row = await ctx.meter.sightedOne(() => findOwnIdentity(dbOf(ctx), twin.uuid, ctx.caller.account, identity), (r) => canSeeIdentity(ctx.caller, r, twin, at));
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { twin, row };
 }
@@ -107,7 +108,7 @@ export const getTwinIdentities = defineOperation({
 		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
 		if (query.show_personal) {
 			// The identities the reader's role hides cost nothing, as if absent.
-			const rows = await ctx.meter.sighted(() => listOwnIdentities(ctx.db, twin.uuid, reader.account), (r) => canSeeIdentity(reader, r, twin, at, budget));
+			const rows = await ctx.meter.sighted(() => listOwnIdentities(dbOf(ctx), twin.uuid, reader.account), (r) => canSeeIdentity(reader, r, twin, at, budget));
 			for (const row of rows) {
 				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
 				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
@@ -128,7 +129,7 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
 	// The rows it may not see cost nothing in Server-Timing, as if they were absent.
 	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
-	const rows = await ctx.meter.sighted(() => listPublicIdentities(ctx.db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN), sees);
+	const rows = await ctx.meter.sighted(() => listPublicIdentities(dbOf(ctx), twin.uuid, only, MAX_IDENTITIES_PER_TWIN), sees);
 	for (const row of rows) (foreign[row.account] ??= {})[row.identity] = listed(row);
 	return foreign;
 }

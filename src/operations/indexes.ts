@@ -17,6 +17,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 // Indexes tables (CONTRACT §18): typed rows kept from the account's own ledgers, one per twin
 // whose ledger passes the table's rule, current when a ledger write answers. Definitions are
@@ -64,7 +65,7 @@ const confined = async (_params: unknown, ctx: SecretContext) => checkIndexAcces
 // pattern, answer as an absent one: one lookup through (account, name) either way.
 async function ownTable(params: { index: string }, ctx: SecretContext): Promise<IndexTableRow> {
 	checkIndexAccess(ctx.caller);
-	const row = INDEX_NAME.test(params.index) ? await findIndexTable(ctx.db, ctx.caller.account, params.index) : undefined;
+	const row = INDEX_NAME.test(params.index) ? await findIndexTable(dbOf(ctx), ctx.caller.account, params.index) : undefined;
 	if (!row) throw new ApiError("not_found", { description: "No such index table" });
 	return row;
 }
@@ -105,7 +106,7 @@ export const getIndexesTables = defineOperation({
 	locate: confined,
 	response: z.object({ indexes: mapOf(indexOut, MAX_INDEXES_TABLES_CEILING) }),
 	async run(_input, ctx) {
-		const rows = await listIndexTables(ctx.db, ctx.caller.account);
+		const rows = await listIndexTables(dbOf(ctx), ctx.caller.account);
 		return { indexes: Object.fromEntries(rows.map((row) => [row.name, indexRecord(row)])) };
 	},
 });
@@ -194,7 +195,7 @@ export const queryIndexesTable = defineOperation({
 		// The cursor holds for this table's generation and this match only.
 		const scope = `query_indexes_table/${table.uuid}/${table.generation}/${await sha256Hex(query.match ?? "")}`;
 		const after = (await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()])))?.[0] ?? "";
-		const rows = await rowPage(ctx.db, { table: table.uuid, generation: table.generation }, after, query.count);
+		const rows = await rowPage(dbOf(ctx), { table: table.uuid, generation: table.generation }, after, query.count);
 		const budget = new Budget(WORK_UNITS);
 		const names = table.properties.names;
 		const answer: { twin: string; properties: Record<string, Json>; updated_ts: number }[] = [];

@@ -19,6 +19,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { queryBoolean } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
+import { dbOf } from "../db/client";
 
 // Reads of any ledger on a twin the caller sees. The whole ledger (at most 64 KiB) is read
 // and filtered here, so which names a request asks for changes nothing of what it costs, and
@@ -33,7 +34,7 @@ async function visibleEntries(ctx: Context & { caller: Caller }, params: Params,
 	// The sight is made from the whole ledger: the owner's visibility rules read every entry.
 	let sight!: EntrySight;
 	const visible = await ctx.meter.sighted(async () => {
-		const all = (await readLedger(ctx.db, twin.uuid, ledger)).map(storedOf);
+		const all = (await readLedger(dbOf(ctx), twin.uuid, ledger)).map(storedOf);
 		sight = new EntrySight(ctx.caller, twinView(twin), ledger, new Map(all.map((entry) => [entry.name, entry])), now());
 		return all;
 	}, (entry) => sight.shows(entry));
@@ -125,7 +126,7 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		// would count the records of entries the caller may not see.
 		let more = false;
 		const rows = await ctx.meter.sighted(async () => {
-			const page = await readHistory(ctx.db, { twin: twin.uuid, account: ledger, names }, range, after, HISTORY_PAGE_BYTES);
+			const page = await readHistory(dbOf(ctx), { twin: twin.uuid, account: ledger, names }, range, after, HISTORY_PAGE_BYTES);
 			more = page.more;
 			return page.rows;
 		}, () => true);

@@ -3,6 +3,7 @@ import { readLog } from "../db/log";
 import { ApiError } from "../base/errors";
 import { open, seal } from "../base/seal";
 import { defineOperation } from "./operation";
+import { dbOf } from "../db/client";
 
 // The account log: what background work could not do (a webhook that failed for good, an
 // expired sticker, a truncated fan-out), written by alarms, queue consumers and delivery
@@ -41,7 +42,7 @@ export const getLog = defineOperation({
 	async run({ query }, ctx) {
 		const account = ctx.caller.account;
 		const after = query.fragment === undefined ? 0 : await positionOf(ctx.env, account, query.fragment);
-		const lines = await readLog(ctx.db, account, after, LOG_PAGE);
+		const lines = await readLog(dbOf(ctx), account, after, LOG_PAGE);
 		const last = lines.at(-1);
 		// Nothing new: the fragment stays where it was (null for an empty log read from its start).
 		const next = last ? await seal(ctx.env, fragmentScope(account), "cursor", String(last.id)) : (query.fragment ?? null);

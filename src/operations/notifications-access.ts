@@ -7,6 +7,7 @@ import { mapOf, topic, uuid } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { requireNotificationStanding } from "./webhooks";
 import { revokeUngranted } from "../notifications/streams/client";
+import { dbOf } from "../db/client";
 
 export const MAX_GRANTED_TOPICS = 100;
 
@@ -41,7 +42,7 @@ export const updateNotificationsAccountAccess = defineOperation({
 		}
 		const granted = [...new Set(body.topics ?? body.publish ?? [])];
 		const limit = Number(ctx.env.MAX_GRANTEES);
-		if (!(await replaceGrant(ctx.db, ctx.caller.account, params.account, granted, now(), limit))) {
+		if (!(await replaceGrant(dbOf(ctx), ctx.caller.account, params.account, granted, now(), limit))) {
 			throw new ApiError("grantee_limit", { description: `The account already grants topics to ${limit} accounts, its limit (MAX_GRANTEES)` });
 		}
 		// Its streams reading a topic no longer granted end, as its subscriptions did in the batch.
@@ -66,7 +67,7 @@ export const getNotificationsAccess = defineOperation({
 	async run({ query }, ctx) {
 		const scope = `get_notifications_access/${ctx.caller.user}`;
 		const after = (await openCursor(ctx.env, scope, query.cursor, grantPosition))?.[0] ?? null;
-		const { rows, more } = await listGrants(ctx.db, ctx.caller.account, after, query.limit);
+		const { rows, more } = await listGrants(dbOf(ctx), ctx.caller.account, after, query.limit);
 		const last = rows.at(-1);
 		return {
 			accounts: Object.fromEntries(rows.map((row) => [row.grantee, { topics: row.topics }])),

@@ -1,6 +1,5 @@
 import type { z } from "zod/mini";
 import type { ErrorCode } from "../base/errors";
-import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import type { Caller, Claim } from "../base/caller";
 import type { OperationName } from "../policy/names";
@@ -13,7 +12,9 @@ export type AuthKind = "secret" | "admin" | "none" | "capability";
 
 export type Context = {
 	env: Env;
-	db: Database;
+	// The request's D1 session, metered: the database handlers query through (db/client.ts's
+	// dbOf gives them its drizzle).
+	d1: D1Database;
 	url: URL;
 	meter: D1Meter;
 	// The request's id (its trace) and the steps it went through so far.

@@ -12,6 +12,7 @@ import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
 import { commaList, MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.
 export const MAX_RESOLVED = 1000;
@@ -78,7 +79,7 @@ export const resolveTwinIdentity = defineOperation({
 		// Every rule this page evaluates shares one budget.
 		const budget = new Budget(WORK_UNITS);
 		let examined: ResolvedRow[] = [];
-		const read = async () => (examined = await resolveIdentity(ctx.db, { identity: params.identity, own, foreign, descriptions }, after, limit));
+		const read = async () => (examined = await resolveIdentity(dbOf(ctx), { identity: params.identity, own, foreign, descriptions }, after, limit));
 		// Expired identities no longer identify; the others as the reader's sight decides.
 		const sees = (row: ResolvedRow) => !isExpired(row, at) && canSeeIdentity(reader, row, twinOf(row), at, budget);
 		// Each attachment costs its index entry and its twin.

@@ -7,6 +7,7 @@ import { defineOperation } from "./operation";
 import { DEFAULT_STATEMENT } from "./roles-defaults";
 import { MAX_ROLES_CEILING } from "../base/limits";
 import { mapOf, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
+import { dbOf } from "../db/client";
 
 const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
 
@@ -54,7 +55,7 @@ export const getUserRoles = defineOperation({
 	auth: "secret",
 	response: z.object({ roles: mapOf(z.object({ name: z.string(), created_ts: timestampOut, updated_ts: timestampOut }), MAX_ROLES_CEILING) }),
 	async run(_input, ctx) {
-		const rows = await listRoles(ctx.db, ctx.caller.account);
+		const rows = await listRoles(dbOf(ctx), ctx.caller.account);
 		return {
 			roles: Object.fromEntries(
 				rows.map((r) => [r.uuid, { name: r.name, created_ts: r.created_ts, updated_ts: r.updated_ts }]),
@@ -72,7 +73,7 @@ export const getUserRole = defineOperation({
 	response: roleRecord,
 	params: roleParams,
 	async run({ params }, ctx) {
-		const role = await findRole(ctx.db, ctx.caller.account, params.role);
+		const role = await findRole(dbOf(ctx), ctx.caller.account, params.role);
 		if (!role) throw new ApiError("not_found", { description: "No such role" });
 		return role;
 	},

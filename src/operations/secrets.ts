@@ -9,6 +9,7 @@ import { revokeStreams } from "../notifications/streams/client";
 import { CLOSE } from "../notifications/streams/frames";
 import { defineOperation } from "./operation";
 import { secretRecord, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 export const PIN_LENGTH = 10;
 export const PIN_LIFETIME_SECONDS = 600;
@@ -70,7 +71,7 @@ export const createUserSecret = defineOperation({
 			throw new ApiError("pin_not_found");
 		}
 		const { secret, hash, fingerprint } = await newUserSecret();
-		const row = await redeemPin(ctx.db, await pinHash(account, pin), { hash, fingerprint }, now());
+		const row = await redeemPin(dbOf(ctx), await pinHash(account, pin), { hash, fingerprint }, now());
 		if (!row) throw new ApiError("pin_not_found");
 		// The secret it replaces ends, and the streams it opened with it.
 		await revokeStreams(ctx.env, { account: row.account, user: row.user, code: CLOSE.credentialEnded });
@@ -88,8 +89,8 @@ export const getUserSecret = defineOperation({
 	params: userParams,
 	async run({ params }, ctx) {
 		// Reading another user's secret record is managing that user: a PIN is not needed to lock it out.
-		if (params.user !== ctx.caller.user) await manageableUser(ctx.db, ctx.caller, params.user);
-		const row = await findSecret(ctx.db, ctx.caller.account, params.user);
+		if (params.user !== ctx.caller.user) await manageableUser(dbOf(ctx), ctx.caller, params.user);
+		const row = await findSecret(dbOf(ctx), ctx.caller.account, params.user);
 		if (!row) throw new ApiError("not_found", { description: "No such user secret" });
 		return row;
 	},

@@ -13,6 +13,7 @@ import { pageLimit } from "./paging";
 import { context as accountsContext } from "./resolve";
 import { mapOf, queryTimestamp, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
 import { twinInPath } from "./twins";
+import { dbOf } from "../db/client";
 
 // Stickers: coloured markers an account puts on a twin for its recipients (users, roles or
 // accounts). A sticker is visible to a recipient that sees its twin; get_sticker shows the
@@ -100,7 +101,7 @@ export const getSticker = defineOperation({
 	response: stickerOut,
 	async run({ located: twin, params }, ctx) {
 		const at = now();
-		const row = await ctx.meter.sightedOne(() => findSticker(ctx.db, { twin: twin.uuid, account: ctx.caller.account, color: params.color }), (r) => r.validity_ts > at);
+		const row = await ctx.meter.sightedOne(() => findSticker(dbOf(ctx), { twin: twin.uuid, account: ctx.caller.account, color: params.color }), (r) => r.validity_ts > at);
 		if (!row) throw new ApiError("not_found", { description: "No such sticker" });
 		return stickerRecord(row);
 	},
@@ -121,7 +122,7 @@ export const getStickers = defineOperation({
 		const from = query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
 		// A sticker addressed to the caller's user and its role comes once per address; each
 		// answered one costs its recipient entry and its row, whatever else was read.
-		const rows = await ctx.meter.sighted(() => stickersFor(ctx.db, twin.uuid, addressesOf(ctx.caller), from, at, 3 * MAX_STICKERS_ANSWERED), () => true, 2);
+		const rows = await ctx.meter.sighted(() => stickersFor(dbOf(ctx), twin.uuid, addressesOf(ctx.caller), from, at, 3 * MAX_STICKERS_ANSWERED), () => true, 2);
 		const accounts: Record<string, Record<string, unknown>> = {};
 		let answered = 0;
 		for (const row of rows) {
@@ -151,7 +152,7 @@ export const removeSticker = defineOperation({
 		// with its writes): anyone else, naming any account, cannot queue work there. The lookup
 		// costs a non-recipient what an absent sticker does.
 		const at = now();
-		const found = await ctx.meter.sightedOne(() => findSticker(ctx.db, key), (row) => row.validity_ts > at && isRecipient(ctx.caller, row));
+		const found = await ctx.meter.sightedOne(() => findSticker(dbOf(ctx), key), (row) => row.validity_ts > at && isRecipient(ctx.caller, row));
 		if (!found) throw new ApiError("not_found", { description: "No such sticker" });
 		return accountClient(ctx, account).removeSticker(ctx.caller, key);
 	},
@@ -210,7 +211,7 @@ export const listStickers = defineOperation({
 		// the caller cannot see.
 		const page = await ctx.meter.sighted(
 			async () => {
-				const lists = await Promise.all(addressesOf(caller).map((address) => stickersAddressedTo(ctx.db, address, filter, reach)));
+				const lists = await Promise.all(addressesOf(caller).map((address) => stickersAddressedTo(dbOf(ctx), address, filter, reach)));
 				const seen = new Set<string>();
 				const merged = lists
 					.flat()
@@ -220,7 +221,7 @@ export const listStickers = defineOperation({
 						return !seen.has(key) && Boolean(seen.add(key));
 					})
 					.slice(query.offset, reach);
-				const twins = new Map((await findTwins(ctx.db, [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
+				const twins = new Map((await findTwins(dbOf(ctx), [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
 				return merged.map((row) => ({ row, twin: twins.get(row.twin) }));
 			},
 			({ twin }) => twin !== undefined && isVisible(caller, twin, at, budget),

@@ -3,7 +3,7 @@ import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import type { Caller } from "../base/caller";
 import { signStreamToken } from "../base/stream-token";
-import { database } from "../db/client";
+import { database, dbOf } from "../db/client";
 import { findCredential } from "../db/auth";
 import { checkCredential, checkStatement } from "../policy/credential";
 import { connectStream, type StreamOpen } from "../notifications/streams/client";
@@ -82,7 +82,7 @@ export const streamNotifications = defineOperation({
 // Steps 4 and 5 of the order (after the credential, the statement and the query): a role that
 // sees only some twins or entries may not stream (messages carry them whatever their
 // visibility), and another account's topics need its grant, every one of them.
-async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = ctx.db) {
+async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = dbOf(ctx)) {
 	requireNotificationStanding(caller, "stream notifications");
 	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db))) throw new ApiError("topic_not_granted");
 }

@@ -10,6 +10,7 @@ import type { Context } from "./operation";
 import { pageLimit } from "./paging";
 import { defineOperation, JsonText, StaleGuess } from "./operation";
 import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 const twinParams = z.strictObject({ twin: uuid });
 
@@ -23,7 +24,7 @@ export function twinView(twin: TwinRow) {
 export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, aliveOnly = false): Promise<TwinRow> {
 	const at = now();
 	const sees = (row: TwinRow) => isVisible(caller, row, at) && !(aliveOnly && row.status === "terminated");
-	const twin = await ctx.meter.sightedOne(() => findTwin(ctx.db, uuid), sees);
+	const twin = await ctx.meter.sightedOne(() => findTwin(dbOf(ctx), uuid), sees);
 	if (twin) return twin;
 	throw new ApiError("not_found", { description: "No such twin" });
 }
@@ -54,7 +55,7 @@ export const createTwin = defineOperation({
 		const at = now();
 		const twin = crypto.randomUUID();
 		const limit = Number(ctx.env.MAX_TWINS);
-		const created = await insertTwinWithin(ctx.db, {
+		const created = await insertTwinWithin(dbOf(ctx), {
 			uuid: twin,
 			owner: ctx.caller.account,
 			status: "alive",
@@ -94,7 +95,7 @@ export const updateTwin = defineOperation({
 	body: z.strictObject({ description }),
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const updated = await setTwinDescription(ctx.db, ctx.caller.account, twin.uuid, body.description, now());
+		const updated = await setTwinDescription(dbOf(ctx), ctx.caller.account, twin.uuid, body.description, now());
 		if (!updated) throw refusal(twin, ctx.caller);
 		return updated;
 	},
@@ -110,7 +111,7 @@ export const terminateTwin = defineOperation({
 	params: twinParams,
 	async run({ params }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const terminated = await markTerminated(ctx.db, ctx.caller.account, twin.uuid, now());
+		const terminated = await markTerminated(dbOf(ctx), ctx.caller.account, twin.uuid, now());
 		if (!terminated) throw refusal(twin, ctx.caller);
 		return terminated;
 	},

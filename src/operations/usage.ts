@@ -8,6 +8,7 @@ import { hourOf, USAGE_FIELDS, type UsageField } from "../base/usage";
 import type { Caller } from "../base/caller";
 import { type Context, defineOperation } from "./operation";
 import { mapOf, queryTimestamp, uuid } from "./schemas";
+import { dbOf } from "../db/client";
 
 // At most 31 days between ge and le: 31 × 24 hours, and one more when neither falls on the hour.
 const MAX_RANGE_SECONDS = 31 * 86_400;
@@ -73,7 +74,7 @@ export const getUserUsage = defineOperation({
 	response: usageAnswer,
 	// A user of another account is as unknown as one of none: the same index lookup, 404102.
 	async locate(params, ctx) {
-		const found = await findUser(ctx.db, ctx.caller.account, params.user);
+		const found = await findUser(dbOf(ctx), ctx.caller.account, params.user);
 		if (!found) throw new ApiError("not_found", { description: "No such user" });
 		return found.uuid;
 	},

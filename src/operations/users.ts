@@ -5,6 +5,7 @@ import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
 import { MAX_USERS_CEILING } from "../base/limits";
 import { mapOf, description, timestampOut, unsupportedSetting, userRecord, uuid, uuidOut } from "./schemas";
+import { dbOf } from "../db/client";
 
 const userParams = z.strictObject({ user: uuid });
 const userName = z.string().check(z.trim(), z.minLength(1), z.maxLength(128));
@@ -35,7 +36,7 @@ export const getUsers = defineOperation({
 		users: mapOf(z.object({ name: z.string(), role: uuidOut, created_ts: timestampOut, updated_ts: timestampOut }), MAX_USERS_CEILING),
 	}),
 	async run(_input, ctx) {
-		const rows = await listUsers(ctx.db, ctx.caller.account);
+		const rows = await listUsers(dbOf(ctx), ctx.caller.account);
 		const usersByUuid = Object.fromEntries(
 			rows.map((u) => [u.uuid, { name: u.name, role: u.role, created_ts: u.created_ts, updated_ts: u.updated_ts }]),
 		);
@@ -52,7 +53,7 @@ export const getUser = defineOperation({
 	response: userRecord,
 	params: userParams,
 	async run({ params }, ctx) {
-		const found = await findUser(ctx.db, ctx.caller.account, params.user);
+		const found = await findUser(dbOf(ctx), ctx.caller.account, params.user);
 		if (!found) throw new ApiError("not_found", { description: "No such user" });
 		return found;
 	},

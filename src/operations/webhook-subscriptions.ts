@@ -9,6 +9,7 @@ import { mapOf, subscriptionOut, timestampOut, topic, uuid, uuidOut, withMeta } 
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
 import { endSubscription, subscriptionLimit } from "./webhooks";
+import { dbOf } from "../db/client";
 
 // The owning account's view of its subscriptions, with a User Secret instead of the token.
 // Another account's subscription answers exactly as one that does not exist.
@@ -43,7 +44,7 @@ function detail(row: SubscriptionRow, at = now()) {
 
 async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
 	// Another account's subscription reports what an absent one costs.
-	const row = await ctx.meter.sightedOne(() => findOwnSubscription(ctx.db, ctx.caller.account, subscription), () => true);
+	const row = await ctx.meter.sightedOne(() => findOwnSubscription(dbOf(ctx), ctx.caller.account, subscription), () => true);
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	return row;
 }
@@ -87,7 +88,7 @@ export const getWebhookSubscriptions = defineOperation({
 		const scope = `get_webhook_subscriptions/${ctx.caller.user}/${JSON.stringify([query.topic ?? null, query.status ?? null])}`;
 		const position = await openCursor(ctx.env, scope, query.cursor, listPosition);
 		const after = position && { created_ts: position[0], uuid: position[1] };
-		const { rows, more } = await listSubscriptions(ctx.db, ctx.caller.account, query, at, after, query.limit);
+		const { rows, more } = await listSubscriptions(dbOf(ctx), ctx.caller.account, query, at, after, query.limit);
 		const last = rows.at(-1);
 		return {
 			subscriptions: Object.fromEntries(rows.map((row) => [row.uuid, { ...row, status: effectiveStatus(row, at) }])),
@@ -132,7 +133,7 @@ export const getWebhookDeliveries = defineOperation({
 	}),
 	async run({ params }, ctx) {
 		const row = await ownSubscription(ctx, params.subscription);
-		return { deliveries: await listDeliveries(ctx.db, row.uuid) };
+		return { deliveries: await listDeliveries(dbOf(ctx), row.uuid) };
 	},
 });
 
@@ -157,15 +158,15 @@ export const resendWebhookConfirmation = defineOperation({
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);
-		const pending = await reissueConfirmation(ctx.db, row, confirmation, limit, at);
+		const pending = await reissueConfirmation(dbOf(ctx), row, confirmation, limit, at);
 		if (!pending) {
 			// Refused with the row as it was read: the limit was the condition that failed.
-			const current = await findOwnSubscription(ctx.db, row.account, row.uuid);
+			const current = await findOwnSubscription(dbOf(ctx), row.account, row.uuid);
 			if (current?.status === row.status && current.message === row.message) throw subscriptionLimit(limit);
 			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		}
 		const reason = "the new confirmation message could not be queued";
-		await queueConfirmation(ctx, pending, () => patchSubscription(ctx.db, row.uuid, { status: "failed", failure_reason: reason }, now()));
+		await queueConfirmation(ctx, pending, () => patchSubscription(dbOf(ctx), row.uuid, { status: "failed", failure_reason: reason }, now()));
 		return detail(pending, at);
 	},
 });

@@ -12,6 +12,7 @@ import { subscriptionView, tokenUrl } from "../notifications/messages";
 import { type Context, defineOperation } from "./operation";
 import { subscriptionOut, topic, uuid, withMeta } from "./schemas";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
+import { dbOf } from "../db/client";
 
 export const MAX_EXPIRES = 604_800;
 
@@ -28,12 +29,12 @@ const tokenQuery = z.strictObject({ token: z.string() });
 async function liveSubscription(ctx: Context, account: string, token: string): Promise<SubscriptionRow> {
 	// Another account's token, or a dead one, reports what an unknown token costs.
 	const hash = token ? await sha256Hex(token) : undefined;
-	const read = async () => (hash === undefined ? undefined : await findByToken(ctx.db, account, hash));
+	const read = async () => (hash === undefined ? undefined : await findByToken(dbOf(ctx), account, hash));
 	const row = await ctx.meter.sightedOne(read, (found) => found.status !== "unsubscribed");
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
-		if (row.status !== "expired") await patchSubscription(ctx.db, row.uuid, { status: "expired" }, now(), { status: row.status });
+		if (row.status !== "expired") await patchSubscription(dbOf(ctx), row.uuid, { status: "expired" }, now(), { status: row.status });
 		throw new ApiError("subscription_expired");
 	}
 	return row;
@@ -54,7 +55,7 @@ export function requireNotificationStanding(caller: Caller, what: string) {
 // telling that the grant exists and how long it is; Server-Timing counts the row only when the
 // topics are granted, so a refusal costs what it costs for an account that grants nothing or
 // does not exist. `db` is the request's, or one that reads at the primary.
-export async function topicsGranted(ctx: Context & { caller: Pick<Caller, "account"> }, publisher: string, topics: string[], db = ctx.db) {
+export async function topicsGranted(ctx: Context & { caller: Pick<Caller, "account"> }, publisher: string, topics: string[], db = dbOf(ctx)) {
 	const [held] = await ctx.meter.sighted(async () => [await isGranted(db, publisher, ctx.caller.account, topics)], (holds) => holds);
 	return held === true;
 }
@@ -92,7 +93,7 @@ export const webhookSubscribe = defineOperation({
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
-		const row = await insertSubscriptionWithin(ctx.db, {
+		const row = await insertSubscriptionWithin(dbOf(ctx), {
 			uuid,
 			account: ctx.caller.account,
 			publisher,
@@ -116,7 +117,7 @@ export const webhookSubscribe = defineOperation({
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
 		if (!row && granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");
 		if (!row) throw subscriptionLimit(limit);
-		await queueConfirmation(ctx, row, () => deleteSubscription(ctx.db, row.uuid));
+		await queueConfirmation(ctx, row, () => deleteSubscription(dbOf(ctx), row.uuid));
 		return {
 			callback_url: row.callback_url,
 			subscription: subscriptionView(row),
@@ -148,7 +149,7 @@ export const confirmSubscription = defineOperation({
 		const url = tokenUrl(ctx.env, row.publisher, query.token);
 		if (row.status === "confirmed") return managed(row, url);
 		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
-		const confirmed = await patchSubscription(ctx.db, row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });
+		const confirmed = await patchSubscription(dbOf(ctx), row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });
 		return managed(confirmed ?? (await liveSubscription(ctx, params.account, query.token)), url);
 	},
 });
@@ -176,7 +177,7 @@ export const refreshSubscription = defineOperation({
 			changes.sealed_previous_key = row.sealed_key;
 			changes.previous_key_until = row.sealed_key ? at + ROTATION_OVERLAP_SECONDS : null;
 		}
-		const refreshed = await patchSubscription(ctx.db, row.uuid, changes, at, { status: row.status });
+		const refreshed = await patchSubscription(dbOf(ctx), row.uuid, changes, at, { status: row.status });
 		if (!refreshed) {
 			// Its state changed meanwhile (confirmed, failed, ended): answer as the token now stands.
 			await liveSubscription(ctx, params.account, query.token);
@@ -209,7 +210,7 @@ export const unsubscribe = defineOperation({
 // dropped with it.
 export async function endSubscription(ctx: Context, row: SubscriptionRow) {
 	const changes = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
-	return (await patchSubscription(ctx.db, row.uuid, changes, now())) ?? row;
+	return (await patchSubscription(dbOf(ctx), row.uuid, changes, now())) ?? row;
 }
 
 // One more confirmation message would pass MAX_SUBSCRIPTIONS: what counts is the account's
