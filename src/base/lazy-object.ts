@@ -34,9 +34,15 @@ export function lazyObject<T extends object, const M extends readonly Methods<T>
 		declare [LOADED]?: Promise<T>;
 
 		// One implementation per object, whichever call comes first; calls made while it loads
-		// wait for the same one.
+		// wait for the same one. One that failed to load or build is tried again by the next
+		// call, as the runtime builds an object again after its constructor threw.
 		[IMPLEMENTATION](): Promise<T> {
-			return (this[LOADED] ??= load().then((Built) => new Built(this.ctx, this.env)));
+			return (this[LOADED] ??= load()
+				.then((Built) => new Built(this.ctx, this.env))
+				.catch((error: unknown) => {
+					this[LOADED] = undefined;
+					throw error;
+				}));
 		}
 	}
 	for (const name of methods as readonly string[]) {

@@ -1,9 +1,10 @@
 import { classOf, type Json } from "./ast";
 import type { Budget } from "./strings";
 
-// Equality of JSON values as rules compare them, in a module of its own: authentication compares
-// a User Token's dictionary with its parent's, and must not load the rest of the language and
-// its regular-expression engine for it.
+// Equality of JSON values as rules compare them, in a module of its own: the User Token policy
+// (src/policy/token.ts, which authentication imports) compares a new token's dictionary with its
+// parent's, and authentication must not load the rest of the language and its
+// regular-expression engine for that.
 
 // A value walked by deep equality costs several characters' worth of work (an object's member
 // most: a key lookup), and `in` over a list compares every element.

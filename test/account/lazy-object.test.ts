@@ -54,6 +54,25 @@ describe("an object whose implementation loads with its first call", () => {
 		await withState((ctx) => expect(new Lazy(ctx, env).alarm()).rejects.toThrow("alarm ran"));
 	});
 
+	it("tries a failed build again with the next call", async () => {
+		let attempts = 0;
+		class Flaky {
+			constructor() {
+				if (++attempts === 1) throw new Error("storage unavailable");
+			}
+			ping() {
+				return "pong";
+			}
+		}
+		const Lazy = lazyObject(async () => Flaky, ["ping"]);
+		await withState(async (ctx) => {
+			const object = new Lazy(ctx, env);
+			await expect(object.ping()).rejects.toThrow("storage unavailable");
+			expect(await object.ping()).toBe("pong");
+			expect(attempts).toBe(2);
+		});
+	});
+
 	it("builds one implementation per object", async () => {
 		const { seen, Lazy } = counted();
 		await withState(async (ctx) => {
