@@ -34,8 +34,10 @@ export function lazyObject<T extends object, const M extends readonly Methods<T>
 		declare [LOADED]?: Promise<T>;
 
 		// One implementation per object, whichever call comes first; calls made while it loads
-		// wait for the same one. One that failed to load or build is tried again by the next
-		// call, as the runtime builds an object again after its constructor threw.
+		// wait for the same one (an object's calls run in one context, so unlike a Worker's
+		// requests, base/load-once.ts, they may share a promise). One that failed to load or
+		// build is tried again by the next call, as the runtime builds an object again after
+		// its constructor threw.
 		[IMPLEMENTATION](): Promise<T> {
 			return (this[LOADED] ??= load()
 				.then((Built) => new Built(this.ctx, this.env))
