@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const OUT = join(ROOT, "build/worker");
+const OUT = join(ROOT, "build/worker");
 const ENTRY = "src/index.ts";
 
 // `write: false` builds in memory, for a test that reads what the build would be.
