@@ -63,7 +63,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
 			mark(state, "authenticate");
 		} else if (operation.auth === "capability") {
-			refuseIfLimited(request);
+			await refuseIfLimited(request);
 		} else {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);

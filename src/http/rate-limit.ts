@@ -1,5 +1,6 @@
-import ipaddr from "ipaddr.js";
+import type { IPv6 } from "ipaddr.js";
 import { ApiError } from "../base/errors";
+import { loadOnce } from "../base/load-once";
 
 // Rate limits per client address, with the Workers Rate Limiting binding (wrangler.toml
 // [[ratelimits]]): SECRET_ATTEMPTS counts every request to a route whose only credential is a
@@ -7,18 +8,24 @@ import { ApiError } from "../base/errors";
 // Counts are per Cloudflare location and approximate, which is enough to turn a guessing
 // loop of thousands of requests into a few dozen a minute.
 
+// ipaddr.js comes with the first request that needs a client's key (a failed authentication,
+// a route whose credential is in its URL): a new isolate serving authenticated requests
+// never compiles it.
+const loadIpaddr = loadOnce(() => import("ipaddr.js").then((module) => module.default));
+
 // CF-Connecting-IP is set by Cloudflare on every request that reaches the Worker. An IPv6
 // client usually holds a whole /64, so that is what one key stands for.
-export function clientKey(request: Request): string {
+export async function clientKey(request: Request): Promise<string> {
+	const ipaddr = await loadIpaddr();
 	const address = request.headers.get("cf-connecting-ip")?.trim() ?? "";
 	if (!ipaddr.isValid(address)) return "unknown";
 	const parsed = ipaddr.parse(address);
 	if (parsed.kind() === "ipv4") return parsed.toString();
-	return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(":")}::/64`;
+	return `${(parsed as IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(":")}::/64`;
 }
 
 export async function spendAttempt(limiter: RateLimit, request: Request): Promise<void> {
-	const { success } = await limiter.limit({ key: clientKey(request) });
+	const { success } = await limiter.limit({ key: await clientKey(request) });
 	if (!success) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
 
@@ -28,8 +35,8 @@ export async function spendAttempt(limiter: RateLimit, request: Request): Promis
 const refusedUntil = new Map<string, number>();
 const MAX_REMEMBERED = 10_000;
 
-export function refuseIfLimited(request: Request): void {
-	const until = refusedUntil.get(clientKey(request));
+export async function refuseIfLimited(request: Request): Promise<void> {
+	const until = refusedUntil.get(await clientKey(request));
 	if (until !== undefined && until > Date.now()) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
 
@@ -38,7 +45,7 @@ export async function spendFailedLookup(limiter: RateLimit, request: Request): P
 		await spendAttempt(limiter, request);
 	} catch (error) {
 		if (refusedUntil.size >= MAX_REMEMBERED) refusedUntil.clear();
-		refusedUntil.set(clientKey(request), Date.now() + 60_000);
+		refusedUntil.set(await clientKey(request), Date.now() + 60_000);
 		throw error;
 	}
 }

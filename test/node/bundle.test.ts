@@ -63,6 +63,12 @@ describe("a new isolate's startup", async () => {
 		expect(inputs.filter((input) => input.includes("node_modules/drizzle-orm/") || input.endsWith("src/db/schema.ts"))).toEqual([]);
 	});
 
+	// The rate limits' client key (src/http/rate-limit.ts) is needed only by a failed
+	// authentication or a route whose credential is in its URL.
+	it("loads no address parser", () => {
+		expect(inputs.filter((input) => input.includes("node_modules/ipaddr.js/"))).toEqual([]);
+	});
+
 	it("still loads what every request needs, and the classes the Worker exports", () => {
 		for (const module of ["src/index.ts", "src/http/pipeline.ts", "src/routes.ts", "src/objects.ts", "src/http/auth.ts"]) {
 			expect(inputs.some((input) => input.endsWith(module))).toBe(true);
