@@ -2,9 +2,12 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 const encoder = new TextEncoder();
+const NON_ASCII = /[^\u0000-\u007f]/;
 
+// Text that is all ASCII is one byte a character: most of what is counted (a scan page counts
+// each twin) needs no encoding, which in the Workers runtime is a call out of JavaScript.
 export function utf8Bytes(text: string): number {
-	return encoder.encode(text).length;
+	return NON_ASCII.test(text) ? encoder.encode(text).length : text.length;
 }
 
 export function jsonBytes(value: unknown): number {
