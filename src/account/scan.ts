@@ -54,7 +54,7 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 		}
 		if (accepted) {
 			const twin = request.details ? detailed(row) : JSON.stringify(row.uuid);
-			const bytes = size.with(twin);
+			const bytes = size.add(twin);
 			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
 			twins.push(twin);
 		}
@@ -69,7 +69,7 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 	};
 }
 
-// The page's size in UTF-8 bytes with one more twin, as the 4 MiB cut needs it. A UTF-16
+// The page's size in UTF-8 bytes once a twin is added to it, as the 4 MiB cut needs it. A UTF-16
 // code unit is at most three bytes, so three bytes a character bound the size from above; only
 // once that bound would pass the limit are the twins counted exactly (those taken so far, once),
 // so the page is cut where an exact count cuts it, and a page far from the limit encodes and
@@ -80,7 +80,7 @@ class PageBytes {
 
 	constructor(private readonly taken: readonly string[]) {}
 
-	with(twin: string): number {
+	add(twin: string): number {
 		if (!this.exact && this.total + 3 * twin.length + 1 > MAX_PAGE_BYTES) {
 			this.exact = true;
 			this.total = this.taken.reduce((sum, text) => sum + utf8Bytes(text) + 1, ENVELOPE_BYTES);
