@@ -14,13 +14,16 @@ const PRUNED_PER_CLAIM = 100;
 
 export type Claim = { account: string; key: string; fingerprint: string; trace: string; at: number };
 
-// One round trip: the account's expired keys pruned, an abandoned claim of the same request
-// taken over, the key claimed if free, and the key's row as it now stands. The row is the
-// caller's own claim when its trace is the caller's.
+// One round trip: the account's expired keys pruned (the claimed key's own first: it may not
+// be among the oldest), an abandoned claim of the same request taken over, the key claimed if
+// free, and the key's row as it now stands. The row is the caller's own claim when its trace
+// is the caller's.
 export async function claimKey(db: Database, c: Claim): Promise<IdempotencyRow> {
 	const k = idempotencyKeys;
-	const expired = sql`SELECT ${k.key} FROM ${k} WHERE ${k.account} = ${c.account} AND ${k.created_ts} < ${c.at - KEPT_SECONDS} ORDER BY ${k.created_ts} LIMIT ${PRUNED_PER_CLAIM}`;
-	const [, , , [row]] = await db.batch([
+	const before = c.at - KEPT_SECONDS;
+	const expired = sql`SELECT ${k.key} FROM ${k} WHERE ${k.account} = ${c.account} AND ${k.created_ts} < ${before} ORDER BY ${k.created_ts} LIMIT ${PRUNED_PER_CLAIM}`;
+	const [, , , , [row]] = await db.batch([
+		db.delete(k).where(and(eq(k.account, c.account), eq(k.key, c.key), sql`${k.created_ts} < ${before}`)),
 		db.delete(k).where(and(eq(k.account, c.account), sql`${k.key} IN (${expired})`)),
 		db
 			.update(k)

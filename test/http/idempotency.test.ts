@@ -217,6 +217,23 @@ describe("Idempotency-Key", () => {
 		expect(later.headers.get("idempotent-replayed")).toBeNull();
 		expect(await twinsOf(admin.secret)).toBe(2);
 	});
+
+	it("frees an expired key even when the account holds more expired keys than one claim prunes", async () => {
+		const admin = await bootstrap();
+		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("late") });
+		// 150 older expired keys: a claim prunes the 100 oldest, and "late" is not among them.
+		const old = Math.floor(Date.now() / 1000) - 2 * 86_400;
+		await env.DB.prepare(
+			"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts, status, body) SELECT ?, 'old-' || value, 'f', 't', ? + value, 201, '{}' FROM json_each(?)",
+		)
+			.bind(admin.account, old, JSON.stringify(Array.from({ length: 150 }, (_, i) => i)))
+			.run();
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = ? WHERE account = ? AND key = 'late'").bind(old + 1000, admin.account).run();
+		const later = await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 2 } }, headers: keyed("late") });
+		expect(later.status).toBe(201);
+		expect(later.headers.get("idempotent-replayed")).toBeNull();
+		expect(await twinsOf(admin.secret)).toBe(2);
+	});
 });
 
 // The fingerprint of a request as the Worker computes it: caller, method, path with query, body.
