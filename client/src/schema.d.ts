@@ -1335,7 +1335,7 @@ export interface paths {
         put?: never;
         /**
          * An upload URL and its handler: PUT one file there, then attach it to a twin
-         * @description An upload URL (at most an hour) and its handler: PUT one file's bytes there, then attach it to a twin with attach_twin_doc.
+         * @description An upload URL (at most an hour, never past the User Token that asks for it) and its handler: PUT one file's bytes there, then attach it to a twin with attach_twin_doc.
          *
          *     **Who may call it:** A user whose role's statement allows `create_upload_url`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1506,7 +1506,7 @@ export interface paths {
         };
         /**
          * One doc of a twin the caller can see; with download=true, a download URL for it too
-         * @description One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most).
+         * @description One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it).
          *
          *     **Who may call it:** A user whose role's statement allows `get_twin_doc`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1624,7 +1624,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a callback URL to a topic; a confirmation message is sent to it
-         * @description Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.
+         * @description Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.
          *
          *     **Who may call it:** A user whose role's statement allows `webhook_subscribe`, with its User Secret or a User Token in `Authorization`.
          *
@@ -2014,7 +2014,7 @@ export interface paths {
         head?: never;
         /**
          * Extend a subscription's validity and/or rotate its signing key with a new client_secret
-         * @description Extends a subscription's validity by expires seconds from now and/or rotates its signing key with a new client_secret. The token of the subscription's confirmation message is the proof: unknown or unsubscribed is 404102, expired 400105, failed 409106.
+         * @description Extends a subscription's validity by expires seconds from now (never past the User Token that made it) and/or rotates its signing key with a new client_secret. The token of the subscription's confirmation message is the proof: unknown or unsubscribed is 404102, expired 400105, failed 409106.
          *
          *     **Who may call it:** Anyone holding the secret value in the URL (a PIN, or a subscription's token); no credential or statement.
          *

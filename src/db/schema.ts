@@ -153,6 +153,10 @@ export const subscriptions = sqliteTable(
 		// against MAX_SUBSCRIPTIONS until a day after it (see src/db/subscriptions.ts).
 		confirmation_ts: real("confirmation_ts").notNull().default(0),
 		confirmations: integer("confirmations").notNull().default(0),
+		// The latest validity_ts the subscription may ever have, refreshes included: the expiry of
+		// the User Token that made it (nothing made with a token outlives it); null when a
+		// secret made it.
+		lasts_until: real("lasts_until"),
 	},
 	(t) => [
 		uniqueIndex("subscriptions_token").on(t.token_hash),

@@ -8,6 +8,7 @@ import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { findDoc, findDocByUuid, listTwinDocs } from "../db/docs";
 import { checkStatement } from "../policy/credential";
+import { lastingAtMost, madeUntil } from "../policy/token";
 import { Budget, refuseOverBudget, regexError, search, WORK_UNITS } from "../rules/strings";
 import { canSign, signDownload, verifyDownload } from "../storage/links";
 import { readRange } from "../storage/range";
@@ -180,7 +181,7 @@ export const deleteTwinDocs = defineOperation({
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",
 	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
-	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most).",
+	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it).",
 	refuses: ["not_found", "webhooks_unconfigured"],
 	auth: "secret",
 	params: docParams,
@@ -206,11 +207,12 @@ export const getTwinDoc = defineOperation({
 // Everything a download URL needs is checked before the doc is read: the validity asked for,
 // PUBLIC_URL and the key.
 async function downloadLink(ctx: SecretContext, at: number, asked: number | undefined) {
-	const validity_ts = asked ?? at + DOWNLOAD_VALIDITY_SECONDS;
-	if (!(validity_ts > at && validity_ts <= at + MAX_DOWNLOAD_VALIDITY_SECONDS)) {
+	const wanted = asked ?? at + DOWNLOAD_VALIDITY_SECONDS;
+	if (!(wanted > at && wanted <= at + MAX_DOWNLOAD_VALIDITY_SECONDS)) {
 		const message = `Must be later than now and at most ${MAX_DOWNLOAD_VALIDITY_SECONDS} seconds from now`;
 		throw new ApiError("validation", { description: `validity_ts: ${message}`, details: [{ path: "validity_ts", message }] });
 	}
+	const validity_ts = lastingAtMost(wanted, madeUntil(ctx.caller.credential!));
 	const origin = publicOrigin(ctx.env, "Download URLs are");
 	const account = ctx.caller.account;
 	const expiry = Math.round(validity_ts * 1000);

@@ -4,6 +4,7 @@ import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
 import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
+import { lastingAtMost, madeUntil } from "../policy/token";
 import { storeStreaming } from "../storage/objects";
 import { defineOperation } from "./operation";
 import { timestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
@@ -20,7 +21,7 @@ export const createUploadUrl = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "An upload URL and its handler: PUT one file there, then attach it to a twin",
-	description: "An upload URL (at most an hour) and its handler: PUT one file's bytes there, then attach it to a twin with attach_twin_doc.",
+	description: "An upload URL (at most an hour, never past the User Token that asks for it) and its handler: PUT one file's bytes there, then attach it to a twin with attach_twin_doc.",
 	refuses: ["upload_limit", "webhooks_unconfigured"],
 	example: {},
 	auth: "secret",
@@ -30,11 +31,12 @@ export const createUploadUrl = defineOperation({
 	async run({ body }, ctx) {
 		const origin = publicOrigin(ctx.env, "Upload URLs are");
 		const at = now();
-		const validity_ts = body.validity_ts ?? at + MAX_UPLOAD_VALIDITY_SECONDS;
-		if (!(validity_ts > at && validity_ts <= at + MAX_UPLOAD_VALIDITY_SECONDS)) {
+		const asked = body.validity_ts ?? at + MAX_UPLOAD_VALIDITY_SECONDS;
+		if (!(asked > at && asked <= at + MAX_UPLOAD_VALIDITY_SECONDS)) {
 			const message = `Must be later than now and at most ${MAX_UPLOAD_VALIDITY_SECONDS} seconds from now`;
 			throw new ApiError("validation", { description: `validity_ts: ${message}`, details: [{ path: "validity_ts", message }] });
 		}
+		const validity_ts = lastingAtMost(asked, madeUntil(ctx.caller.credential!));
 		const handler = crypto.randomUUID();
 		// 192 random bits; only its hash is stored.
 		const token = randomBase64Url(24);

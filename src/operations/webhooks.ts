@@ -5,6 +5,7 @@ import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscri
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { maySubscribe } from "../policy/grant";
+import { lastingAtMost, madeUntil } from "../policy/token";
 import { now } from "../base/time";
 import { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from "../notifications/callback-policy";
 import { ROTATION_OVERLAP_SECONDS, sealKey } from "../notifications/signing";
@@ -65,7 +66,7 @@ export const webhookSubscribe = defineOperation({
 	// With a client_secret the answer holds the server_secret of the signing key: not kept.
 	replays: (body) => body.client_secret === undefined,
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
-	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
+	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
 	refuses: ["escalation", "topic_not_granted", "subscription_limit", "webhooks_unconfigured"],
 	example: { callback_url: "https://example.com/hooks/twins", topic: "alerts", expires: 86400 },
 	auth: "secret",
@@ -89,6 +90,7 @@ export const webhookSubscribe = defineOperation({
 			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
 		}
 		const at = now();
+		const lastsUntil = madeUntil(ctx.caller.credential!);
 		const uuid = crypto.randomUUID();
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
@@ -101,7 +103,8 @@ export const webhookSubscribe = defineOperation({
 			topic: body.topic,
 			callback_url: checked.url,
 			status: "pending",
-			validity_ts: at + body.expires,
+			validity_ts: lastingAtMost(at + body.expires, lastsUntil),
+			lasts_until: lastsUntil,
 			attempts: 0,
 			last_attempt_ts: null,
 			last_outcome: null,
@@ -157,7 +160,7 @@ export const confirmSubscription = defineOperation({
 export const refreshSubscription = defineOperation({
 	name: "webhook_refresh_subscription",
 	summary: "Extend a subscription's validity and/or rotate its signing key with a new client_secret",
-	description: `Extends a subscription's validity by expires seconds from now and/or rotates its signing key with a new client_secret. ${TOKEN_PROOF}`,
+	description: `Extends a subscription's validity by expires seconds from now (never past the User Token that made it) and/or rotates its signing key with a new client_secret. ${TOKEN_PROOF}`,
 	refuses: ["not_found", "subscription_expired", "subscription_failed", "conflict", "webhooks_unconfigured"],
 	example: { expires: 604800 },
 	auth: "none",
@@ -169,7 +172,7 @@ export const refreshSubscription = defineOperation({
 		const row = await liveSubscription(ctx, params.account, query.token);
 		const at = now();
 		// Without expires the validity stays as it is.
-		const changes: Parameters<typeof patchSubscription>[2] = body.expires === undefined ? {} : { validity_ts: at + body.expires };
+		const changes: Parameters<typeof patchSubscription>[2] = body.expires === undefined ? {} : { validity_ts: lastingAtMost(at + body.expires, row.lasts_until) };
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		if (body.client_secret && serverSecret) {
 			// The new key signs from now on; the old one signs alongside it for a day.

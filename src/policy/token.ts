@@ -61,6 +61,18 @@ export function deriveToken(credential: Credential, request: { options: TokenOpt
 	return { ok: true, options, ...(parent.dict === undefined ? {} : { dict: parent.dict }) };
 }
 
+// Nothing made with a User Token outlives it (CONTRACT §16.1): what a credential makes that
+// lasts (a subscription, an upload or download URL) ends by the token's expiry; a secret sets
+// no such bound (null).
+export function madeUntil(credential: Credential): number | null {
+	return credential.type === "token" && credential.token ? credential.token.exp : null;
+}
+
+// A time asked for, no later than such a bound.
+export function lastingAtMost(until: number, bound: number | null): number {
+	return bound === null ? until : Math.min(until, bound);
+}
+
 // refresh_user_token needs a token with the `refresh` option.
 export function mayRefresh(credential: Credential): boolean {
 	return credential.type === "token" && (credential.token?.options.includes("refresh") ?? false);

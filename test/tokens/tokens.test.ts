@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { base64Url } from "../../src/base/crypto";
 import { signJwt } from "../../src/base/jwt";
-import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, member, randomAddress, role, seedTwins } from "../fixtures";
+import { attachDoc, bootstrap, call, confirmationUrl, createUser, d1Cost, expectError, issueSecret, member, newTwin, pathOf, randomAddress, recordingQueue, role, seedTwins } from "../fixtures";
 
 // User Tokens through the Worker's fetch: what they are made from, how long they live, that
 // they act as their user with the role as it is now, and every way to forge or widen one.
@@ -217,5 +217,45 @@ describe("what a token may make", () => {
 		const res = await call("POST", `/users/${user}/secrets`, { secret: made, body: {} });
 		expectError(res, 403, 403105);
 		expect(d1Cost(res, "rows_written")).toBe(0);
+	});
+});
+
+describe("nothing made with a token outlives it", () => {
+	const shortToken = async (secret: string) => token(secret, { validity_ts: Math.round((Date.now() / 1000 + 600) * 1000) / 1000 });
+
+	it("ends a webhook subscription by the token's expiry, refreshes included; a secret's lasts as asked", async () => {
+		const admin = await bootstrap();
+		const short = await shortToken(admin.secret);
+		const subscribe = (secret: string) =>
+			call("POST", "/notifications/webhooks", {
+				secret,
+				body: { topic: "alerts", callback_url: "https://example.com/hook", expires: 604_800 },
+				env: { CALLBACK_POLICY: "any", WEBHOOKS: recordingQueue().binding },
+			});
+		const made = await subscribe(short.token);
+		expect(made.status).toBe(201);
+		expect(made.body.subscription.validity_ts).toBe(short.validity_ts);
+		const url = await confirmationUrl(made.body.subscription.uuid);
+		const refreshed = await call("PATCH", pathOf(url), { body: { expires: 604_800 } });
+		expect(refreshed.status).toBe(200);
+		expect(refreshed.body.subscription.validity_ts).toBe(short.validity_ts);
+		const bySecret = await subscribe(admin.secret);
+		expect(bySecret.body.subscription.validity_ts).toBeGreaterThan(Date.now() / 1000 + 604_000);
+	});
+
+	it("ends an upload URL and a download URL by the token's expiry", async () => {
+		const admin = await bootstrap();
+		const short = await shortToken(admin.secret);
+		const upload = await call("POST", "/cache", { secret: short.token, body: {} });
+		expect(upload.status).toBe(201);
+		expect(upload.body.validity_ts).toBe(short.validity_ts);
+		const twin = await newTwin(admin.secret);
+		await attachDoc(admin.secret, twin, "a.txt", new Uint8Array([1, 2, 3]));
+		const week = Math.floor(Date.now() / 1000) + 6 * 86_400;
+		const read = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, { secret: short.token });
+		expect(read.status).toBe(200);
+		expect(read.body.download.validity_ts).toBe(short.validity_ts);
+		const bySecret = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, { secret: admin.secret });
+		expect(bySecret.body.download.validity_ts).toBe(week);
 	});
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Credential } from "../../../src/base/caller";
-import { claimsOf, deriveToken, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
+import { claimsOf, deriveToken, lastingAtMost, madeUntil, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
 
 const secret: Credential = { type: "secret", hash: "h", fingerprint: "abcd", created_ts: 1000, validity_ts: null };
 const token = (options: ("create" | "refresh")[], dict?: Record<string, unknown>): Credential => ({
@@ -40,6 +40,16 @@ describe("deriveToken", () => {
 		expect(deriveToken(parent, { options: ["refresh"] })).toEqual({ ok: false, refusal: "widens" });
 		expect(deriveToken(parent, { options: [], dict: { site: "south" } })).toEqual({ ok: false, refusal: "widens" });
 		expect(deriveToken(token(["create"]), { options: [], dict: {} })).toEqual({ ok: false, refusal: "widens" });
+	});
+});
+
+describe("madeUntil and lastingAtMost", () => {
+	it("bound what a token makes by its expiry, and leave what a secret makes as asked", () => {
+		expect(madeUntil(token([]))).toBe(2000);
+		expect(madeUntil(secret)).toBeNull();
+		expect(lastingAtMost(5000, madeUntil(token([])))).toBe(2000);
+		expect(lastingAtMost(1500, madeUntil(token([])))).toBe(1500);
+		expect(lastingAtMost(5000, madeUntil(secret))).toBe(5000);
 	});
 });
 

@@ -1,0 +1,1 @@
+ALTER TABLE `subscriptions` ADD `lasts_until` real;
