@@ -428,7 +428,11 @@ export const stickers = sqliteTable(
 );
 
 // Who a sticker is addressed to: one row per recipient uuid (a user, a role or an account),
-// for the reads that find a caller's stickers on a twin and across twins, newest first.
+// for the reads that find a caller's stickers on a twin and across twins, newest first. Each
+// read walks one index range per address that holds only the entries it may answer, newest
+// first, so that it stops after what it answers whatever else is addressed to the caller
+// (CONTRACT §20 Cost): an index for each filter the reads take (the twin, the putting
+// account, the color).
 export const stickerRecipients = sqliteTable(
 	"sticker_recipients",
 	{
@@ -440,8 +444,14 @@ export const stickerRecipients = sqliteTable(
 	},
 	(t) => [
 		primaryKey({ columns: [t.twin, t.account, t.color, t.recipient] }),
-		index("sticker_recipients_twin").on(t.recipient, t.twin),
+		// get_stickers: the stickers on a twin, of any account or of one.
+		index("sticker_recipients_twin").on(t.recipient, t.twin, t.created_ts, t.account, t.color),
+		index("sticker_recipients_twin_account").on(t.recipient, t.twin, t.account, t.created_ts, t.color),
+		// list_stickers: across twins, of any account or of one, of any color or of one.
 		index("sticker_recipients_newest").on(t.recipient, t.created_ts, t.account, t.twin, t.color),
+		index("sticker_recipients_account").on(t.recipient, t.account, t.created_ts, t.twin, t.color),
+		index("sticker_recipients_color").on(t.recipient, t.color, t.created_ts, t.account, t.twin),
+		index("sticker_recipients_account_color").on(t.recipient, t.account, t.color, t.created_ts, t.twin),
 	],
 );
 

@@ -88,34 +88,67 @@ export function deleteStickers(db: Database, account: string, keys: StickerKey[]
 	];
 }
 
-// Stickers on a twin addressed to any of `recipients`, with their recipient rows: at most
-// `limit`, newest first. The caller drops duplicates (a sticker addressed to
-// a user and its role comes twice). Expired ones are left out.
-export function stickersFor(db: Database, twin: string, recipients: string[], accountsIn: string[] | null, at: number, limit: number) {
-	const s = stickers;
-	const r = stickerRecipients;
-	return db
-		.select({ twin: s.twin, account: s.account, color: s.color, note: s.note, validity_ts: s.validity_ts, created_ts: s.created_ts })
-		.from(r)
-		.innerJoin(s, and(eq(s.twin, r.twin), eq(s.account, r.account), eq(s.color, r.color)))
-		.where(and(inArray(r.recipient, recipients), eq(r.twin, twin), accountsIn === null ? undefined : inArray(r.account, accountsIn), gt(s.validity_ts, at)))
-		.orderBy(desc(r.created_ts), desc(r.account), desc(r.color))
-		.limit(limit);
+// D1 takes at most five terms in a compound SELECT.
+const MAX_TERMS = 5;
+
+// Stickers on a twin addressed to any of `recipients` (put by the accounts of `accountsIn`,
+// or by any), unexpired, newest first (created_ts, account, color, descending). Each address,
+// with each account, is one index range read newest first; the ranges of one address go
+// five to a statement, whose compound SELECT SQLite merges as it reads them, stopping at
+// `limit`. So the read ends after `limit` entries a statement (one for any account, two for
+// ten accounts, per address), whatever else is addressed to the caller, and still holds the
+// newest `limit` stickers: one addressed to several of the addresses comes once per address,
+// and the caller drops the repeats.
+export async function stickersOnTwin(d1: D1Database, twin: string, recipients: string[], accountsIn: string[] | null, at: number, limit: number): Promise<Listed[]> {
+	const groups: (string | null)[][] = accountsIn === null ? [[null]] : [];
+	for (let i = 0; accountsIn !== null && i < accountsIn.length; i += MAX_TERMS) groups.push(accountsIn.slice(i, i + MAX_TERMS));
+	const statements = recipients.flatMap((recipient) => groups.map((accounts) => newestOnTwin(d1, { twin, recipient, accounts, at, limit })));
+	if (statements.length === 0) return [];
+	const answers = await d1.batch<Listed>(statements);
+	return answers.flatMap((answer) => answer.results).sort(newerFirst);
+}
+
+type Ranges = { twin: string; recipient: string; accounts: (string | null)[]; at: number; limit: number };
+
+function newestOnTwin(d1: D1Database, { twin, recipient, accounts, at, limit }: Ranges): D1PreparedStatement {
+	const params: unknown[] = [twin, at, limit, recipient];
+	const terms = accounts.map((account) => {
+		const [index, by] = account === null ? ["sticker_recipients_twin", ""] : ["sticker_recipients_twin_account", ` AND r.account = ?${params.push(account)}`];
+		return (
+			"SELECT r.twin AS twin, r.account AS account, r.color AS color, s.note AS note, s.validity_ts AS validity_ts, r.created_ts AS created_ts " +
+			`FROM sticker_recipients AS r INDEXED BY ${index} CROSS JOIN stickers AS s ON s.twin = r.twin AND s.account = r.account AND s.color = r.color ` +
+			`WHERE r.recipient = ?4 AND r.twin = ?1${by} AND s.validity_ts > ?2`
+		);
+	});
+	return d1.prepare(`${terms.join(" UNION ALL ")} ORDER BY created_ts DESC, account DESC, color DESC LIMIT ?3`).bind(...params);
+}
+
+function newerFirst(a: Listed, b: Listed): number {
+	if (a.created_ts !== b.created_ts) return b.created_ts - a.created_ts;
+	if (a.account !== b.account) return a.account < b.account ? 1 : -1;
+	return a.color === b.color ? 0 : a.color < b.color ? 1 : -1;
 }
 
 export type Listed = Pick<StickerRow, "twin" | "account" | "color" | "note" | "validity_ts" | "created_ts">;
 
 export type ListFilter = { color?: string; account?: string; ge?: number; le?: number; at: number };
 
+// The index whose range holds exactly the entries a filter keeps, newest first: past the
+// recipient, the putting account and the color when the filter names them, then created_ts.
+function listIndex(filter: ListFilter) {
+	if (filter.account === undefined) return filter.color === undefined ? "sticker_recipients_newest" : "sticker_recipients_color";
+	return filter.color === undefined ? "sticker_recipients_account" : "sticker_recipients_account_color";
+}
+
 // The newest stickers addressed to one recipient, descending (created_ts, account, twin,
-// color), unexpired, as the filter asks: one range of the (recipient, created_ts, ...) index
-// and one sticker row per item.
+// color), unexpired, as the filter asks: one index range that reads at most `limit` entries
+// (and those of expired stickers not yet swept), and one sticker row per item.
 export function stickersAddressedTo(db: Database, recipient: string, filter: ListFilter, limit: number) {
 	const s = stickers;
 	const r = stickerRecipients;
 	return db
 		.select({ twin: s.twin, account: s.account, color: s.color, note: s.note, validity_ts: s.validity_ts, created_ts: s.created_ts })
-		.from(sql`${r} INDEXED BY sticker_recipients_newest`)
+		.from(sql`${r} INDEXED BY ${sql.raw(listIndex(filter))}`)
 		.innerJoin(s, and(eq(s.twin, r.twin), eq(s.account, r.account), eq(s.color, r.color)))
 		.where(
 			and(

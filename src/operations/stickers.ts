@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { isRecipient, MAX_STICKER_SECONDS, stickerRecord } from "../account/sticker-writes";
-import { findSticker, type Listed, stickersAddressedTo, stickersFor } from "../db/stickers";
+import { findSticker, type Listed, stickersAddressedTo, stickersOnTwin } from "../db/stickers";
 import { findTwins } from "../db/twins";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
@@ -122,7 +122,7 @@ export const getStickers = defineOperation({
 		const from = query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
 		// A sticker addressed to the caller's user and its role comes once per address; each
 		// answered one costs its recipient entry and its row, whatever else was read.
-		const rows = await ctx.meter.sighted(() => stickersFor(dbOf(ctx), twin.uuid, addressesOf(ctx.caller), from, at, 3 * MAX_STICKERS_ANSWERED), () => true, 2);
+		const rows = await ctx.meter.sighted(() => stickersOnTwin(ctx.d1, twin.uuid, addressesOf(ctx.caller), from, at, MAX_STICKERS_ANSWERED), () => true, 2);
 		const accounts: Record<string, Record<string, unknown>> = {};
 		let answered = 0;
 		for (const row of rows) {

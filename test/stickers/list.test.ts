@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
-import { stickersAddressedTo } from "../../src/db/stickers";
+import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
 import { bootstrap, call, d1Cost, expectError, member, newTwin, putStickers, role, userWithRules } from "../fixtures";
 
 const allow = { effect: "deny" as const, actions: null };
@@ -126,5 +126,63 @@ describe("list_stickers", () => {
 		const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { at: Date.now() / 1000 }, 5);
 		expect(rows).toHaveLength(5);
 		expect(meter.rowsRead).toBeLessThanOrEqual(2 * 5 + 2);
+	});
+});
+
+// What D1 reads for the sticker reads, counted by a meter of its own (Server-Timing counts
+// only what the caller sees): stickers another account addressed to the caller, which the
+// read leaves out, must not be read past.
+describe("what a sticker read costs", () => {
+	const at = () => Date.now() / 1000;
+
+	it("list_stickers reads a bounded range with a putting account or a color, whatever else is addressed to the caller", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const other = crypto.randomUUID();
+		await seed(other, admin.user, Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
+		await seed(admin.account, admin.user, [0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })));
+		const read = async (filter: { account?: string; color?: string }, reach: number) => {
+			const meter = new D1Meter();
+			const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { ...filter, at: at() }, reach);
+			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
+		};
+		const own = await read({ account: admin.account }, 100);
+		expect(own.colors).toEqual(["mine-2", "mine-1", "mine-0"]);
+		expect(own.rowsRead).toBeLessThanOrEqual(2 * 3 + 2);
+		const colored = await read({ color: "mine-1" }, 100);
+		expect(colored.colors).toEqual(["mine-1"]);
+		expect(colored.rowsRead).toBeLessThanOrEqual(2 + 2);
+		const both = await read({ account: other, color: "c-007" }, 100);
+		expect(both.colors).toEqual(["c-007"]);
+		expect(both.rowsRead).toBeLessThanOrEqual(2 + 2);
+		expect((await read({ account: admin.account, color: "c-007" }, 100)).rowsRead).toBeLessThanOrEqual(2);
+		expect(await list(admin.secret, "?limit=5")).toHaveLength(3);
+	});
+
+	it("get_stickers reads what it answers, whatever else is addressed to the caller on the twin", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		const other = crypto.randomUUID();
+		await seed(other, admin.account, Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
+		await seed(admin.account, admin.user, [0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })));
+		const addresses = [admin.user, admin.role, admin.account];
+		const read = async (accounts: string[] | null, limit: number) => {
+			const meter = new D1Meter();
+			const rows = await stickersOnTwin(meter.wrap(env.DB), twin, addresses, accounts, at(), limit);
+			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
+		};
+		const own = await read([admin.account], 1000);
+		expect(own.colors).toEqual(["mine-2", "mine-1", "mine-0"]);
+		expect(own.rowsRead).toBeLessThanOrEqual(2 * 3 + 3);
+		// Any account: one range an address, merged newest first, each read no further than the limit.
+		const newest = await read(null, 10);
+		expect(newest.colors.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => `c-${299 - i}`));
+		expect(newest.rowsRead).toBeLessThanOrEqual(3 * 2 * 10 + 3);
+		// Ten accounts: two statements an address, each stopping at the limit.
+		const ten = await read([admin.account, ...Array.from({ length: 8 }, () => crypto.randomUUID()), other], 10);
+		expect(ten.colors.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => `c-${299 - i}`));
+		expect(ten.rowsRead).toBeLessThanOrEqual(6 * 2 * 10 + 6);
+		const answered = await call("GET", `/twins/${twin}/stickers?context=personal`, { secret: admin.secret });
+		expect(Object.keys(answered.body.accounts[admin.account]).sort()).toEqual(["mine-0", "mine-1", "mine-2"]);
 	});
 });
