@@ -254,7 +254,7 @@ describe("query_indexes_table cursors", () => {
 		const page = await queryIndex(admin.secret, "q", { count: 3 });
 		const cursor: string = page.body.cursor;
 		const flipped = cursor.slice(0, 20) + (cursor[20] === "A" ? "B" : "A") + cursor.slice(21);
-		for (const forged of ["abc", "", "!!!!", flipped, cursor.slice(0, -2), `${cursor}AA`, btoa(JSON.stringify(["ffffffff"]))]) {
+		for (const forged of ["abc", "", "!!!!", flipped, cursor.slice(0, -2), `${cursor}AA`, btoa(JSON.stringify(["ffffffff"])), "A".repeat(1025)]) {
 			expectError(await queryIndex(admin.secret, "q", { count: 3, cursor: forged }), 400, 400104);
 		}
 	});
