@@ -3,7 +3,8 @@ import type { Database } from "../db/client";
 import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../base/errors";
 import { jsonBytes, utf8Bytes } from "../base/json";
-import type { Json } from "../rules/ast";
+import { type Json, readsRoot } from "../rules/ast";
+import { mayReadLedgerInRules } from "../policy/grant";
 import type { Caller } from "../base/caller";
 import { EntrySight } from "../rules/entries";
 import type { Scope } from "../rules/evaluate";
@@ -83,6 +84,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 
 	const after = new Map(current);
 	const events: EntryEvent[] = [];
+	refuseLedgerReaders(write, sight);
 	refuseUnwritable(write, current, sees, at);
 	for (const [name, change] of Object.entries(write.entries)) {
 		const before = current.get(name);
@@ -170,6 +172,19 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 		if (!holds) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
 	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
+}
+
+// A writer that may not see every entry writes no visibility or publish rule reading LEDGER
+// (see mayReadLedgerInRules): 403102, naming the entries, whatever the ledger holds.
+function refuseLedgerReaders(write: LedgerWrite & { kind: "add" | "update" }, sight: EntrySight) {
+	if (mayReadLedgerInRules(write.writer)) return;
+	const reading = Object.keys(write.entries).filter((name) => {
+		const { visibility, publish } = write.entries[name];
+		return [visibility ?? null, ...Object.values(publish ?? {})].some((text) => readsRoot(sight.rule(text), "LEDGER"));
+	});
+	if (reading.length === 0) return;
+	const details = reading.map((name) => ({ path: `entries.${name}`, message: "A role with an entry rule may not write a visibility or publish rule that reads LEDGER" }));
+	throw new ApiError("escalation", { description: `Rules of ${reading.join(", ")} read LEDGER, which may hold entries the caller cannot see`, details });
 }
 
 // An add refuses a name whose entry, as written, the writer could not see: for a hidden name

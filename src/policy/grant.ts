@@ -142,6 +142,15 @@ export function maySubscribe(caller: Pick<Caller, "rules">): boolean {
 	return caller.rules.twin === null && caller.rules.entry === null;
 }
 
+// A visibility rule is evaluated for the readers of other accounts, and a publish rule with the
+// sight of whoever writes the entry next, for the subscribers of its topic: both over every
+// entry of the ledger. One that reads LEDGER would tell them about entries its writer may not
+// see, so only a writer that sees every entry of its account's ledgers (a role without an entry
+// rule) may write one. Conditions read only what their writer sees and answer only to it.
+export function mayReadLedgerInRules(writer: Pick<Caller, "rules">): boolean {
+	return writer.rules.entry === null;
+}
+
 // USER variables decide what a user sees: only the administrator, or a user whose description
 // no rule reads (its role's rules, or other accounts' visibility rules), may set its own.
 export function mayChangeOwnDescription(caller: Caller): boolean {

@@ -114,6 +114,27 @@ describe("who sees which ledger entries", () => {
 		expect((await write({ note: "entry_value == null and entry_created_ts == null", status: "LEDGER.note == null" })).status).toBe(200);
 	});
 
+	it("lets no writer confined by an entry rule write a visibility or publish rule that reads LEDGER", async () => {
+		const { a, b, twin } = await world();
+		// The writer sees status, not note: a visibility rule over LEDGER.note would show another
+		// account's readers whether note holds "private", a publish rule would tell a topic's
+		// subscribers; both are refused whatever the ledger holds.
+		const narrow = await userWithRules(a, { entry: "entry_name == 'status'" });
+		const patch = (entries: Record<string, unknown>) => call("PATCH", ledger(twin), { secret: narrow.secret, body: { entries } });
+		const probes = [{ visibility: "LEDGER.note == 'private'" }, { publish: { leaks: "LEDGER.note == 'private'" } }, { visibility: "true", publish: { fine: "true", leaks: "LEDGER.status != null" } }];
+		for (const change of probes) {
+			const res = await patch({ status: change });
+			expectError(res, 403, 403102);
+			expect(res.body.details).toEqual([{ path: "entries.status", message: expect.stringContaining("LEDGER") }]);
+		}
+		expectError(await call("POST", ledger(twin), { secret: narrow.secret, body: { entries: { status2: { value: 1, visibility: "LEDGER.note != null" } } } }), 403, 403102);
+		// Rules that do not read LEDGER pass, and a writer with no entry rule writes any.
+		expect((await patch({ status: { visibility: "USER.clearance == 'high'", publish: { fine: "entry_value != null" } } })).status).toBe(200);
+		expect((await call("PATCH", ledger(twin), { secret: a.secret, body: { entries: { status: { visibility: "LEDGER.note == 'private'" } } } })).status).toBe(200);
+		const reader = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" });
+		expect(names(await call("GET", ledger(twin, a.account), { secret: reader.secret }))).toContain("status");
+	});
+
 	it("lets another account keep its own ledger on a twin it sees, which the owner sees only by its rules", async () => {
 		const { a, b, twin } = await world();
 		const writer = await userWithRules(b, { twin: "TWIN.shared == true" });

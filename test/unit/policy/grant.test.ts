@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Caller } from "../../../src/base/caller";
-import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription } from "../../../src/policy/grant";
+import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription, mayReadLedgerInRules } from "../../../src/policy/grant";
 import { STATEMENT_VOCABULARY } from "../../../src/policy/vocabulary";
 
 const everything = { effect: "deny" as const, actions: null };
@@ -95,5 +95,14 @@ describe("managing a user", () => {
 		expect(mayChangeOwnDescription(caller(R))).toBe(false);
 		expect(mayChangeOwnDescription(caller("TWIN.x == 1"))).toBe(true);
 		expect(mayChangeOwnDescription({ ...caller(null), rules: noRules })).toBe(true);
+	});
+});
+
+describe("rules that read LEDGER", () => {
+	it("are written only by a writer that sees every entry: a role without an entry rule", () => {
+		expect(mayReadLedgerInRules({ rules: noRules })).toBe(true);
+		expect(mayReadLedgerInRules({ rules: { ...noRules, twin: R } })).toBe(true);
+		expect(mayReadLedgerInRules({ rules: { ...noRules, entry: "true" } })).toBe(false);
+		expect(mayReadLedgerInRules({ rules: { ...noRules, entry: "entry_name != 'salary'" } })).toBe(false);
 	});
 });
