@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addEntries, bodies, bootstrap, call, confirmedSubscription, d1Cost, expectError, ledger, messagesFor, newTwin, outboxOf, received, userWithRules } from "../fixtures";
+import { addEntries, bodies, bootstrap, call, confirmedSubscription, expectError, ledger, messagesFor, newTwin, outboxOf, received, userWithRules } from "../fixtures";
 
 const always = { readings: "true" };
 
