@@ -100,8 +100,7 @@ const MAX_TERMS = 5;
 // newest `limit` stickers: one addressed to several of the addresses comes once per address,
 // and the caller drops the repeats.
 export async function stickersOnTwin(d1: D1Database, twin: string, recipients: string[], accountsIn: string[] | null, at: number, limit: number): Promise<Listed[]> {
-	const groups: (string | null)[][] = accountsIn === null ? [[null]] : [];
-	for (let i = 0; accountsIn !== null && i < accountsIn.length; i += MAX_TERMS) groups.push(accountsIn.slice(i, i + MAX_TERMS));
+	const groups = accountsIn === null ? [[null]] : Array.from({ length: Math.ceil(accountsIn.length / MAX_TERMS) }, (_, i) => accountsIn.slice(i * MAX_TERMS, (i + 1) * MAX_TERMS));
 	const statements = recipients.flatMap((recipient) => groups.map((accounts) => newestOnTwin(d1, { twin, recipient, accounts, at, limit })));
 	if (statements.length === 0) return [];
 	const answers = await d1.batch<Listed>(statements);
