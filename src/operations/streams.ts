@@ -6,6 +6,7 @@ import { signStreamToken } from "../base/stream-token";
 import { database, dbOf } from "../db/client";
 import { findCredential } from "../db/auth";
 import { checkCredential, checkStatement } from "../policy/credential";
+import { madeUntil } from "../policy/token";
 import { connectStream, type StreamOpen } from "../notifications/streams/client";
 import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
 import { eventStream } from "../notifications/streams/sse";
@@ -135,7 +136,7 @@ export const createStreamToken = defineOperation({
 	async run({ body }, ctx) {
 		const credential = ctx.caller.credential!;
 		// Nothing made with a credential outlives it: the secret's validity, and a User Token's expiry.
-		const ends = [now() + body.expires, credential.validity_ts, credential.token?.exp].filter((t): t is number => typeof t === "number");
+		const ends = [now() + body.expires, credential.validity_ts, madeUntil(credential)].filter((t): t is number => typeof t === "number");
 		const validityMs = Math.floor(Math.min(...ends) * 1000);
 		const claim = { account: ctx.caller.account, user: ctx.caller.user, secretCreatedMs: Math.round(credential.created_ts * 1000), validityMs };
 		const token = await signStreamToken(ctx.env.WEBHOOK_KEY, claim);

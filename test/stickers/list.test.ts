@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
 import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
-import { bootstrap, call, d1Cost, expectError, member, newTwin, putStickers, role, userWithRules } from "../fixtures";
+import { type Account, bootstrap, call, d1Cost, expectError, member, newTwin, putStickers, role, userWithRules } from "../fixtures";
 
 const allow = { effect: "deny" as const, actions: null };
 type Listed = { twin: string; account: string; color: string; note: string | null; validity_ts: number; created_ts: number };
@@ -135,12 +135,19 @@ describe("list_stickers", () => {
 describe("what a sticker read costs", () => {
 	const at = () => Date.now() / 1000;
 
-	it("list_stickers reads a bounded range with a putting account or a color, whatever else is addressed to the caller", async () => {
+	// 300 stickers of another account addressed to `crowd`, and three of the caller's own
+	// account, older, addressed to its user.
+	async function crowded(crowd: (admin: Account) => string) {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const other = crypto.randomUUID();
-		await seed(other, admin.user, Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
+		await seed(other, crowd(admin), Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
 		await seed(admin.account, admin.user, [0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })));
+		return { admin, twin, other };
+	}
+
+	it("list_stickers reads a bounded range with a putting account or a color, whatever else is addressed to the caller", async () => {
+		const { admin, other } = await crowded((admin) => admin.user);
 		const read = async (filter: { account?: string; color?: string }, reach: number) => {
 			const meter = new D1Meter();
 			const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { ...filter, at: at() }, reach);
@@ -160,11 +167,7 @@ describe("what a sticker read costs", () => {
 	});
 
 	it("get_stickers reads what it answers, whatever else is addressed to the caller on the twin", async () => {
-		const admin = await bootstrap();
-		const twin = await newTwin(admin.secret);
-		const other = crypto.randomUUID();
-		await seed(other, admin.account, Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
-		await seed(admin.account, admin.user, [0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })));
+		const { admin, twin, other } = await crowded((admin) => admin.account);
 		const addresses = [admin.user, admin.role, admin.account];
 		const read = async (accounts: string[] | null, limit: number) => {
 			const meter = new D1Meter();
