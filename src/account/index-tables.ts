@@ -9,7 +9,8 @@ import type { Caller } from "../base/caller";
 import type { Json, Rule } from "../rules/ast";
 import { evaluate, type Scope } from "../rules/evaluate";
 import { checkDefinition } from "../rules/index-definition";
-import { type Canonical, canonicalType, coerce } from "../rules/index-values";
+import { JsonTexts } from "../rules/bounded-json";
+import { type Canonical, canonicalType, coerce, MAX_STRING_VALUE } from "../rules/index-values";
 import { ruleOf } from "../rules/stored";
 import { Budget, withinBudget } from "../rules/strings";
 import { parseTemplate, renderTemplate, type Template } from "../rules/templates";
@@ -23,9 +24,12 @@ export type IndexLimits = { tables: number; rows: number };
 // What one table's rule may spend on one ledger; past it the ledger has no row there, so a
 // ledger write never fails because of an index.
 export const INDEX_RULE_WORK_UNITS = 100_000;
-// A build step takes at most this many ledgers, or this many bytes of entries (at least one).
+// A build step takes at most this many ledgers, or this many bytes of entries, or the ledgers
+// whose rows spend this much work (at least one ledger): what the ten tables of one ledger
+// write may spend.
 export const BUILD_LEDGERS = 200;
 export const BUILD_BYTES = 2 * 1024 * 1024;
+export const BUILD_WORK_UNITS = 10 * INDEX_RULE_WORK_UNITS;
 
 type Table = { row: IndexTableRow; rule: Rule | null; templates: Template[]; types: Canonical[] };
 
@@ -86,27 +90,34 @@ export function indexRecord(row: IndexTableRow) {
 export type LedgerInput = { account: string; twin: string; owner: string; values: Record<string, Json> };
 
 // The row a ledger gives a table: its properties as compact JSON in the names' order, or null
-// when the ledger has no entry or fails the rule (or its rule needs more work than allowed).
-export function rowText(table: Table, input: LedgerInput): string | null {
-	if (Object.keys(input.values).length === 0 || table.rule === null) return null;
+// when the ledger has no entry or fails the rule; and the work units it spent. The rule, every
+// template and every coercion share the table's INDEX_RULE_WORK_UNITS for the ledger: past
+// them the ledger has no row there (docs/indexes.md). `texts` shares the JSON of the ledger's
+// values among its tables.
+export function rowOf(table: Table, input: LedgerInput, texts = new JsonTexts(MAX_STRING_VALUE)): { text: string | null; units: number } {
+	if (Object.keys(input.values).length === 0 || table.rule === null) return { text: null, units: 0 };
+	// No overrun (fixed, found by test/indexes/rows.test.ts): a Budget lets one evaluation
+	// spend up to twice its units before it throws, so a rule needing up to 200,000 units kept
+	// its row, where the contract allows a table 100,000 per ledger.
+	const budget = new Budget(INDEX_RULE_WORK_UNITS, 0);
 	const scope: Scope = {
 		twin: { uuid: input.twin, owner: input.owner, status: "", description: null },
 		user: { account: input.account, user: "", role: "", description: null },
 		now: 0,
-		// No overrun (fixed, found by test/indexes/rows.test.ts): a Budget lets one evaluation
-		// spend up to twice its units before it throws, so a rule needing up to 200,000 units kept
-		// its row, where the contract allows a table 100,000 per ledger.
-		budget: new Budget(INDEX_RULE_WORK_UNITS, 0),
+		budget,
 		entry: { ledger: input.account, name: "", value: null, created_ts: null, updated_ts: null, value_changed_ts: null, values: input.values },
 	};
 	const rule = table.rule;
-	if (!withinBudget(() => evaluate(rule, scope), false)) return null;
-	const properties: Record<string, Json> = {};
 	const fields = { entries: input.values, twin: input.twin, ledger: input.account, owner: input.owner };
-	table.row.properties.names.forEach((name, i) => {
-		properties[name] = coerce(renderTemplate(table.templates[i], fields), table.types[i]);
-	});
-	return JSON.stringify(properties);
+	const text = withinBudget(() => {
+		if (!evaluate(rule, scope)) return null;
+		const properties: Record<string, Json> = {};
+		table.row.properties.names.forEach((name, i) => {
+			properties[name] = coerce(renderTemplate(table.templates[i], fields, budget, texts), table.types[i], budget);
+		});
+		return JSON.stringify(properties);
+	}, null);
+	return { text, units: INDEX_RULE_WORK_UNITS - budget.remaining };
 }
 
 type Existing = { properties: string; size: number } | undefined;
@@ -157,8 +168,9 @@ export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: 
 	const existing = new Map((await db_.rowsOfTwin(db, ledger.twin, keys)).map((row) => [row.table, row]));
 	const statements: BatchItem<"sqlite">[] = [];
 	const after: IndexTableRow[] = [];
+	const texts = new JsonTexts(MAX_STRING_VALUE);
 	for (const table of tables) {
-		const change = rowChange(db, table, ledger.twin, rowText(table, ledger), existing.get(table.row.uuid), at, limits);
+		const change = rowChange(db, table, ledger.twin, rowOf(table, ledger, texts).text, existing.get(table.row.uuid), at, limits);
 		statements.push(...change.statements);
 		if (change.statements.length) after.push(applied(table.row, change.delta));
 	}
@@ -167,7 +179,9 @@ export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: 
 
 // One step of a table's build: the next ledgers after `after` in twin order, their rows in one
 // batch. Answers where the next step starts, or null when the walk is done (the table is then
-// `ready`, or stays `full`).
+// `ready`, or stays `full`). A step reads at most BUILD_LEDGERS ledgers or BUILD_BYTES of
+// entries, and stops after the ledger whose rows take its work past BUILD_WORK_UNITS, so that
+// it costs what one ledger write may cost; the next step starts after the last ledger done.
 export async function buildStep(db: Database, catalog: IndexCatalog, account: string, uuid: string, after: string, at: number, limits: IndexLimits): Promise<string | null> {
 	const table = (await catalog.all(db, account)).find((t) => t.row.uuid === uuid);
 	if (!table) return null;
@@ -196,11 +210,16 @@ export async function buildStep(db: Database, catalog: IndexCatalog, account: st
 	const existing = new Map((await db_.rowsOfTwins(db, key, twins)).map((row) => [row.twin, row]));
 	const statements: BatchItem<"sqlite">[] = [];
 	let row = table.row;
+	let units = 0;
+	let last = twins[0];
 	for (const twin of twins) {
+		if (units >= BUILD_WORK_UNITS) break;
+		last = twin;
 		const ledger = values.get(twin);
 		if (!ledger) continue;
-		const text = rowText({ ...table, row }, { account, twin, owner: ledger.owner, values: ledger.values });
-		const change = rowChange(db, { ...table, row }, twin, text, existing.get(twin), at, limits);
+		const computed = rowOf({ ...table, row }, { account, twin, owner: ledger.owner, values: ledger.values });
+		units += computed.units;
+		const change = rowChange(db, { ...table, row }, twin, computed.text, existing.get(twin), at, limits);
 		statements.push(...change.statements);
 		row = applied(row, change.delta);
 	}
@@ -211,7 +230,7 @@ export async function buildStep(db: Database, catalog: IndexCatalog, account: st
 		throw error;
 	}
 	catalog.put(row);
-	return twins.at(-1)!;
+	return last;
 }
 
 // Definitions. Each is a write of the account's object; the new generation's rows come from

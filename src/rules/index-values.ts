@@ -3,6 +3,8 @@
 // row stays, as in the original ("the value will be null").
 
 import type { Json } from "./ast";
+import { UNITS_PER_VALUE } from "./equal";
+import type { Budget } from "./strings";
 
 export const CANONICAL_TYPES = ["string", "integer", "float", "boolean", "timestamp"] as const;
 export type Canonical = (typeof CANONICAL_TYPES)[number];
@@ -30,6 +32,7 @@ const ALIASES: Record<string, Canonical> = {
 // Types the original accepts and this one defers: refused as "not supported" rather than unknown.
 const UNSUPPORTED = new Set(["json", "jsonb", "date", "time", "interval", "uuid", "geometry", "geography"]);
 
+// The longest text any type accepts, and so the longest a template renders.
 export const MAX_STRING_VALUE = 1024;
 
 // The canonical type a `types` name stands for (any case), "unsupported" for the original's
@@ -47,10 +50,16 @@ const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 const DATE_TIME =
 	/^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))$/;
 
-export function coerce(value: Json, type: Canonical): Json {
+// No type takes a text longer than MAX_STRING_VALUE characters, so a longer one is null before
+// any pattern reads it. The work (a pattern's pass over the text) is charged to `budget`.
+export function coerce(value: Json, type: Canonical, budget?: Budget): Json {
+	if (typeof value === "string") {
+		if (value.length > MAX_STRING_VALUE) return null;
+		budget?.spend(UNITS_PER_VALUE + value.length);
+	}
 	switch (type) {
 		case "string":
-			if (typeof value === "string") return value.length <= MAX_STRING_VALUE ? value : null;
+			if (typeof value === "string") return value;
 			return typeof value === "number" || typeof value === "boolean" ? JSON.stringify(value) : null;
 		case "integer": {
 			const number = typeof value === "string" && INTEGER.test(value) ? Number(value) : value;

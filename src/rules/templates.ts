@@ -4,7 +4,11 @@
 // rather than ignored: a definition written for the original would render differently.
 
 import type { Json } from "./ast";
+import { type JsonTexts, jsonWithin } from "./bounded-json";
+import { UNITS_PER_VALUE } from "./equal";
 import { step } from "./evaluate";
+import { MAX_STRING_VALUE } from "./index-values";
+import type { Budget } from "./strings";
 
 export const MAX_TEMPLATE_LENGTH = 256;
 export const MAX_TEMPLATE_FIELDS = 8;
@@ -126,24 +130,29 @@ function close(text: string, open: number, i: number, expected = "[, . or }"): n
 
 // One field alone yields its JSON value as is; in text a field renders strings as they are and
 // other values as compact JSON, and any null or missing field makes the whole result null
-// (never "None" or "null" inside a text).
-export function renderTemplate(template: Template, input: TemplateInput): Json {
+// (never "None" or "null" inside a text). A text stops, and is null, once it would pass
+// MAX_STRING_VALUE characters, the longest any property type accepts: no more of a value is
+// written than the text can hold (docs/indexes.md). The work, fields read and characters
+// written, is charged to `budget`; `texts` shares the JSON of objects among one ledger's
+// templates.
+export function renderTemplate(template: Template, input: TemplateInput, budget?: Budget, texts?: JsonTexts): Json {
 	const { parts } = template;
-	if (parts.length === 1 && typeof parts[0] !== "string") return fieldValue(parts[0], input);
+	if (parts.length === 1 && typeof parts[0] !== "string") return fieldValue(parts[0], input, budget);
 	let text = "";
 	for (const part of parts) {
-		if (typeof part === "string") {
-			text += part;
-			continue;
-		}
-		const value = fieldValue(part, input);
+		const value = typeof part === "string" ? part : fieldValue(part, input, budget);
 		if (value === null) return null;
-		text += typeof value === "string" ? value : JSON.stringify(value);
+		const room = MAX_STRING_VALUE - text.length;
+		const piece = typeof value === "string" ? value : texts ? texts.of(value, budget) : jsonWithin(value, room, budget);
+		if (piece === undefined || piece.length > room) return null;
+		budget?.spend(piece.length);
+		text += piece;
 	}
 	return text;
 }
 
-function fieldValue(field: Field, input: TemplateInput): Json {
+function fieldValue(field: Field, input: TemplateInput, budget?: Budget): Json {
+	budget?.spend(UNITS_PER_VALUE);
 	switch (field.kind) {
 		case "twin":
 			return input.twin;

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BUILD_BYTES, BUILD_LEDGERS, buildStep, IndexCatalog } from "../../src/account/index-tables";
+import { BUILD_BYTES, BUILD_LEDGERS, BUILD_WORK_UNITS, buildStep, IndexCatalog } from "../../src/account/index-tables";
 import { database } from "../../src/db/client";
 import {
 	addEntries,
@@ -372,9 +372,9 @@ describe("delete and truncate", () => {
 describe("a build step", () => {
 	// Run here on its own, outside the account's object (whose alarm has nothing to do: the
 	// table was made before the ledgers, so `ready`), to see where each step stops.
-	async function stepsOver(ledgers: (i: number) => Record<string, unknown>, count: number) {
+	async function stepsOver(ledgers: (i: number) => Record<string, unknown>, count: number, rule = "true") {
 		const admin = await bootstrap();
-		await createIndexes(admin.secret, { t: indexDefinition("true", { n: ["integer", "{LEDGER[n]}"] }) });
+		await createIndexes(admin.secret, { t: indexDefinition(rule, { n: ["integer", "{LEDGER[n]}"] }) });
 		const twins = await seededLedgers(admin.account, count, ledgers);
 		const { uuid } = await indexTableRow(admin.account, "t");
 		const db = database(env.DB);
@@ -407,6 +407,18 @@ describe("a build step", () => {
 		expect(stops[0]).toBe(twins[perStep - 1]);
 		expect(stops.at(-1)).toBeNull();
 		expect(stops).toHaveLength(Math.ceil(40 / perStep) + 1);
+		expect(Object.keys(await indexRowsByTwin(admin.secret, "t")).sort()).toEqual(twins);
+	});
+
+	it(`stops after the ledger whose rows take its work past ${BUILD_WORK_UNITS} units`, async () => {
+		// About 90,000 units a ledger: three comparisons of a 30,000-character string.
+		const rule = "LEDGER.s < 'a' or LEDGER.s < 'a' or LEDGER.s > 'a'";
+		const s = "b".repeat(30_000);
+		const { admin, twins, stops } = await stepsOver((n) => ({ n, s }), 30, rule);
+		// Far under the step's ledgers and bytes, 12 ledgers pass 1,000,000 units.
+		const perStep = Math.ceil(BUILD_WORK_UNITS / 90_003);
+		expect(perStep).toBe(12);
+		expect(stops).toEqual([twins[11], twins[23], twins[29], null]);
 		expect(Object.keys(await indexRowsByTwin(admin.secret, "t")).sort()).toEqual(twins);
 	});
 });

@@ -238,6 +238,34 @@ describe("which ledgers have a row", () => {
 		expect(await indexRowsByTwin(admin.secret, "far")).toEqual({});
 	});
 
+	it("none when the rule and the templates together need more than 100,000 units: rendering and coercion count", async () => {
+		const admin = await bootstrap();
+		// The rule spends about 90,000 units (three comparisons of a 30,000-character string);
+		// each property renders about 1,000 characters and coerces them: some 2,000 units more.
+		const rule = Array(3).fill("LEDGER.s < 'a'").join(" or ").replace(/< 'a'$/, "> 'a'");
+		const properties = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, ["string", "x{LEDGER[t]}"] as [string, string]]));
+		await createIndexes(admin.secret, { two: indexDefinition(rule, properties(2)), eight: indexDefinition(rule, properties(8)) });
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { s: { value: "b".repeat(30_000) }, t: { value: "t".repeat(1000) } });
+		expect((await indexRowsByTwin(admin.secret, "two"))[twin].properties).toEqual({ p0: `x${"t".repeat(1000)}`, p1: `x${"t".repeat(1000)}` });
+		expect(await indexRowsByTwin(admin.secret, "eight")).toEqual({});
+	});
+
+	it("keeps a row whose templates read a 60 KB entry eight times each, the texts past 1,024 characters null", async () => {
+		const admin = await bootstrap();
+		const eight = `x${"{LEDGER[o]}".repeat(8)}`;
+		const names = Array.from({ length: 32 }, (_, i) => `p${i}`);
+		const heavy = indexDefinition("true", Object.fromEntries(names.map((name) => [name, ["string", eight] as [string, string]])));
+		await createIndexes(admin.secret, Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`t${i}`, heavy])));
+		const twin = await newTwin(admin.secret);
+		const o = Object.fromEntries(Array.from({ length: 4800 }, (_, i) => [`k${i}`, i]));
+		expect(JSON.stringify(o).length).toBeGreaterThan(60_000);
+		await addEntries(admin.secret, twin, { o: { value: o } });
+		for (let i = 0; i < 10; i++) {
+			expect((await indexRowsByTwin(admin.secret, `t${i}`))[twin].properties).toEqual(Object.fromEntries(names.map((name) => [name, null])));
+		}
+	});
+
 	it("reads the rule's ledger, account, twin and owner", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../../src/rules/ast";
 import { CANONICAL_TYPES, type Canonical, canonicalType, coerce, MAX_STRING_VALUE } from "../../../src/rules/index-values";
+import { Budget } from "../../../src/rules/strings";
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
@@ -222,5 +223,32 @@ describe("coerce to timestamp", () => {
 
 	it("takes nothing else", () => {
 		for (const value of [...STRUCTURED, true, false]) expect(coerce(value, "timestamp")).toBeNull();
+	});
+});
+
+describe("coerce a text longer than MAX_STRING_VALUE", () => {
+	it("to null whatever the type, before any pattern reads it, where a shorter one of the same form converts", () => {
+		// Each text reads as its value at 1,024 characters and would at 1,025 but for the limit.
+		const padded = (type: Canonical, n: number) =>
+			type === "integer" ? `${"0".repeat(n - 1)}7` : type === "float" ? `1.${"0".repeat(n - 3)}5` : `2023-11-14T22:13:20.${"0".repeat(n - 21)}Z`;
+		const values: [Canonical, Json][] = [
+			["integer", 7],
+			["float", 1],
+			["timestamp", 1700000000],
+		];
+		for (const [type, value] of values) {
+			expect(padded(type, 1024)).toHaveLength(1024);
+			expect(coerce(padded(type, 1024), type), type).toBe(value);
+			expect(coerce(padded(type, 1025), type), type).toBeNull();
+		}
+	});
+
+	it("charges the text it reads", () => {
+		const budget = new Budget(1_000_000, 0);
+		coerce("x".repeat(1000), "float", budget);
+		expect(1_000_000 - budget.remaining).toBeGreaterThanOrEqual(1000);
+		const untouched = new Budget(1_000_000, 0);
+		coerce("x".repeat(5000), "float", untouched);
+		expect(untouched.remaining).toBe(1_000_000);
 	});
 });

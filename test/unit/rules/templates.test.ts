@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../../src/rules/ast";
+import { JsonTexts } from "../../../src/rules/bounded-json";
+import { Budget } from "../../../src/rules/strings";
 import {
 	MAX_TEMPLATE_FIELDS,
 	MAX_TEMPLATE_LENGTH,
@@ -240,5 +242,48 @@ describe("renderTemplate", () => {
 		expect(renderTemplate(template, { ...INPUT, entries: { n: 1 } })).toBe(`${INPUT.owner}:1`);
 		expect(renderTemplate(template, { ...INPUT, entries: { n: "one" } })).toBe(`${INPUT.owner}:one`);
 		expect(renderTemplate(template, { ...INPUT, entries: {} })).toBeNull();
+	});
+});
+
+describe("renderTemplate's bounds", () => {
+	// About 62 KiB of value: a string, and an object whose JSON is as long.
+	const big: TemplateInput = {
+		...INPUT,
+		entries: { s: "x".repeat(62_000), o: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])), short: "y".repeat(500) },
+	};
+	const spent = (text: string, texts?: JsonTexts) => {
+		const budget = new Budget(1_000_000_000, 0);
+		const value = renderTemplate(parsed(text), big, budget, texts);
+		return { value, units: 1_000_000_000 - budget.remaining };
+	};
+
+	it("stops a text at 1,024 characters: longer is null, up to it is kept", () => {
+		expect(spent(`${"a".repeat(24)}{LEDGER[short]}{LEDGER[short]}`).value).toBe(`${"a".repeat(24)}${"y".repeat(1000)}`);
+		expect(spent(`${"a".repeat(25)}{LEDGER[short]}{LEDGER[short]}`).value).toBeNull();
+	});
+
+	it("charges a template reading a 62 KiB entry eight times about what 1,024 characters cost", () => {
+		for (const entry of ["s", "o"]) {
+			const { value, units } = spent(`x${`{LEDGER[${entry}]}`.repeat(8)}`);
+			expect(value).toBeNull();
+			expect(units).toBeGreaterThan(0);
+			expect(units).toBeLessThan(4 * 1024);
+		}
+		// One field alone yields the value as it is: nothing is written.
+		expect(spent("{LEDGER[s]}").units).toBeLessThan(100);
+	});
+
+	it("charges the characters a text is made of", () => {
+		expect(spent("{LEDGER[short]}:{LEDGER[short]}").units).toBeGreaterThanOrEqual(1001);
+	});
+
+	it("writes an object's JSON once per ledger, shared by the templates that read it", () => {
+		const texts = new JsonTexts(1024);
+		const small: TemplateInput = { ...INPUT, entries: { o: { a: [1, 2, 3], b: "text" } } };
+		const first = new Budget(1_000_000, 0);
+		expect(renderTemplate(parsed("o={LEDGER[o]}"), small, first, texts)).toBe('o={"a":[1,2,3],"b":"text"}');
+		const second = new Budget(1_000_000, 0);
+		expect(renderTemplate(parsed("again {LEDGER[o]}"), small, second, texts)).toBe('again {"a":[1,2,3],"b":"text"}');
+		expect(1_000_000 - second.remaining).toBeLessThan(1_000_000 - first.remaining);
 	});
 });
