@@ -7,7 +7,7 @@ import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
 import { loadOnce } from "./base/load-once";
 import type { WebhookJob } from "./notifications/jobs";
-import type { RequestState } from "./http/pipeline";
+import { authenticated, type RequestState } from "./http/pipeline";
 import { countUsage } from "./account/usage-client";
 import { requestCounts } from "./base/usage";
 
@@ -60,8 +60,10 @@ export default {
 		allowOrigins(response.headers);
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
+		// Only for a caller whose credential authenticated: to anyone else the shared database's
+		// position would tell how much other accounts write (docs/design.md, "Global callers").
 		const bookmark = meter.latestBookmark();
-		if (bookmark) response.headers.set("x-d1-bookmark", bookmark);
+		if (bookmark && authenticated(seen.state)) response.headers.set("x-d1-bookmark", bookmark);
 		// A request of a user counts in its account's usage with what Server-Timing reports,
 		// after the answer is built, off its path (buffered, see account/usage-client.ts).
 		const counted = seen.state?.counted;

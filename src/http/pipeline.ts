@@ -24,6 +24,8 @@ export type RequestState = {
 	// token), and its operation: the account's usage counts the request for that user,
 	// whatever its answer.
 	counted?: { account: string; user: string; operation: OperationName };
+	// The administrator's token authenticated the request (create_account).
+	admin?: true;
 	// The route the request matched (its pattern, never its path) and its operation, for the
 	// request's log line.
 	route?: { operation: OperationName; path: string };
@@ -36,6 +38,10 @@ export type RequestState = {
 // idempotency.ts). An operation that checks the credential with its own read
 // (`checksCredential`) runs first on the isolate's guess of the caller, when it has one; the
 // object keeps that order.
+// Whether a credential authenticated the request: a user's (secret, User Token or stream
+// token) or the administrator's. A capability URL's token is not one here.
+export const authenticated = (state: RequestState | undefined) => state?.counted !== undefined || state?.admin === true;
+
 export function pipeline(load: () => Promise<Operation>, path: string) {
 	return async (request: IRequest, env: Env, _exec: ExecutionContext, state: RequestState) => {
 		const operation = await load();
@@ -61,6 +67,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			claim = { caller };
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
+			state.admin = true;
 			mark(state, "authenticate");
 		} else if (operation.auth === "capability") {
 			await refuseIfLimited(request);

@@ -1,5 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, scan } from "../fixtures";
+import { bootstrap, call, createUser, expectError, issueSecret, scan, userWith } from "../fixtures";
 
 // Each request runs in one D1 session begun at the primary and answers the session's newest
 // bookmark; bookmarks sort oldest to newest as strings.
@@ -19,16 +20,33 @@ describe("x-d1-bookmark", () => {
 		expect((await call("GET", `/twins/${created.body.uuid}`, { secret: admin.secret })).headers.get("x-d1-bookmark")! >= written).toBe(true);
 	});
 
-	it("is also sent on a refused credential, which is checked at the primary", async () => {
+	it("is not sent to a caller whose credential authenticated nobody, though it was checked at the primary", async () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		expect((await call("GET", "/whoami", { secret })).status).toBe(200);
-		const deleted = await call("DELETE", `/users/${user}/secrets`, { secret: admin.secret });
-		expect(deleted.status).toBe(200);
-		const refused = await call("GET", "/whoami", { secret });
-		expectError(refused, 401, 401102);
-		expect(refused.headers.get("x-d1-bookmark")! >= deleted.headers.get("x-d1-bookmark")!).toBe(true);
+		expect((await call("GET", "/whoami", { secret })).headers.get("x-d1-bookmark")).toEqual(expect.any(String));
+		expect((await call("DELETE", `/users/${user}/secrets`, { secret: admin.secret })).status).toBe(200);
+		const deleted = await call("GET", "/whoami", { secret });
+		expectError(deleted, 401, 401102);
+		expect(deleted.headers.get("x-d1-bookmark")).toBeNull();
+		// A made-up secret, and a made-up token in the PIN redemption's URL, learn nothing either.
+		const fake = await call("GET", "/whoami", { secret: "x".repeat(64) });
+		expectError(fake, 401, 401102);
+		expect(fake.headers.get("x-d1-bookmark")).toBeNull();
+		const pin = await call("POST", `/secrets/${admin.account}/AAAAAAAAAA`);
+		expect(pin.status).toBe(404);
+		expect(pin.headers.get("x-d1-bookmark")).toBeNull();
+	});
+
+	it("is sent to the administrator's token, and to a credential whose statement refuses the operation", async () => {
+		const res = await call("POST", "/admin/accounts", { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
+		expect(res.status).toBe(201);
+		expect(res.headers.get("x-d1-bookmark")).toEqual(expect.any(String));
+		const admin = await bootstrap();
+		const reader = await userWith(admin, { effect: "allow", actions: ["whoami"] });
+		const denied = await call("GET", "/users", { secret: reader.secret });
+		expectError(denied, 403, 403101);
+		expect(denied.headers.get("x-d1-bookmark")).toEqual(expect.any(String));
 	});
 
 	it("is not sent when no D1 query ran", async () => {
