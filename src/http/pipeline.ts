@@ -125,13 +125,15 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 export const loadValidation = loadOnce(() => import("./validation"));
 
 async function readInput(operation: Operation, request: IRequest, url: URL, body: Uint8Array | undefined, ctx: RunContext) {
-	const { validate } = await loadValidation();
+	const { validate, queryOf } = await loadValidation();
 	const params = operation.params ? validate(operation.params, request.params) : {};
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
+	// Every route refuses a parameter given twice, also one whose query it otherwise ignores.
+	const query = queryOf(url.searchParams);
 	return {
 		params,
 		located,
-		query: operation.query ? validate(operation.query, Object.fromEntries(url.searchParams)) : {},
+		query: operation.query ? validate(operation.query, query) : {},
 		headers: Object.fromEntries((operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined])),
 		body: operation.body === "stream" ? request.body : operation.body ? validate(operation.body, bodyOf(body)) : undefined,
 	};

@@ -42,3 +42,18 @@ export function validate<S extends z.ZodMiniType>(schema: S, value: unknown): z.
 function pathOf(path: readonly PropertyKey[]): string {
 	return path.map(String).join(".") || "body";
 }
+
+// The query as one value per name. A name given twice is refused, naming it: the last value
+// would otherwise win without a word (`?view=tree&view=list`), and a list is one
+// comma-separated value (docs/operations.md).
+export function queryOf(params: URLSearchParams): Record<string, string> {
+	const query: Record<string, string> = {};
+	for (const [name, value] of params) {
+		if (Object.hasOwn(query, name)) {
+			const message = "Given more than once: send it once (a list is one comma-separated value)";
+			throw new ApiError("validation", { description: `${name}: ${message}`, details: [{ path: name, message }] });
+		}
+		query[name] = value;
+	}
+	return query;
+}
