@@ -74,7 +74,8 @@ export default {
 		const subcode = seen.subcode ?? (await subcodeOf(response));
 		const line = requestLine(request, requestId, seen.state, meter, startedAt, { status: response.status, subcode, failure: seen.failure });
 		(response.status >= 500 ? console.error : console.log)(JSON.stringify(line));
-		return response;
+		// An answer to HEAD has the headers of GET's and no body, its refusals' included.
+		return request.method === "HEAD" ? new Response(null, response) : response;
 	},
 
 	async queue(batch, env) {

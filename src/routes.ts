@@ -65,7 +65,7 @@ const table: Route[] = [
 	{ method: "GET", path: "/twins/:twin/docs/:name+", load: () => import("./operations/docs").then((m) => m.getTwinDoc) },
 	{ method: "PATCH", path: "/twins/:twin/docs/:name+", load: () => import("./operations/docs").then((m) => m.updateTwinDoc) },
 	{ method: "DELETE", path: "/twins/:twin/docs/:name+", load: () => import("./operations/docs").then((m) => m.deleteTwinDoc) },
-	{ method: "GET", path: "/download/:account/:handler", load: () => import("./operations/docs").then((m) => m.downloadDoc) },
+	{ method: "GET", path: "/download/:account/:handler", head: true, load: () => import("./operations/docs").then((m) => m.downloadDoc) },
 	{ method: "POST", path: "/notifications/webhooks", load: () => import("./operations/webhooks").then((m) => m.webhookSubscribe) },
 	{ method: "GET", path: "/notifications/webhooks", load: () => import("./operations/webhook-subscriptions").then((m) => m.getWebhookSubscriptions) },
 	// Before /notifications/webhooks/:account, although that one segment could not match these.

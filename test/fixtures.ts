@@ -414,7 +414,7 @@ export type Transfer = { status: number; headers: Headers; body: any; bytes: Uin
 
 // Sent through the Worker's fetch handler as a client's request, from its own address unless
 // the headers name one (failed lookups on these routes spend the address's SECRET_ATTEMPTS).
-async function transfer(url: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Transfer> {
+export async function transfer(url: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Transfer> {
 	const headers = new Headers(init.headers);
 	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
 	const response = await exports.default.fetch(new Request(url, { ...init, headers }));

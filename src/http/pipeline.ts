@@ -75,7 +75,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
-		const ctx = contextOf({ env, url, meter: state.meter, d1, state }, claim);
+		const ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, claim);
 		try {
 			const input = await readInput(operation, request, url, body, ctx);
 			mark(state, "validate");
@@ -100,10 +100,10 @@ function mark(state: RequestState, name: string) {
 	state.stages.push({ name, at: Date.now() });
 }
 
-type Runtime = { env: Env; url: URL; meter: D1Meter; d1: D1Database; state: RequestState };
+type Runtime = { env: Env; url: URL; method: string; meter: D1Meter; d1: D1Database; state: RequestState };
 type RunContext = Context & { caller?: Caller; claim?: Claim };
 
-function contextOf({ env, url, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
+function contextOf({ env, url, method, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
 	return {
 		env,
 		d1,
@@ -111,7 +111,7 @@ function contextOf({ env, url, meter, d1, state }: Runtime, claim: Claim | undef
 		meter,
 		caller: claim?.caller,
 		claim,
-		request: { id: state.requestId, stages: state.stages },
+		request: { id: state.requestId, method, stages: state.stages },
 	};
 }
 
@@ -166,7 +166,7 @@ async function runOnGuess(operation: Operation, request: IRequest, env: Env, url
 		// The same checks as on the usual path, on the row as last seen; the object reads it again.
 		caller = callerOf(presented, found, now());
 		caller.dict = dictOf(request, caller.credential!);
-		ctx = contextOf({ env, url, meter: state.meter, d1, state }, { caller, hash: presented.hash });
+		ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, { caller, hash: presented.hash });
 		input = await readInput(operation, request, url, body, ctx);
 	} catch {
 		return undefined;

@@ -6,7 +6,9 @@ import type { Operation } from "../operations/operation";
 // every operation (startup CPU, docs/benchmarks.md); the API document and the tests read the
 // records through loadRoutes.
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-export type Route = { method: Method; path: string; load: () => Promise<Operation> };
+// `head`: a GET route that answers HEAD too, as GET without the body (a download link checked
+// with `curl -I`).
+export type Route = { method: Method; path: string; head?: true; load: () => Promise<Operation> };
 export type LoadedRoute = { method: Method; path: string; operation: Operation };
 
 export function loadRoutes(routes: Route[]): Promise<LoadedRoute[]> {

@@ -10,9 +10,13 @@ type Args = [Env, ExecutionContext, RequestState];
 export function buildRouter(routes: Route[]) {
 	const router = Router<IRequest, Args>();
 	const methodsByPath = new Map<string, string[]>();
-	for (const { method, path, load } of routes) {
+	for (const { method, path, head, load } of routes) {
 		router[method.toLowerCase() as "get"](path, pipeline(load, path));
 		methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
+		if (head) {
+			router.head(path, pipeline(load, path));
+			methodsByPath.get(path)!.push("HEAD");
+		}
 	}
 	for (const [path, methods] of methodsByPath) {
 		router.all(path, () => {

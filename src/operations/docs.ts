@@ -257,7 +257,7 @@ const noSuchDownload = () => new ApiError("upload_not_found", { description: "No
 export const downloadDoc = defineOperation({
 	name: "download_doc",
 	summary: "The GET of a download URL: the doc's bytes, as an attachment, whole or one range",
-	description: "The GET of a download URL: the doc's bytes as an attachment, whole or one Range.",
+	description: "The GET of a download URL: the doc's bytes as an attachment, whole or one Range. HEAD answers the same headers without the bytes.",
 	refuses: ["range_unsatisfiable"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: z.string().check(z.maxLength(128)) }),
@@ -271,8 +271,11 @@ export const downloadDoc = defineOperation({
 		const range = readRange(headers.range, row.size);
 		if (range.kind === "unsatisfiable") throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });
 		const part = range.kind === "part" ? range.range : undefined;
-		const object = await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
+		// HEAD answers what GET would, and reads no byte of the file.
+		const head = ctx.request.method === "HEAD";
+		const object = head ? await ctx.env.DOCS.head(row.object) : await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
 		if (!object) throw noSuchDownload();
+		const body = "body" in object ? (object as R2ObjectBody).body : null;
 		const out = new Headers({
 			"content-type": "application/octet-stream",
 			"content-length": String(part ? part.length : row.size),
@@ -283,6 +286,6 @@ export const downloadDoc = defineOperation({
 			"x-content-type-options": "nosniff",
 		});
 		if (part) out.set("content-range", `bytes ${part.offset}-${part.offset + part.length - 1}/${row.size}`);
-		return new Response(object.body, { status: part ? 206 : 200, headers: out });
+		return new Response(body, { status: part ? 206 : 200, headers: out });
 	},
 });

@@ -17,8 +17,9 @@ export type Context = {
 	d1: D1Database;
 	url: URL;
 	meter: D1Meter;
-	// The request's id (its trace) and the steps it went through so far.
-	request: { id: string; stages: Stage[] };
+	// The request's id (its trace), its method (HEAD on a route that takes it, which answers as
+	// GET without the body) and the steps it went through so far.
+	request: { id: string; method: string; stages: Stage[] };
 };
 
 export type Stage = { name: string; at: number };

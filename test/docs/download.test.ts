@@ -19,6 +19,7 @@ import {
 	putFile,
 	randomAddress,
 	sha256Hex,
+	transfer,
 	uploadUrl,
 	userWithRules,
 } from "../fixtures";
@@ -59,6 +60,30 @@ describe("download_doc", () => {
 		expect(res.headers.get("content-range")).toBeNull();
 		// Again: a download URL is not used up.
 		expect((await download(url)).bytes).toEqual(bytes);
+	});
+
+	it("answers HEAD as GET without the bytes: the same status and headers, ranges and refusals included", async () => {
+		const { url } = await docWithUrl(70_001, "reports/2024/q1.pdf");
+		const pairs: [headers: Record<string, string>, status: number][] = [
+			[{}, 200],
+			[{ range: "bytes=10-19" }, 206],
+			[{ range: "bytes=70001-" }, 416],
+		];
+		for (const [headers, status] of pairs) {
+			const got = await download(url, headers);
+			const head = await transfer(url, { method: "HEAD", headers });
+			expect([head.status, got.status]).toEqual([status, status]);
+			expect(head.bytes.length).toBe(0);
+			const compared = ["content-type", "content-length", "etag", "accept-ranges", "content-disposition", "cache-control", "x-content-type-options", "content-range"];
+			for (const name of compared) expect([name, head.headers.get(name)]).toEqual([name, got.headers.get(name)]);
+		}
+		const dead = await transfer(`${BASE}/download/${crypto.randomUUID()}/${"x".repeat(20)}`, { method: "HEAD" });
+		expect(dead.status).toBe(404);
+		expect(dead.bytes.length).toBe(0);
+		// The path names HEAD among its methods.
+		const post = await transfer(url, { method: "POST" });
+		expect(post.status).toBe(405);
+		expect(post.headers.get("allow")).toBe("GET, HEAD");
 	});
 
 	it("answers an empty file", async () => {
