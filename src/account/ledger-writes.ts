@@ -20,6 +20,8 @@ import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 
 export const MAX_LEDGER_BYTES = 64 * 1024;
 
+export type LedgerAction = "add_twin_ledger_entry" | "update_twin_ledger_entry" | "update_twin_ledger_entry_value" | "delete_twin_ledger_entry";
+
 export type EntryChange = {
 	value?: Json;
 	visibility?: string | null;
@@ -27,7 +29,10 @@ export type EntryChange = {
 	publish?: Record<string, string> | null;
 };
 
+// `writer` is the caller as the Worker checked it; the account's object reads it again, as it
+// is when the write runs, and checks `action` and the twin against that.
 export type LedgerWrite = {
+	action: LedgerAction;
 	twin: NonNullable<Scope["twin"]>;
 	writer: Caller;
 	conditions: Record<string, string>;

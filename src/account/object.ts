@@ -1,4 +1,4 @@
-import type { TwinView } from "../rules/visibility";
+import { isVisible, type TwinView } from "../rules/visibility";
 import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
@@ -493,10 +493,15 @@ export class AccountObject {
 		return this.serialized(async (db, meter) => {
 			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
 			const at = now();
+			// As the other writes: a role change queued ahead of this write counts here, for the
+			// statement, the twin and the entries alike (docs/permission-model.md).
+			const writer = await writes.currentCaller(db, write.writer);
+			checkStatement(writer, write.action);
+			if (!isVisible(writer, write.twin, at)) throw new ApiError("not_found", { description: "No such twin" });
 			// A writer that may not see the whole ledger must not see what its rows cost either.
-			const indexDb = write.writer.rules.entry === null ? db : database(this.env.DB);
+			const indexDb = writer.rules.entry === null ? db : database(this.env.DB);
 			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
-			const { published, grown, ...value } = await writeLedger(db, write, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
+			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
 			// The account's, not the writer's: ledger bytes are what the account keeps.
 			if (grown) this.usage.add(at, null, { ledger_size_delta: grown });
 			if (published) await this.drain(account);

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import type { EntryChange, LedgerWrite } from "../account/ledger-writes";
+import type { EntryChange, LedgerAction, LedgerWrite } from "../account/ledger-writes";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
@@ -22,9 +22,10 @@ async function writableLedger(ctx: Context & { caller: Caller }, params: Params)
 	return twinView(twin);
 }
 
-type Request =
+type Request = { action: LedgerAction } & (
 	| { kind: "add" | "update"; entries: Record<string, EntryChange>; conditions?: Record<string, string> }
-	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> };
+	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> }
+);
 
 async function send(ctx: Context & { caller: Caller }, params: Params, request: Request) {
 	const twin = await writableLedger(ctx, params);
@@ -44,7 +45,7 @@ export const addTwinLedgerEntry = defineOperation({
 	params: ledgerParams,
 	body: addBody,
 	async run({ params, body }, ctx) {
-		return send(ctx, params, { kind: "add", entries: changes(body.entries), conditions: body.conditions });
+		return send(ctx, params, { action: "add_twin_ledger_entry", kind: "add", entries: changes(body.entries), conditions: body.conditions });
 	},
 });
 
@@ -59,7 +60,7 @@ export const updateTwinLedgerEntry = defineOperation({
 	params: ledgerParams,
 	body: updateBody,
 	async run({ params, body }, ctx) {
-		return send(ctx, params, { kind: "update", entries: changes(body.entries), conditions: body.conditions });
+		return send(ctx, params, { action: "update_twin_ledger_entry", kind: "update", entries: changes(body.entries), conditions: body.conditions });
 	},
 });
 
@@ -74,7 +75,7 @@ export const updateTwinLedgerEntryValue = defineOperation({
 	params: ledgerParams,
 	body: updateValueBody,
 	async run({ params, body }, ctx) {
-		return send(ctx, params, { kind: "update", entries: changes(body.entries), conditions: body.conditions });
+		return send(ctx, params, { action: "update_twin_ledger_entry_value", kind: "update", entries: changes(body.entries), conditions: body.conditions });
 	},
 });
 
@@ -90,7 +91,7 @@ export const deleteTwinLedgerEntry = defineOperation({
 	query: z.strictObject({ entries: z.optional(entryList) }),
 	body: deleteBody,
 	async run({ params, query, body }, ctx) {
-		return send(ctx, params, { kind: "delete", names: query.entries ?? null, conditions: body?.conditions });
+		return send(ctx, params, { action: "delete_twin_ledger_entry", kind: "delete", names: query.entries ?? null, conditions: body?.conditions });
 	},
 });
 

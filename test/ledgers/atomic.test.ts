@@ -16,7 +16,7 @@ describe("a ledger write failing in D1", () => {
 		const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
 		const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
 		const db = database(failingBatches(env.DB));
-		const base = { twin: twinView, writer, conditions: {} };
+		const base = { action: "update_twin_ledger_entry" as const, twin: twinView, writer, conditions: {} };
 		await expect(writeLedger(db, { ...base, kind: "update", entries: { a: { value: 5 }, b: { value: 6 } } }, 2e9)).rejects.toThrow(/injected_fault/);
 		await expect(writeLedger(db, { ...base, kind: "add", entries: { c: { value: 7, history: "1D" } } }, 2e9)).rejects.toThrow(/injected_fault/);
 		await expect(writeLedger(db, { ...base, kind: "delete", names: null }, 2e9)).rejects.toThrow(/injected_fault/);

@@ -180,5 +180,5 @@ describe("what background work logs", () => {
 function writeAs(admin: Account, twin: string, entries: Record<string, { value: unknown; publish: Record<string, string> }>, at: number, fanOut: number) {
 	const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
-	return writeLedger(database(env.DB), { twin: twinView, writer, conditions: {}, kind: "add", entries: entries as never }, at, { fanOut });
+	return writeLedger(database(env.DB), { action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries: entries as never }, at, { fanOut });
 }

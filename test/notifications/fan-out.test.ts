@@ -8,7 +8,7 @@ import { type Account, bootstrap, call, confirmedSubscription, newTwin, outboxOf
 function write(admin: Account, twin: string, entries: Record<string, EntryChange>, at: number, notify: { fanOut: number; beforeCommit?: () => Promise<void> }) {
 	const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
-	return writeLedger(database(env.DB), { twin: twinView, writer, conditions: {}, kind: "add", entries }, at, notify);
+	return writeLedger(database(env.DB), { action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries }, at, notify);
 }
 
 describe("the fan-out of one write", () => {
