@@ -1432,12 +1432,13 @@ export interface paths {
         };
         /**
          * The docs of a twin the caller can see, whoever attached them, as a list or a folder tree
-         * @description The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression.
+         * @description The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression. A page examines 1000 names at most; `cursor` is answered while more follow.
          *
          *     **Who may call it:** A user whose role's statement allows `get_twin_docs`, with its User Secret or a User Token in `Authorization`.
          *
          *     **Refusals:**
          *     - 400101 (400): The request is invalid
+         *     - 400104 (400): The cursor is invalid or expired
          *     - 401101 (401): No credential was given
          *     - 401102 (401): The credential is not valid
          *     - 401103 (401): The credential has expired
@@ -1468,7 +1469,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409171 (409): The upload URL has received no file yet
          *     - 409173 (409): The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES)
-         *     - 409175 (409): The twin holds its limit of docs (MAX_TWIN_DOCS)
+         *     - 409175 (409): The twin holds its limit of the account's docs (MAX_TWIN_DOCS)
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1577,7 +1578,7 @@ export interface paths {
         };
         /**
          * The GET of a download URL: the doc's bytes, as an attachment, whole or one range
-         * @description The GET of a download URL: the doc's bytes as an attachment, whole or one Range.
+         * @description The GET of a download URL: the doc's bytes as an attachment, whole or one Range. HEAD answers the same headers without the bytes.
          *
          *     **Who may call it:** Anyone holding the URL (an upload or download URL); no credential or statement.
          *
@@ -8322,6 +8323,7 @@ export interface operations {
             query?: {
                 mask?: string;
                 view?: "list" | "tree";
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -8345,10 +8347,12 @@ export interface operations {
                                 number
                             ];
                         } | components["schemas"]["DocTree"];
+                        /** @description Present while more docs follow: give it as `cursor` for the next page */
+                        cursor?: string;
                     };
                 };
             };
-            /** @description 400101: The request is invalid */
+            /** @description 400101: The request is invalid; 400104: The cursor is invalid or expired */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8537,7 +8541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409171: The upload URL has received no file yet; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES); 409175: The twin holds its limit of docs (MAX_TWIN_DOCS) */
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409171: The upload URL has received no file yet; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES); 409175: The twin holds its limit of the account's docs (MAX_TWIN_DOCS) */
             409: {
                 headers: {
                     [name: string]: unknown;

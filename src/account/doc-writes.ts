@@ -117,7 +117,7 @@ export async function attachDocs(db: Database, meter: D1Meter, caller: Caller, t
 	}
 	const taken = await rows.takenNames(db, twin, names);
 	if (taken.length) throw nameTaken(taken);
-	if ((await rows.countTwinDocs(db, twin)) + names.length > limits.perTwin) throw twinFull(limits.perTwin);
+	if ((await rows.countTwinDocs(db, twin, caller.account)) + names.length > limits.perTwin) throw twinFull(limits.perTwin);
 	const used = (await rows.docBytes(db, caller.account))?.bytes ?? 0;
 	if (used > limits.bytes) {
 		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
@@ -147,7 +147,7 @@ function nameTaken(names: string[]) {
 }
 
 function twinFull(limit: number) {
-	return new ApiError("twin_doc_limit", { description: `A twin holds at most ${limit} docs (MAX_TWIN_DOCS)` });
+	return new ApiError("twin_doc_limit", { description: `A twin holds at most ${limit} docs of each account (MAX_TWIN_DOCS)` });
 }
 
 // A doc of the twin the caller may change: its own account's. Another account's doc is visible
@@ -175,7 +175,7 @@ export async function deleteDoc(db: Database, caller: Caller, twin: string, name
 
 // The twin's docs attached by the caller's account; other accounts' stay.
 export async function deleteDocs(db: Database, caller: Caller, twin: string, at: number) {
-	const own = (await rows.listTwinDocs(db, twin)).filter((row) => row.account === caller.account);
+	const own = await rows.listAccountDocs(db, twin, caller.account);
 	const removed = own.length ? await rows.removeDocs(db, caller.account, twin, own.map((row) => row.uuid), at) : [];
 	return { uuid: twin, docs: removed.map((row) => ({ name: row.name, created_ts: row.created_ts, updated_ts: row.updated_ts, size: row.size })) };
 }

@@ -71,7 +71,7 @@ export const ERRORS = {
 		description: "The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES)",
 	},
 	upload_limit: { status: 409, subcode: 409174, description: "The account holds its limit of live upload URLs (MAX_UPLOADS)" },
-	twin_doc_limit: { status: 409, subcode: 409175, description: "The twin holds its limit of docs (MAX_TWIN_DOCS)" },
+	twin_doc_limit: { status: 409, subcode: 409175, description: "The twin holds its limit of the account's docs (MAX_TWIN_DOCS)" },
 	stream_limit: {
 		status: 409,
 		subcode: 409191,

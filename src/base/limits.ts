@@ -3,7 +3,7 @@
 // state as a bound (operations/schemas.ts mapOf), so a var set higher counts as its ceiling.
 export const MAX_USERS_CEILING = 10_000;
 export const MAX_ROLES_CEILING = 1_000;
-// get_twin_docs answers a twin's every doc in one page.
+// A twin's docs of one account; also get_twin_docs's page.
 export const MAX_TWIN_DOCS_CEILING = 1_000;
 
 export function accountLimit(value: string | number, ceiling: number): number {

@@ -105,9 +105,23 @@ export async function nextUploadExpiry(db: Database, account: string): Promise<n
 	return row?.at;
 }
 
-// A twin's docs in name order: at most MAX_TWIN_DOCS rows.
-export function listTwinDocs(db: Database, twin: string) {
-	return db.select().from(docs).where(eq(docs.twin, twin)).orderBy(asc(docs.name));
+// A twin's docs in name order after `after`, at most `limit` of them. Each account attaches at
+// most MAX_TWIN_DOCS to a twin, so a twin may hold more than a page.
+export function listTwinDocs(db: Database, twin: string, after: string, limit: number) {
+	return db
+		.select()
+		.from(docs)
+		.where(and(eq(docs.twin, twin), gt(docs.name, after)))
+		.orderBy(asc(docs.name))
+		.limit(limit);
+}
+
+// The docs one account attached to a twin (at most MAX_TWIN_DOCS), through (twin, account).
+export function listAccountDocs(db: Database, twin: string, account: string) {
+	return db
+		.select()
+		.from(docs)
+		.where(and(eq(docs.twin, twin), eq(docs.account, account)));
 }
 
 export function findDoc(db: Database, twin: string, name: string) {
@@ -130,8 +144,13 @@ export async function takenNames(db: Database, twin: string, names: string[]): P
 	return rows.map((row) => row.name);
 }
 
-export async function countTwinDocs(db: Database, twin: string): Promise<number> {
-	const [row] = await db.select({ n: sql<number>`count(*)` }).from(docs).where(eq(docs.twin, twin));
+// The docs one account attached to a twin: MAX_TWIN_DOCS counts per twin and attaching account,
+// so that nobody can fill a twin's room for its owner's docs.
+export async function countTwinDocs(db: Database, twin: string, account: string): Promise<number> {
+	const [row] = await db
+		.select({ n: sql<number>`count(*)` })
+		.from(docs)
+		.where(and(eq(docs.twin, twin), eq(docs.account, account)));
 	return row?.n ?? 0;
 }
 
@@ -144,7 +163,8 @@ export type AttachRace = "name_taken" | "twin_full";
 // gets a NULL uuid, which fails its NOT NULL; either way the batch rolls back whole.
 export async function attachDocs(db: Database, rows: DocRow[], handlers: string[], maxPerTwin: number): Promise<AttachRace | undefined> {
 	const inserts = rows.map((row) => {
-		const uuid = sql`CASE WHEN (SELECT count(*) FROM ${docs} WHERE ${docs.twin} = ${row.twin}) < ${maxPerTwin} THEN ${row.uuid} END`;
+		const count = sql`(SELECT count(*) FROM ${docs} WHERE ${docs.twin} = ${row.twin} AND ${docs.account} = ${row.account})`;
+		const uuid = sql`CASE WHEN ${count} < ${maxPerTwin} THEN ${row.uuid} END`;
 		const description = row.description === null ? null : JSON.stringify(row.description);
 		// INSERT ... SELECT names every column of the table, in the table's order.
 		return db.insert(docs).select(

@@ -16,6 +16,7 @@ import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
 import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 import { twinInPath } from "./twins";
+import { cursorIn, openCursor, sealCursor } from "./paging";
 import { dbOf } from "../db/client";
 
 // Docs: files attached to twins, their bytes in R2 (src/storage/), their rows in D1. Whoever
@@ -56,6 +57,14 @@ type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
 // recursion in the API document.
 const treeOut: z.ZodMiniType<Tree> = withMeta(z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)), { id: "DocTree" });
 const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
+// get_twin_docs pages a twin holding more docs than one page (each account attaches up to
+// MAX_TWIN_DOCS): `cursor` is there only while more follow, so a twin's usual answer is the
+// original's.
+const pageOut = z.object({
+	docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]),
+	cursor: withMeta(z.optional(z.string()), { description: "Present while more docs follow: give it as `cursor` for the next page" }),
+});
+const DOCS_PAGE = MAX_TWIN_DOCS_CEILING;
 
 const view = z._default(z.optional(z.enum(["list", "tree"])), "list");
 type Listed = { name: string; created_ts: number; updated_ts: number; size: number };
@@ -67,7 +76,7 @@ type Listed = { name: string; created_ts: number; updated_ts: number; size: numb
 // first, in numeric order, and the byte order of the contract would be lost.
 type Level = Map<string, z.infer<typeof listedOut> | Level>;
 
-function listing(docs: Listed[], as: "list" | "tree") {
+function listing(docs: Listed[], as: "list" | "tree", cursor?: string) {
 	const sorted = [...docs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 	const out: Level = new Map();
 	for (const doc of sorted) {
@@ -85,7 +94,7 @@ function listing(docs: Listed[], as: "list" | "tree") {
 		}
 		level.set(segments.at(-1)!, entry);
 	}
-	return new JsonText(`{"docs":${levelJson(out)}}`);
+	return new JsonText(`{"docs":${levelJson(out)}${cursor === undefined ? "" : `,"cursor":${JSON.stringify(cursor)}`}}`);
 }
 
 // Sorted full names put every level's keys in byte order too: a folder's key is the prefix of
@@ -135,8 +144,8 @@ export const attachTwinDoc = defineOperation({
 export const getTwinDocs = defineOperation({
 	name: "get_twin_docs",
 	summary: "The docs of a twin the caller can see, whoever attached them, as a list or a folder tree",
-	description: "The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression.",
-	refuses: ["not_found"],
+	description: "The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression. A page examines 1000 names at most; `cursor` is answered while more follow.",
+	refuses: ["not_found", "invalid_cursor"],
 	auth: "secret",
 	params: twinParams,
 	locate: twinInPath,
@@ -151,14 +160,20 @@ export const getTwinDocs = defineOperation({
 			),
 		),
 		view,
+		cursor: z.optional(cursorIn),
 	}),
-	response: listOut,
+	response: pageOut,
 	async run({ located: twin, query }, ctx) {
-		const rows = await listTwinDocs(dbOf(ctx), twin.uuid);
+		// A position is a name of the twin, which the caller sees: the cursor binds it to the twin.
+		const scope = `get_twin_docs/${ctx.caller.user}/${twin.uuid}`;
+		const position = await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()]));
+		const read = await listTwinDocs(dbOf(ctx), twin.uuid, position?.[0] ?? "", DOCS_PAGE + 1);
+		const rows = read.slice(0, DOCS_PAGE);
+		const cursor = read.length > DOCS_PAGE ? await sealCursor(ctx.env, scope, [rows.at(-1)!.name]) : undefined;
 		const budget = new Budget(MASK_WORK_UNITS);
 		const { mask } = query;
 		const matching = mask === undefined ? rows : refuseOverBudget("mask", () => rows.filter((row) => search(row.name, mask, budget)));
-		return listing(matching, query.view);
+		return listing(matching, query.view, cursor);
 	},
 });
 

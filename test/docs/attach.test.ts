@@ -340,37 +340,39 @@ describe("attach_twin_doc", () => {
 		await stillAttaches(loser.secret, twin, losing.handler);
 	});
 
-	it("stops at MAX_TWIN_DOCS docs per twin, counting every account's, with 409175", async () => {
+	it("stops at MAX_TWIN_DOCS docs per twin and attaching account, with 409175: another account takes none of the owner's room", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret, { shared: true });
 		const other = await neighbour();
 		await objectEnv(admin.account, { MAX_TWIN_DOCS: "3" });
 		await objectEnv(other.account, { MAX_TWIN_DOCS: "3" });
-		await attachDoc(other.secret, twin, "theirs", patterned(3, 1));
+		// Another account that sees the twin fills its own room with empty docs...
+		for (const name of ["x1", "x2", "x3"]) await attachDoc(other.secret, twin, name, patterned(0));
+		const more = await uploaded(other.secret, patterned(0));
+		const theirs = await attach(other.secret, twin, { x4: { handler: more.handler } });
+		expectError(theirs, 409, 409175);
+		expect(theirs.body.description).toContain("MAX_TWIN_DOCS");
+		// ...and the owner still attaches three.
 		await attachDoc(admin.secret, twin, "one", patterned(3, 2));
-		const [a, b] = await Promise.all([uploaded(admin.secret, patterned(4, 3)), uploaded(admin.secret, patterned(4, 4))]);
-		const refused = await attach(admin.secret, twin, { two: { handler: a.handler }, three: { handler: b.handler } });
-		expectError(refused, 409, 409175);
-		expect(refused.body.description).toContain("MAX_TWIN_DOCS");
-		expect((await names(admin.secret, twin)).sort()).toEqual(["one", "theirs"]);
+		const [a, b, c] = await Promise.all([4, 5, 6].map((seed) => uploaded(admin.secret, patterned(4, seed))));
+		expectError(await attach(admin.secret, twin, { two: { handler: a.handler }, three: { handler: b.handler }, four: { handler: c.handler } }), 409, 409175);
+		expect((await names(admin.secret, twin)).sort()).toEqual(["one", "x1", "x2", "x3"]);
 		await stillAttaches(admin.secret, twin, a.handler, "two");
-		expectError(await attach(admin.secret, twin, { three: { handler: b.handler } }), 409, 409175);
+		await stillAttaches(admin.secret, twin, b.handler, "three");
+		expectError(await attach(admin.secret, twin, { four: { handler: c.handler } }), 409, 409175);
 		// Another twin has room; a deleted doc makes room.
-		await stillAttaches(admin.secret, await newTwin(admin.secret), b.handler, "three");
+		await stillAttaches(admin.secret, await newTwin(admin.secret), c.handler, "four");
 		expect((await call("DELETE", docPath(twin, "one"), { secret: admin.secret })).status).toBe(200);
-		await attachDoc(admin.secret, twin, "four", patterned(2, 5));
+		await attachDoc(admin.secret, twin, "five", patterned(2, 6));
 	});
 
-	it("holds MAX_TWIN_DOCS when two accounts attach the last place at once", async () => {
+	it("holds MAX_TWIN_DOCS when two attaches of one account take the last place at once", async () => {
 		const admin = await bootstrap();
-		const twin = await newTwin(admin.secret, { shared: true });
-		const other = await neighbour();
+		const twin = await newTwin(admin.secret);
 		await objectEnv(admin.account, { MAX_TWIN_DOCS: "2" });
-		await objectEnv(other.account, { MAX_TWIN_DOCS: "2" });
 		await attachDoc(admin.secret, twin, "first", patterned(3, 1));
-		const mine = await uploaded(admin.secret, patterned(5, 2));
-		const theirs = await uploaded(other.secret, patterned(6, 3));
-		const answers = await Promise.all([attach(admin.secret, twin, { mine: { handler: mine.handler } }), attach(other.secret, twin, { theirs: { handler: theirs.handler } })]);
+		const [one, two] = await Promise.all([uploaded(admin.secret, patterned(5, 2)), uploaded(admin.secret, patterned(6, 3))]);
+		const answers = await Promise.all([attach(admin.secret, twin, { one: { handler: one.handler } }), attach(admin.secret, twin, { two: { handler: two.handler } })]);
 		expect(answers.map((res) => res.status).sort()).toEqual([201, 409]);
 		expectError(answers.find((res) => res.status === 409)!, 409, 409175);
 		expect((await names(admin.secret, twin)).length).toBe(2);
