@@ -24,6 +24,7 @@ export const AccountDO = lazyObject(
 		"createUpload",
 		"invalidateUpload",
 		"claimUpload",
+		"renewUpload",
 		"finishUpload",
 		"reopenUpload",
 		"attachDocs",

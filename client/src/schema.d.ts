@@ -1410,6 +1410,7 @@ export interface paths {
          *     - 404171 (404): No such upload handler, upload URL or download URL
          *     - 409172 (409): The upload URL already holds its file
          *     - 409173 (409): The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES)
+         *     - 409176 (409): An upload to this URL is in progress
          *     - 411171 (411): An upload needs a Content-Length header
          *     - 413171 (413): The file is larger than an upload may be (MAX_UPLOAD_BYTES)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -8271,7 +8272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409172: The upload URL already holds its file; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES) */
+            /** @description 409172: The upload URL already holds its file; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES); 409176: An upload to this URL is in progress */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -45,6 +45,7 @@ export async function createUpload(db: Database, caller: Caller, upload: { handl
 		hash: null,
 		validity_ts: upload.validity_ts,
 		created_ts: at,
+		lease_ts: null,
 	});
 	return { uuid: upload.handler, handler: upload.handler, validity_ts: upload.validity_ts };
 }
@@ -69,20 +70,38 @@ export async function invalidateUpload(db: Database, meter: D1Meter, caller: Cal
 	return { uuid: handler, handler };
 }
 
+// How long a PUT holds its URL without a sign of life, and how often a streaming PUT renews
+// that: a PUT whose Worker died mid-stream frees the URL within UPLOAD_LEASE_SECONDS, however
+// long the URL itself has left.
+export const UPLOAD_LEASE_SECONDS = 120;
+export const UPLOAD_RENEW_SECONDS = 30;
+
 // The start of a PUT: the token must open this account's live handler, whose URL holds no file
-// yet, and the file's length must fit the account's doc bytes. The length counts from here on.
+// yet and no PUT in flight (one whose lease has passed is dead and released), and the file's
+// length must fit the account's doc bytes. The length counts from here on.
 export async function claimUpload(db: Database, meter: D1Meter, account: string, handler: string, tokenHash: string, length: number, limits: DocLimits, at: number) {
 	const opens = (found: UploadRow) => found.account === account && timingSafeEqualText(found.token_hash, tokenHash) && found.validity_ts > at;
 	const row = await meter.sightedOne(() => rows.findUpload(db, handler), opens);
 	if (!row) throw noSuchUpload();
-	if (row.state !== "pending") throw new ApiError("upload_used");
-	const used = (await rows.docBytes(db, account))?.bytes ?? 0;
+	if (row.state === "uploaded") throw new ApiError("upload_used");
+	const dead = row.state === "receiving" && row.lease_ts !== null && row.lease_ts <= at;
+	if (row.state === "receiving" && !dead) {
+		throw new ApiError("upload_in_progress", { description: "An upload to this URL is in progress: retry later, it goes on undisturbed", headers: { "retry-after": "5" } });
+	}
+	// A dead PUT's length still counts until the claim releases it.
+	const used = ((await rows.docBytes(db, account))?.bytes ?? 0) - (dead ? (row.size ?? 0) : 0);
 	if (used + length > limits.bytes) {
 		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads would exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
 	}
 	const object = newObjectKey();
-	if (!(await rows.claimUpload(db, row, object, length))) throw new ApiError("upload_used");
+	const lease_ts = at + UPLOAD_LEASE_SECONDS;
+	if (!(await rows.claimUpload(db, row, object, length, at, lease_ts))) throw new ApiError("upload_in_progress");
 	return { object };
+}
+
+// A sign of life of the PUT of `object`: false once it no longer holds the URL.
+export function renewUpload(db: Database, handler: string, object: string, at: number) {
+	return rows.renewUpload(db, handler, object, at + UPLOAD_LEASE_SECONDS);
 }
 
 // The end of a PUT whose bytes are all in R2. When the URL was invalidated or expired while the
@@ -180,11 +199,13 @@ export async function deleteDocs(db: Database, caller: Caller, twin: string, at:
 	return { uuid: twin, docs: removed.map((row) => ({ name: row.name, created_ts: row.created_ts, updated_ts: row.updated_ts, size: row.size })) };
 }
 
-// Background work of the account's object: expired uploads are released, and the objects
-// nobody refers to are deleted from R2, then forgotten. Answers when it must run again:
-// the next upload's expiry, or sooner when more is left than one round takes or R2 failed.
+// Background work of the account's object: dead PUTs' URLs are pending again, expired uploads
+// are released, and the objects nobody refers to are deleted from R2, then forgotten. Answers
+// when it must run again: the next upload's expiry or lease, or sooner when more is left than
+// one round takes or R2 failed.
 export async function tidyDocs(db: Database, bucket: R2Bucket, account: string, at: number): Promise<number | undefined> {
 	const ROUND = 100;
+	await rows.releaseDeadPuts(db, account, at);
 	const expired = await rows.expiredUploads(db, account, at, ROUND);
 	if (expired.length) await rows.releaseUploads(db, account, expired.map((row) => row.handler), at);
 	const garbage = (await rows.garbageOf(db, account, ROUND)).map((row) => row.object);

@@ -165,9 +165,19 @@ export class AccountObject {
 		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())));
 	}
 
-	// A PUT to an upload URL: no user calls, the URL's token is the credential.
+	// A PUT to an upload URL: no user calls, the URL's token is the credential. The alarm,
+	// armed before the claim commits, releases the URL at the PUT's lease unless the PUT renews
+	// it meanwhile.
 	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
-		return this.serialized((db, meter) => docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), now()));
+		return this.serialized(async (db, meter) => {
+			const at = now();
+			await this.wakeBy(account, at + docs.UPLOAD_LEASE_SECONDS);
+			return docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
+		});
+	}
+
+	renewUpload(handler: string, object: string) {
+		return this.serialized((db) => docs.renewUpload(db, handler, object, now()));
 	}
 
 	finishUpload(handler: string, object: string, hash: string) {

@@ -65,6 +65,7 @@ export const ERRORS = {
 	twin_limit: { status: 409, subcode: 409109, description: "The account has reached its limit of twins (MAX_TWINS)" },
 	upload_empty: { status: 409, subcode: 409171, description: "The upload URL has received no file yet" },
 	upload_used: { status: 409, subcode: 409172, description: "The upload URL already holds its file" },
+	upload_in_progress: { status: 409, subcode: 409176, description: "An upload to this URL is in progress" },
 	doc_bytes_limit: {
 		status: 409,
 		subcode: 409173,

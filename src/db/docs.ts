@@ -43,12 +43,36 @@ const addBytes = (db: Database, account: string, bytes: number | ReturnType<type
 		.set({ doc_bytes: sql`${accounts.doc_bytes} + ${bytes}` })
 		.where(eq(accounts.uuid, account));
 
-// A PUT begins: the row is claimed, and its length counted, only while it is still pending.
-export async function claimUpload(db: Database, row: UploadRow, object: string, size: number): Promise<boolean> {
-	const [claimed] = await db.batch([
+// The statements that make the account's dead PUTs' URLs (receiving, their lease past `at`)
+// pending again, as a failed PUT leaves them: their objects to doc_garbage (a PUT cut short
+// stores nothing, but a key costs nothing to forget), their lengths out of the account's count.
+// All of the account's, or one handler's.
+function releaseDead(db: Database, account: string, at: number, handler?: string) {
+	const dead = and(
+		eq(uploads.account, account),
+		lte(uploads.lease_ts, at),
+		eq(uploads.state, "receiving"),
+		handler === undefined ? undefined : eq(uploads.handler, handler),
+	);
+	return [
+		db.insert(docGarbage).select(sql`SELECT ${uploads.object}, ${account}, ${at} FROM ${uploads} WHERE ${dead} AND ${uploads.object} IS NOT NULL`),
+		addBytes(db, account, sql`-(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${dead})`),
+		db.update(uploads).set({ state: "pending", object: null, size: null, lease_ts: null }).where(dead),
+	] as const;
+}
+
+export async function releaseDeadPuts(db: Database, account: string, at: number) {
+	await db.batch([...releaseDead(db, account, at)]);
+}
+
+// A PUT begins: the row is claimed, and its length counted, only while it is pending, or held
+// by a PUT whose lease has passed (that one is released first, in the same batch).
+export async function claimUpload(db: Database, row: UploadRow, object: string, size: number, at: number, lease_ts: number): Promise<boolean> {
+	const [, , , claimed] = await db.batch([
+		...releaseDead(db, row.account, at, row.handler),
 		db
 			.update(uploads)
-			.set({ state: "receiving", object, size })
+			.set({ state: "receiving", object, size, lease_ts })
 			.where(and(eq(uploads.handler, row.handler), eq(uploads.state, "pending")))
 			.returning({ handler: uploads.handler }),
 		addBytes(db, row.account, sql`(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${uploads.handler} = ${row.handler} AND ${uploads.object} = ${object})`),
@@ -56,10 +80,21 @@ export async function claimUpload(db: Database, row: UploadRow, object: string, 
 	return claimed.length === 1;
 }
 
+// The PUT of `object` is alive: it holds the URL until `lease_ts`. False when it no longer holds
+// it (released as dead, invalidated or expired meanwhile).
+export async function renewUpload(db: Database, handler: string, object: string, lease_ts: number): Promise<boolean> {
+	const renewed = await db
+		.update(uploads)
+		.set({ lease_ts })
+		.where(and(eq(uploads.handler, handler), eq(uploads.state, "receiving"), eq(uploads.object, object)))
+		.returning({ handler: uploads.handler });
+	return renewed.length === 1;
+}
+
 export async function finishUpload(db: Database, handler: string, object: string, hash: string): Promise<UploadRow | undefined> {
 	const [row] = await db
 		.update(uploads)
-		.set({ state: "uploaded", hash })
+		.set({ state: "uploaded", hash, lease_ts: null })
 		.where(and(eq(uploads.handler, handler), eq(uploads.state, "receiving"), eq(uploads.object, object)))
 		.returning();
 	return row;
@@ -70,7 +105,7 @@ export async function reopenUpload(db: Database, account: string, handler: strin
 	const mine = and(eq(uploads.handler, handler), eq(uploads.state, "receiving"), eq(uploads.object, object));
 	await db.batch([
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${mine})`),
-		db.update(uploads).set({ state: "pending", object: null, size: null }).where(mine),
+		db.update(uploads).set({ state: "pending", object: null, size: null, lease_ts: null }).where(mine),
 	]);
 }
 
@@ -95,14 +130,20 @@ export function expiredUploads(db: Database, account: string, at: number, limit:
 		.limit(limit);
 }
 
+// When the account's uploads next need the alarm: the earliest expiry, or the earliest lease of
+// a PUT in flight (renewed as long as it streams).
 export async function nextUploadExpiry(db: Database, account: string): Promise<number | undefined> {
-	const [row] = await db
-		.select({ at: uploads.validity_ts })
-		.from(uploads)
-		.where(eq(uploads.account, account))
-		.orderBy(asc(uploads.validity_ts))
-		.limit(1);
-	return row?.at;
+	const [[expiry], [lease]] = await db.batch([
+		db.select({ at: uploads.validity_ts }).from(uploads).where(eq(uploads.account, account)).orderBy(asc(uploads.validity_ts)).limit(1),
+		db
+			.select({ at: uploads.lease_ts })
+			.from(uploads)
+			.where(and(eq(uploads.account, account), sql`${uploads.lease_ts} IS NOT NULL`))
+			.orderBy(asc(uploads.lease_ts))
+			.limit(1),
+	]);
+	const due = [expiry?.at, lease?.at].filter((t): t is number => typeof t === "number");
+	return due.length ? Math.min(...due) : undefined;
 }
 
 // A twin's docs in name order after `after`, at most `limit` of them. Each account attaches at

@@ -328,9 +328,14 @@ export const uploads = sqliteTable(
 		hash: text("hash"),
 		validity_ts: real("validity_ts").notNull(),
 		created_ts: real("created_ts").notNull(),
+		// While `receiving`: until when the PUT holds the URL. The PUT renews it as its bytes
+		// stream; past it the PUT is taken to have died with its Worker, and the URL is pending
+		// again (docs/files.md).
+		lease_ts: real("lease_ts"),
 	},
-	// Counting an account's live uploads and finding its expired ones read this index only.
-	(t) => [index("uploads_account_validity").on(t.account, t.validity_ts)],
+	// Counting an account's live uploads and finding its expired ones read the first index only;
+	// finding its dead PUTs the second.
+	(t) => [index("uploads_account_validity").on(t.account, t.validity_ts), index("uploads_account_lease").on(t.account, t.lease_ts)],
 );
 
 // A file attached to a twin: its bytes are the R2 object `object`. Names are unique per twin

@@ -6,6 +6,7 @@ import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { lastingAtMost, madeUntil } from "../policy/token";
 import { storeStreaming } from "../storage/objects";
+import { UPLOAD_RENEW_SECONDS } from "../account/doc-writes";
 import { defineOperation } from "./operation";
 import { timestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 
@@ -67,7 +68,7 @@ export const uploadToCache = defineOperation({
 	name: "upload_to_cache",
 	summary: "The PUT of an upload URL: the file's bytes, streamed into storage and hashed on the way",
 	description: "The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL.",
-	refuses: ["length_required", "upload_too_large", "upload_used", "doc_bytes_limit"],
+	refuses: ["length_required", "upload_too_large", "upload_used", "upload_in_progress", "doc_bytes_limit"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: uuid }),
 	query: z.strictObject({ token: z.string().check(z.maxLength(256)) }),
@@ -82,7 +83,11 @@ export const uploadToCache = defineOperation({
 		if (length > max) throw new ApiError("upload_too_large", { description: `The file is larger than ${max} bytes (MAX_UPLOAD_BYTES)` });
 		const account = accountClient(ctx, params.account);
 		const { object } = await account.claimUpload(params.account, params.handler, await sha256Hex(query.token), length);
-		const stored = await storeStreaming(ctx.env.DOCS, object, body ?? new Blob([]).stream(), length);
+		// The URL is this PUT's while it renews its lease; a PUT whose Worker dies stops renewing.
+		const alive = { everyMs: UPLOAD_RENEW_SECONDS * 1000, check: () => account.renewUpload(params.handler, object) };
+		const stored = await storeStreaming(ctx.env.DOCS, object, body ?? new Blob([]).stream(), length, alive);
+		// Released as dead, invalidated or expired while it streamed: the URL is no longer its own.
+		if (!stored.ok && stored.lost) throw new ApiError("upload_not_found", { description: "No such upload handler or URL" });
 		if (!stored.ok) {
 			await account.reopenUpload(params.account, params.handler, object);
 			const message = `The body ended before, or ran past, the ${length} bytes of its Content-Length`;
