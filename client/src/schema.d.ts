@@ -75,6 +75,7 @@ export interface paths {
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -104,6 +105,7 @@ export interface paths {
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -154,6 +156,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -229,6 +232,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -399,6 +403,7 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409104 (409): The account has reached its limit of users (MAX_USERS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -474,6 +479,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -565,6 +571,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -640,6 +647,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 409103 (409): The account has reached its limit of roles (MAX_ROLES)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -715,6 +723,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -763,6 +772,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409109 (409): The account has reached its limit of twins (MAX_TWINS)
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -839,6 +849,7 @@ export interface paths {
          *     - 403103 (403): Only the owner's account may do this
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -889,6 +900,7 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409101 (409): The request conflicts with the resource's state
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -962,6 +974,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1047,6 +1060,7 @@ export interface paths {
          *     - 409101 (409): The request conflicts with the resource's state
          *     - 409102 (409): A condition of the request is false
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1095,6 +1109,7 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409102 (409): A condition of the request is false
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1150,6 +1165,7 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409102 (409): A condition of the request is false
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1233,6 +1249,7 @@ export interface paths {
          *     - 409101 (409): The request conflicts with the resource's state
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409201 (409): The account holds its limit of unexpired stickers (MAX_STICKERS)
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1471,6 +1488,7 @@ export interface paths {
          *     - 409171 (409): The upload URL has received no file yet
          *     - 409173 (409): The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES)
          *     - 409175 (409): The twin holds its limit of the account's docs (MAX_TWIN_DOCS)
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1562,6 +1580,7 @@ export interface paths {
          *     - 403103 (403): Only the owner's account may do this
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1641,6 +1660,7 @@ export interface paths {
          *     - 403104 (403): The topic is not granted to the caller's account
          *     - 409105 (409): The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -1760,6 +1780,7 @@ export interface paths {
          *     - 409101 (409): The request conflicts with the resource's state
          *     - 409105 (409): The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -1833,6 +1854,7 @@ export interface paths {
          *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409108 (409): The account has reached its limit of accounts it grants topics to (MAX_GRANTEES)
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
@@ -2467,7 +2489,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2593,7 +2615,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2867,7 +2889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3235,7 +3257,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3888,7 +3910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409104: The account has reached its limit of users (MAX_USERS); 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409104: The account has reached its limit of users (MAX_USERS); 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4202,7 +4224,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4605,7 +4627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4912,7 +4934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409103: The account has reached its limit of roles (MAX_ROLES); 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409103: The account has reached its limit of roles (MAX_ROLES); 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5234,7 +5256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5454,7 +5476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409109: The account has reached its limit of twins (MAX_TWINS) */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409109: The account has reached its limit of twins (MAX_TWINS); 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5757,7 +5779,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6022,7 +6044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6358,7 +6380,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6736,7 +6758,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409101: The request conflicts with the resource's state; 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7045,7 +7067,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7304,7 +7326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409102: A condition of the request is false; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7664,7 +7686,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409201: The account holds its limit of unexpired stickers (MAX_STICKERS) */
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409201: The account holds its limit of unexpired stickers (MAX_STICKERS); 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8542,7 +8564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409171: The upload URL has received no file yet; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES); 409175: The twin holds its limit of the account's docs (MAX_TWIN_DOCS) */
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409171: The upload URL has received no file yet; 409173: The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES); 409175: The twin holds its limit of the account's docs (MAX_TWIN_DOCS); 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9012,7 +9034,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9335,7 +9357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409105: The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS); 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409105: The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS); 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9790,7 +9812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409101: The request conflicts with the resource's state; 409105: The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS); 409107: A request with the same Idempotency-Key is still being processed; retry later */
+            /** @description 409101: The request conflicts with the resource's state; 409105: The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS); 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10007,7 +10029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409108: The account has reached its limit of accounts it grants topics to (MAX_GRANTEES) */
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409108: The account has reached its limit of accounts it grants topics to (MAX_GRANTEES); 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -83,6 +83,11 @@ export const ERRORS = {
 		subcode: 409201,
 		description: "The account holds its limit of unexpired stickers (MAX_STICKERS)",
 	},
+	idempotency_quota: {
+		status: 409,
+		subcode: 409211,
+		description: "The account keeps its limit of answers to Idempotency-Key requests; nothing was done",
+	},
 	length_required: { status: 411, subcode: 411171, description: "An upload needs a Content-Length header" },
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },

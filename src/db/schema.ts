@@ -486,7 +486,18 @@ export const idempotencyKeys = sqliteTable(
 		status: integer("status"),
 		content_type: text("content_type"),
 		body: text("body"),
+		// The kept body's UTF-8 size, counted in the account's quota.
+		bytes: integer("bytes").notNull().default(0),
 		created_ts: real("created_ts").notNull(),
 	},
 	(t) => [primaryKey({ columns: [t.account, t.key] }), index("idempotency_keys_age").on(t.account, t.created_ts)],
 );
+
+// What an account's kept answers hold (docs/operations.md "Idempotent requests"): the answered
+// keys and their bodies' bytes, kept as the keys are settled and pruned, so that a claim
+// checks the quota with one row rather than a count of every key.
+export const idempotencyQuota = sqliteTable("idempotency_quota", {
+	account: text("account").primaryKey(),
+	keys: integer("keys").notNull(),
+	bytes: integer("bytes").notNull(),
+});

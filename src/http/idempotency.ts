@@ -1,4 +1,5 @@
-import type { Claim } from "../db/idempotency";
+import type { Claim, Quota } from "../db/idempotency";
+import { utf8Bytes } from "../base/json";
 import { ApiError } from "../base/errors";
 import { toHex } from "../base/crypto";
 import { now } from "../base/time";
@@ -58,15 +59,26 @@ export async function fingerprintOf(request: Request, body: Uint8Array | undefin
 // The key's table loads with the first request that sends a key: most requests send none.
 const loadStore = loadOnce(async () => ({ ...(await import("../db/idempotency")), ...(await import("../db/client")) }));
 
-type Once = { d1: D1Database; account: string; key: string; fingerprint: string; trace: string };
+type Once = { d1: D1Database; account: string; key: string; fingerprint: string; trace: string; quota: Quota };
+
+// What an account may keep within the 24 hours: MAX_IDEMPOTENCY_KEYS answered keys and
+// MAX_IDEMPOTENCY_BYTES of their bodies.
+export function quotaOf(env: Env): Quota {
+	return { keys: Number(env.MAX_IDEMPOTENCY_KEYS), bytes: Number(env.MAX_IDEMPOTENCY_BYTES) };
+}
 
 // Runs `handler` once for the key: a replay of the kept answer when the same request ran
-// before, 422101 when the key ran another request, 409107 while it is still running.
+// before, 422101 when the key ran another request, 409107 while it is still running, and
+// 409211, running nothing, when the key is new and the account's kept answers fill its quota.
 export async function runOnce(o: Once, handler: () => Promise<Response>): Promise<Response> {
 	const { claimKey, releaseKey, settleKey, dbOf } = await loadStore();
 	const db = dbOf(o);
 	const claim: Claim = { account: o.account, key: o.key, fingerprint: o.fingerprint, trace: o.trace, at: now() };
-	const row = await claimKey(db, claim);
+	const row = await claimKey(db, claim, o.quota);
+	if (row === undefined) {
+		const description = `The account keeps ${o.quota.keys} answers or ${o.quota.bytes} bytes of answers of the last 24 hours, its limit (MAX_IDEMPOTENCY_KEYS, MAX_IDEMPOTENCY_BYTES); nothing was done`;
+		throw new ApiError("idempotency_quota", { description });
+	}
 	if (row.trace !== claim.trace) {
 		if (row.fingerprint !== claim.fingerprint) {
 			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
@@ -92,6 +104,6 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 	}
 	const body = await response.text();
 	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(db, claim);
-	else await settleKey(db, claim, { status: response.status, content_type: response.headers.get("content-type"), body });
+	else await settleKey(db, claim, { status: response.status, content_type: response.headers.get("content-type"), body, bytes: utf8Bytes(body) });
 	return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -110,7 +110,7 @@ const IDEMPOTENCY_KEY = {
 
 function refusals(operation: Operation, method: string): ErrorCode[] {
 	const codes: ErrorCode[] = [...SHARED_REFUSALS[operation.auth]];
-	if (takesKey(operation, method)) codes.push("idempotency_in_flight", "idempotency_mismatch");
+	if (takesKey(operation, method)) codes.push("idempotency_in_flight", "idempotency_quota", "idempotency_mismatch");
 	if (operation.params || operation.query || operation.body || operation.headers) codes.push("validation");
 	if (operation.body && operation.body !== "stream") codes.push("malformed_json", "body_too_large");
 	codes.push(...(operation.refuses ?? []), "internal");

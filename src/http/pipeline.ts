@@ -11,7 +11,7 @@ import { parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
 import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
-import { fingerprintOf, keepsReplay, presentedKey, runOnce } from "./idempotency";
+import { fingerprintOf, keepsReplay, presentedKey, quotaOf, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
 
 export type RequestState = {
@@ -81,7 +81,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "validate");
 			if (key !== undefined && keepsReplay(operation, input.body)) {
 				const caller = claim!.caller;
-				const once = { d1: ctx.d1, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId };
+				const once = { d1: ctx.d1, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId, quota: quotaOf(env) };
 				return await runOnce(once, () => run(operation, input, ctx));
 			}
 			return await run(operation, input, ctx);

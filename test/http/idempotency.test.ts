@@ -236,6 +236,62 @@ describe("Idempotency-Key", () => {
 	});
 });
 
+describe("the account's quota of kept answers", () => {
+	// The account's quota row as D1 holds it.
+	const quotaOf = (account: string) => env.DB.prepare("SELECT keys, bytes FROM idempotency_quota WHERE account = ?").bind(account).first<{ keys: number; bytes: number }>();
+	const post = (secret: string, key: string, quota: Record<string, string>, description: Record<string, unknown> = {}) =>
+		call("POST", "/twins", { secret, body: { description }, headers: keyed(key), env: quota });
+
+	it("refuses a new key past MAX_IDEMPOTENCY_KEYS answers with 409211, runs nothing, and still replays the kept ones", async () => {
+		const admin = await bootstrap();
+		const quota = { MAX_IDEMPOTENCY_KEYS: "3" };
+		const kept = [];
+		for (const key of ["k1", "k2", "k3"]) kept.push(await post(admin.secret, key, quota));
+		expect(kept.map((res) => res.status)).toEqual([201, 201, 201]);
+		expect((await quotaOf(admin.account))?.keys).toBe(3);
+		const refused = await post(admin.secret, "k4", quota);
+		expectError(refused, 409, 409211);
+		expect(refused.body.description).toContain("MAX_IDEMPOTENCY_KEYS");
+		expect(await twinsOf(admin.secret)).toBe(3);
+		// Kept answers still replay; a request without a key still runs; another account is free.
+		const replay = await post(admin.secret, "k2", quota);
+		expect(replay.headers.get("idempotent-replayed")).toBe("true");
+		expect(replay.body).toEqual(kept[1].body);
+		expect((await call("POST", "/twins", { secret: admin.secret, body: {}, env: quota })).status).toBe(201);
+		expect((await post((await bootstrap()).secret, "k4", quota)).status).toBe(201);
+		// The refusal was not kept: once the window frees a place, the same key runs.
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ? AND key = 'k1'").bind(admin.account).run();
+		const later = await post(admin.secret, "k4", quota);
+		expect(later.status).toBe(201);
+		expect(later.headers.get("idempotent-replayed")).toBeNull();
+		expect((await quotaOf(admin.account))?.keys).toBe(3);
+	});
+
+	it("refuses a new key past MAX_IDEMPOTENCY_BYTES of kept answers with 409211", async () => {
+		const admin = await bootstrap();
+		const big = { text: "x".repeat(20_000) };
+		const first = await post(admin.secret, "b1", {}, big);
+		const size = new TextEncoder().encode(JSON.stringify(first.body)).length;
+		expect((await quotaOf(admin.account))?.bytes).toBe(size);
+		const quota = { MAX_IDEMPOTENCY_BYTES: String(Math.floor(1.5 * size)) };
+		expect((await post(admin.secret, "b2", quota, big)).status).toBe(201);
+		expectError(await post(admin.secret, "b3", quota, big), 409, 409211);
+		expect(await twinsOf(admin.secret)).toBe(2);
+	});
+
+	it("counts only answers kept: refusals before the handler, 5xx and claims given up count nothing", async () => {
+		const admin = await bootstrap();
+		expectError(await call("POST", "/twins", { secret: admin.secret, body: { description: 5 }, headers: keyed("bad") }), 400, 400101);
+		expect(await quotaOf(admin.account)).toBeNull();
+		await post(admin.secret, "good", {});
+		expect((await quotaOf(admin.account))?.keys).toBe(1);
+		// Pruning an expired answer takes it out of the count.
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?").bind(admin.account).run();
+		await post(admin.secret, "next", {});
+		expect((await quotaOf(admin.account))?.keys).toBe(1);
+	});
+});
+
 // The fingerprint of a request as the Worker computes it: caller, method, path with query, body.
 async function requestFingerprint(caller: { user: string; role: string }, method: string, path: string, body: string) {
 	const who = JSON.stringify([caller.user, caller.role, null]);
