@@ -30,6 +30,13 @@ async function drained(socket: Socket) {
 }
 
 const ids = (frames: { id: string }[]) => frames.map((f) => Number(f.id));
+
+// Three messages on the socket's topic, each from its own write (whose draining puts messages
+// of another topic between them), as the socket receives them.
+async function seedAndDrain(socket: Socket, admin: Awaited<ReturnType<typeof bootstrap>>, twin: string) {
+	for (let i = 0; i < 3; i++) await seedStreamMessages(admin, twin, "alerts", 1);
+	return drained(socket);
+}
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe("a WebSocket reader", () => {
@@ -85,6 +92,34 @@ describe("a WebSocket reader", () => {
 		await drained(socket);
 		await seedStreamMessages(admin, twin, "big", 45, 100_000);
 		expect(await socket.closed).toEqual({ code: 4408, reason: "The reader fell too far behind" });
+	});
+
+	it("that acknowledges a message it was never sent is closed with 4408: an ack cannot open the window unread", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		// Past the last message sent: 1000 are sent, the next 200 wait, and an ack of one of
+		// those claims a read that cannot have happened.
+		const ahead = await openSocket(streamPath("alerts"), { secret: admin.secret });
+		await seedStreamMessages(admin, twin, "alerts", 1000);
+		expect((await drained(ahead)).length).toBe(1000);
+		await seedStreamMessages(admin, twin, "alerts", 200);
+		ahead.ack("1100");
+		expect(await ahead.next("the end frame")).toEqual({ event: "end", data: { code: 4408, reason: "The reader fell too far behind" } });
+		expect((await ahead.closed).code).toBe(4408);
+		// Below the last sent, the id of another topic's message between two it was sent.
+		const other = await openSocket(streamPath("alerts"), { secret: admin.secret });
+		const before = ids(await seedAndDrain(other, admin, twin));
+		expect(before[1]).toBe(before[0] + 2);
+		other.ack(String(before[0] + 1));
+		expect((await other.closed).code).toBe(4408);
+		// An id it was sent, and one it acknowledged before, are taken.
+		const honest = await openSocket(streamPath("alerts"), { secret: admin.secret });
+		const sent = ids(await seedAndDrain(honest, admin, twin));
+		honest.ack(String(sent[1]));
+		honest.ack(String(sent[0]));
+		honest.ack(String(sent.at(-1)));
+		expect(await drained(honest)).toEqual([]);
+		expect(honest.ws!.readyState).toBe(WebSocket.OPEN);
 	});
 
 	it("that sends anything but an ack or a ping is closed with 1008", async () => {

@@ -90,6 +90,12 @@ export class StreamLog {
 		for (const row of cursor) yield { id: row.id, event: row.trigger, data: row.data, topic: row.topic, bytes: row.bytes };
 	}
 
+	// Whether `id` is a message of one of `topics`.
+	holds(id: number, topics: string[]): boolean {
+		const placeholders = topics.map(() => "?").join(", ");
+		return this.sql.exec(`SELECT 1 FROM log WHERE id = ? AND topic IN (${placeholders})`, id, ...topics).toArray().length === 1;
+	}
+
 	// How many messages of `topics`, and how many bytes, lie in (from, to]: what a reader has
 	// been sent and not acknowledged.
 	between(from: number, to: number, topics: string[]): { count: number; bytes: number } {

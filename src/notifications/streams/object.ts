@@ -137,15 +137,21 @@ export class StreamObject {
 	}
 
 	// An acknowledgement frees the window up to its id; anything else a client sends ends it.
+	// The runtime shows nothing of what it still buffers for a socket (docs/streams.md), so the
+	// window is only as true as the acks: an ack must name a message this socket was sent. One
+	// past the last sent, or of an id that is no message of its topics, claims a read that
+	// cannot have happened, and the reader is dropped as one too far behind (4408).
 	webSocketMessage(ws: WebSocket, message: string | ArrayBuffer) {
 		const id = ackOf(message);
 		if (id === undefined) return this.end(ws, CLOSE.unexpectedFrame);
 		const s = ws.deserializeAttachment() as Stream;
-		const upTo = Math.min(id, s.sent);
-		if (upTo > s.acked) {
-			s.acked = upTo;
+		if (id > s.sent) return this.end(ws, CLOSE.tooFarBehind);
+		// An id the log has pruned cannot be checked, and is taken as it is.
+		if (id > s.acked && id > this.log.prunedAbove() && !this.log.holds(id, s.topics)) return this.end(ws, CLOSE.tooFarBehind);
+		if (id > s.acked) {
+			s.acked = id;
 			// Everything sent acknowledged, the usual case, needs no look at the log.
-			const { count, bytes } = upTo === s.sent ? { count: 0, bytes: 0 } : this.log.between(s.acked, s.sent, s.topics);
+			const { count, bytes } = id === s.sent ? { count: 0, bytes: 0 } : this.log.between(s.acked, s.sent, s.topics);
 			s.unacked = count;
 			s.unackedBytes = bytes;
 		}
