@@ -2,8 +2,10 @@
 // `wrangler dev` (loopback only), each next to an ordinary scan: latency and D1 time (from
 // Server-Timing) per case, and the /whoami latency of another account measured meanwhile.
 // Every loop is bounded in count and in time. Prints a table and writes bench/abuse.json.
+// `-- --only <text>` runs the cases whose name holds the text (and the ordinary scan).
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
@@ -12,6 +14,8 @@ const PORT = Number(process.env.BENCH_PORT ?? 8811);
 const STATE = ".wrangler/bench-abuse-state";
 const RUNS = 5;
 const CASE_SECONDS = 60;
+const { values: args } = parseArgs({ options: { only: { type: "string" } } });
+const chosen = (name) => !args.only || name.includes(args.only);
 
 rmSync(STATE, { recursive: true, force: true });
 mkdirSync("bench", { recursive: true });
@@ -25,11 +29,13 @@ const plain = accountSeed("plain");
 const long = accountSeed("long");
 const large = accountSeed("large");
 const bystander = accountSeed("bystander");
+const templated = accountSeed("templated");
 const seed = [
 	plain.sql,
 	long.sql,
 	large.sql,
 	bystander.sql,
+	templated.sql,
 	twinsSeed(plain.uuid, 1000, `json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END, 's', ${repeat("a", 30)} || 'b', 'text', ${repeat("lorem ipsum dolor ", 100)} || '!')`),
 	twinsSeed(long.uuid, 1000, `json_object('x', ${repeat("ab", 8000)}, 'y', ${repeat("ab", 4000)} || '!')`),
 	twinsSeed(large.uuid, 1000, `json_object('text', ${repeat("x", 32 * 1024 - 20)})`),
@@ -46,6 +52,7 @@ const q = encodeURIComponent;
 const group = Array.from({ length: 8 }, () => "TWIN.y in TWIN.x").join(" or ");
 const longRule = Array.from({ length: 5 }, () => `(${group})`).join(" or ");
 const literal = "ab".repeat(450);
+const ORDINARY = "ordinary scan (count=1000, details, match site)";
 
 const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000 });
 try {
@@ -88,6 +95,7 @@ try {
 	};
 
 	async function measure(name, request, runs = RUNS) {
+		if (!chosen(name) && name !== ORDINARY) return undefined;
 		const deadline = Date.now() + CASE_SECONDS * 1000;
 		const { result: samples, watched } = await whileWatching(async () => {
 			const samples = [];
@@ -111,7 +119,7 @@ try {
 
 	const scan = (who, query) => () => send("GET", `/twins?${query}`, { secret: who.secret });
 	const cases = [];
-	cases.push(await measure("ordinary scan (count=1000, details, match site)", scan(plain, `count=1000&details=true&match=${q("TWIN.site == 'north'")}`)));
+	cases.push(await measure(ORDINARY, scan(plain, `count=1000&details=true&match=${q("TWIN.site == 'north'")}`)));
 	cases.push(await measure("regex ^(a+)+$ over 'a'x30+'b'", scan(plain, `count=1000&match=${q("TWIN.s =~ '^(a+)+$'")}`)));
 	cases.push(await measure("regex ^(\\w+\\s?)*$ over 1.8 KB text", scan(plain, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`)));
 	cases.push(await measure("TWIN.y in TWIN.x, 8 KB in 16 KB", scan(long, `count=1000&match=${q("TWIN.y in TWIN.x")}`)));
@@ -135,6 +143,63 @@ try {
 		),
 	);
 
+	// Indexes tables whose templates read a 60 KB entry: ten tables of 32 properties, each
+	// template the entry eight times in a text, against ten tables of one plain property. A
+	// ledger write evaluates every table; a rebuild walks the ledgers in the account's alarm.
+	const TEMPLATES = "ledger write, 10 tables x 32 templates reading a 60 KB entry 8 times";
+	const PLAIN_TABLES = "ledger write, 10 tables of one plain template, 60 KB entry";
+	const BUILD = "rebuild of 10 such tables over 34 ledgers of 60 KB (alarm steps)";
+	if ([TEMPLATES, PLAIN_TABLES, BUILD].some(chosen)) {
+		const names = Array.from({ length: 32 }, (_, i) => `p${i}`);
+		const eight = `x${"{LEDGER[o]}".repeat(8)}`;
+		const table = (heavy, rule = "true") => ({
+			rule,
+			properties: { names: heavy ? names : ["n"], types: heavy ? names.map(() => "string") : ["integer"] },
+			templates: { properties: heavy ? Object.fromEntries(names.map((name) => [name, eight])) : { n: "{LEDGER[n]}" } },
+		});
+		const tables = (heavy, prefix) => Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`${prefix}${i}`, table(heavy)]));
+		const entry = (n) => ({ o: { value: Object.fromEntries(Array.from({ length: 4800 }, (_, i) => [`k${i}`, i + n])) }, n: { value: n } });
+		const made = await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(true, "heavy") } });
+		if (made.status !== 201) throw new Error(`create_indexes_table answered ${made.status}`);
+		const twin = (await send("POST", "/twins", { secret: templated.secret, body: {} })).json.uuid;
+		const write = (i) => send("PATCH", `/twins/${twin}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(i) } });
+		await send("POST", `/twins/${twin}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(0) } });
+		cases.push(await measure(TEMPLATES, (i) => write(i + 1)));
+		// The same writes with ten plain tables instead.
+		for (let i = 0; i < 10; i++) await send("DELETE", `/account/services/indexes/heavy${i}`, { secret: templated.secret });
+		await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(false, "plain") } });
+		cases.push(await measure(PLAIN_TABLES, (i) => write(i + 100)));
+		for (let i = 0; i < 10; i++) await send("DELETE", `/account/services/indexes/plain${i}`, { secret: templated.secret });
+		// 33 more ledgers, then ten heavy tables built over the 34 by the alarm: the case is the
+		// time until every table is ready, polled every 100 ms, with the bystander meanwhile.
+		for (let i = 0; i < 33; i++) {
+			const other = (await send("POST", "/twins", { secret: templated.secret, body: {} })).json.uuid;
+			await send("POST", `/twins/${other}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(i) } });
+		}
+		cases.push(
+			await measure(
+				BUILD,
+				async (i) => {
+					const start = performance.now();
+					await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(true, `build${i}_`) } });
+					for (;;) {
+						const listed = await send("GET", "/account/services/indexes", { secret: templated.secret });
+						const mine = Object.entries(listed.json.indexes).filter(([name]) => name.startsWith(`build${i}_`));
+						if (mine.every(([, record]) => record.status === "ready")) break;
+						if (performance.now() - start > CASE_SECONDS * 1000) throw new Error("the build did not finish");
+						await new Promise((resolve) => setTimeout(resolve, 100));
+					}
+					for (let t = 0; t < 10; t++) await send("DELETE", `/account/services/indexes/build${i}_${t}`, { secret: templated.secret });
+					return { status: 200, ms: performance.now() - start, d1: 0, bytes: 0, json: null };
+				},
+				1,
+			),
+		);
+	}
+
+	const ran = cases.filter((c) => c !== undefined);
+	cases.length = 0;
+	cases.push(...ran);
 	const baseline = cases[0].p50_ms;
 	for (const c of cases) c.x_ordinary = +(c.p50_ms / baseline).toFixed(2);
 	writeFileSync("bench/abuse.json", `${JSON.stringify({ runs_per_case: RUNS, cases }, null, 2)}\n`);
