@@ -47,13 +47,15 @@ function pathOf(path: readonly PropertyKey[]): string {
 // would otherwise win without a word (`?view=tree&view=list`), and a list is one
 // comma-separated value (docs/operations.md).
 export function queryOf(params: URLSearchParams): Record<string, string> {
-	const query: Record<string, string> = {};
-	for (const [name, value] of params) {
-		if (Object.hasOwn(query, name)) {
+	const seen = new Set<string>();
+	for (const name of params.keys()) {
+		if (seen.has(name)) {
 			const message = "Given more than once: send it once (a list is one comma-separated value)";
 			throw new ApiError("validation", { description: `${name}: ${message}`, details: [{ path: name, message }] });
 		}
-		query[name] = value;
+		seen.add(name);
 	}
-	return query;
+	// fromEntries makes every name an own key, `__proto__` too (an assignment would set the
+	// object's prototype instead, and the name would vanish).
+	return Object.fromEntries(params);
 }
