@@ -165,14 +165,16 @@ export class AccountObject {
 		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())));
 	}
 
-	// A PUT to an upload URL: no user calls, the URL's token is the credential. The alarm,
-	// armed before the claim commits, releases the URL at the PUT's lease unless the PUT renews
-	// it meanwhile.
+	// A PUT to an upload URL: no user calls, the URL's token is the credential. Once claimed, the
+	// alarm releases the URL at the PUT's lease unless the PUT renews it meanwhile. (Should the
+	// object die between the claim and the alarm, the next PUT's claim still takes over a lease
+	// that has passed.)
 	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
 		return this.serialized(async (db, meter) => {
 			const at = now();
+			const claimed = await docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
 			await this.wakeBy(account, at + docs.UPLOAD_LEASE_SECONDS);
-			return docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
+			return claimed;
 		});
 	}
 
