@@ -1909,7 +1909,7 @@ export interface paths {
         put?: never;
         /**
          * A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only
-         * @description A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else.
+         * @description A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101), and a role with a twin or entry rule may not stream (403102).
          *
          *     **Who may call it:** A user whose role's statement allows `create_stream_token`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1920,6 +1920,7 @@ export interface paths {
          *     - 401102 (401): The credential is not valid
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -10231,7 +10232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 403101: The role does not allow this operation */
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -80,9 +80,17 @@ export const streamNotifications = defineOperation({
 	},
 });
 
-// Steps 4 and 5 of the order (after the credential, the statement and the query): a role that
-// sees only some twins or entries may not stream (messages carry them whatever their
-// visibility), and another account's topics need its grant, every one of them.
+// What stream_notifications refuses for the credential alone, after the credential itself: its
+// statement, and a role that sees only some twins or entries (messages carry them whatever
+// their visibility). create_stream_token refuses the same, so it never makes a token the
+// stream would refuse whatever the query.
+function requireStreaming(caller: Caller) {
+	checkStatement(caller, "stream_notifications");
+	requireNotificationStanding(caller, "stream notifications");
+}
+
+// Steps 4 and 5 of the order (after the credential, the statement and the query): the role's
+// standing, and another account's topics need its grant, every one of them.
 async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = dbOf(ctx)) {
 	requireNotificationStanding(caller, "stream notifications");
 	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db))) throw new ApiError("topic_not_granted");
@@ -124,8 +132,8 @@ export const createStreamToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only",
-	description: "A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else.",
-	refuses: ["webhooks_unconfigured"],
+	description: "A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101), and a role with a twin or entry rule may not stream (403102).",
+	refuses: ["escalation", "webhooks_unconfigured"],
 	example: { expires: 3600 },
 	auth: "secret",
 	status: 201,
@@ -134,6 +142,7 @@ export const createStreamToken = defineOperation({
 	}),
 	response: z.object({ token: z.string(), validity_ts: timestampOut }),
 	async run({ body }, ctx) {
+		requireStreaming(ctx.caller);
 		const credential = ctx.caller.credential!;
 		// Nothing made with a credential outlives it: the secret's validity, and a User Token's expiry.
 		const ends = [now() + body.expires, credential.validity_ts, madeUntil(credential)].filter((t): t is number => typeof t === "number");

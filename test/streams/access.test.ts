@@ -177,6 +177,24 @@ describe("stream tokens", () => {
 		expect((await streamToken(`Bearer ${userToken}`)).validity_ts).toBe(exp);
 	});
 
+	it("are refused as the stream would refuse the credential alone: its statement (403101) and a confined role (403102)", async () => {
+		const admin = await bootstrap();
+		const tokensOnly = await userWith(admin, { effect: "allow", actions: ["create_stream_token"] });
+		const res = await call("POST", "/notifications/stream/tokens", { secret: tokensOnly.secret, body: {} });
+		expectError(res, 403, 403101);
+		expect(res.body.description).toContain("stream_notifications");
+		const noTokens = await userWith(admin, { effect: "deny", actions: ["stream_notifications"] });
+		expectError(await call("POST", "/notifications/stream/tokens", { secret: noTokens.secret, body: {} }), 403, 403101);
+		// What the stream itself answers the same callers.
+		expectError(await call("GET", streamPath("alerts"), { secret: noTokens.secret }), 403, 403101);
+		const driver = await userWithRules(admin, { twin: "TWIN.driver == user" });
+		expectError(await call("GET", streamPath("alerts"), { secret: driver.secret }), 403, 403102);
+		expectError(await call("POST", "/notifications/stream/tokens", { secret: driver.secret, body: {} }), 403, 403102);
+		// Both allowed: a token.
+		const both = await userWith(admin, { effect: "allow", actions: ["create_stream_token", "stream_notifications"] });
+		await streamToken(both.secret);
+	});
+
 	it("open a stream in access_token, over SSE or a WebSocket, as their user", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
