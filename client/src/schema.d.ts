@@ -126,7 +126,7 @@ export interface paths {
         };
         /**
          * The account's Indexes tables, in name order
-         * @description Every Indexes table of the caller's account by name. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description Every Indexes table of the caller's account by name. A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.
          *
          *     **Who may call it:** A user whose role's statement allows `get_indexes_tables`, with its User Secret or a User Token in `Authorization`.
          *
@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Define Indexes tables: typed rows kept from the account's own ledgers by a rule and templates
-         * @description Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.
          *
          *     **Who may call it:** A user whose role's statement allows `create_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *
@@ -178,7 +178,7 @@ export interface paths {
         };
         /**
          * One Indexes table: its definition, status and row counts
-         * @description One Indexes table of the caller's account: definition, status and row counts. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description One Indexes table of the caller's account: definition, status and row counts. A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.
          *
          *     **Who may call it:** A user whose role's statement allows `get_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *
@@ -198,7 +198,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an Indexes table: its name is free at once, its rows go in the background
-         * @description Deletes an Indexes table: its name is free at once, its rows go in the background. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description Deletes an Indexes table: its name is free at once, its rows go in the background. Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.
          *
          *     **Who may call it:** A user whose role's statement allows `delete_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *
@@ -218,7 +218,7 @@ export interface paths {
         head?: never;
         /**
          * Replace parts of an Indexes table's definition; a change rebuilds its rows
-         * @description Replaces the given parts (rule, properties, templates) of an Indexes table's definition; its rows are rebuilt. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description Replaces the given parts (rule, properties, templates) of an Indexes table's definition; its rows are rebuilt. Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.
          *
          *     **Who may call it:** A user whose role's statement allows `update_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *
@@ -250,7 +250,7 @@ export interface paths {
         };
         /**
          * A page of an Indexes table's rows in twin order, those that pass match
-         * @description A page of an Indexes table's rows in twin order, examining count rows and answering those that pass match (a rule over ROW); paged by cursor. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description A page of an Indexes table's rows in twin order, examining count rows and answering those that pass match (a rule over ROW); paged by cursor. A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.
          *
          *     **Who may call it:** A user whose role's statement allows `query_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *
@@ -271,7 +271,7 @@ export interface paths {
         post?: never;
         /**
          * Empty an Indexes table; rows come back as their ledgers change
-         * @description Empties an Indexes table; rows come back as their ledgers change. Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.
+         * @description Empties an Indexes table; rows come back as their ledgers change. Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.
          *
          *     **Who may call it:** A user whose role's statement allows `truncate_indexes_table`, with its User Secret or a User Token in `Authorization`.
          *

@@ -277,7 +277,7 @@ export class AccountObject {
 	// the deletion of old rows from the alarm.
 	createIndexTables(caller: CallerId, input: Record<string, IndexDefinition>) {
 		return this.write(caller, "create_indexes_table", async (db, current) => {
-			checkIndexAccess(current);
+			checkIndexAccess(current, "define");
 			const { builds, ...value } = await indexes.createTables(db, this.catalog, current, input, this.indexLimits(), now());
 			await this.scheduleIndexWork(caller.account, builds, undefined);
 			return value;
@@ -286,7 +286,7 @@ export class AccountObject {
 
 	updateIndexTable(caller: CallerId, name: string, changes: Partial<IndexDefinition>) {
 		return this.write(caller, "update_indexes_table", async (db, current) => {
-			checkIndexAccess(current);
+			checkIndexAccess(current, "define");
 			const { builds, drop, ...value } = await indexes.updateTable(db, this.catalog, current, name, changes, now());
 			await this.scheduleIndexWork(caller.account, builds, drop);
 			return value;
@@ -295,7 +295,7 @@ export class AccountObject {
 
 	truncateIndexTable(caller: CallerId, name: string) {
 		return this.write(caller, "truncate_indexes_table", async (db, current) => {
-			checkIndexAccess(current);
+			checkIndexAccess(current, "define");
 			const { builds, drop, ...value } = await indexes.truncateTable(db, this.catalog, current, name, now());
 			await this.scheduleIndexWork(caller.account, builds, drop, value.uuid);
 			return value;
@@ -304,7 +304,7 @@ export class AccountObject {
 
 	deleteIndexTable(caller: CallerId, name: string) {
 		return this.write(caller, "delete_indexes_table", async (db, current) => {
-			checkIndexAccess(current);
+			checkIndexAccess(current, "define");
 			const { drop, ...value } = await indexes.deleteTable(db, this.catalog, current, name);
 			await this.scheduleIndexWork(caller.account, [], drop, value.uuid);
 			return value;

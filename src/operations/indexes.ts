@@ -5,8 +5,12 @@ import { sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
 import { MAX_INDEXES_TABLES_CEILING } from "../base/limits";
-import { findIndexTable, type IndexTableRow, listIndexTables, rowPage } from "../db/indexes";
-import { checkIndexAccess } from "../policy/indexes";
+import { findIndexTable, type IndexTableRow, judgedRowPage, listIndexTables, type RowKey, rowPage } from "../db/indexes";
+import { TWIN_COLUMNS } from "../db/twins";
+import { now } from "../base/time";
+import { compileRule } from "../rules/compile";
+import { isVisible, scopeOf } from "../rules/visibility";
+import { checkIndexAccess, type IndexUse } from "../policy/indexes";
 import type { Json } from "../rules/ast";
 import { evaluate, type Scope } from "../rules/evaluate";
 import { checkDefinition, INDEX_NAME, MAX_INDEX_PROPERTIES } from "../rules/index-definition";
@@ -57,14 +61,14 @@ function indexRecord(row: IndexTableRow) {
 	return { stats: { rows, table_size }, rule, properties, templates, status, created_ts, updated_ts };
 }
 
-// Every route first checks the caller may see the account's ledgers whole (403102), before the
-// request is validated or any table looked up.
-const confined = async (_params: unknown, ctx: SecretContext) => checkIndexAccess(ctx.caller);
+// Every route first checks the caller may use the tables so (403102), before the request is
+// validated or any table looked up.
+const confined = (use: IndexUse) => async (_params: unknown, ctx: SecretContext) => checkIndexAccess(ctx.caller, use);
 
-// A table of the caller's account by name. Another account's table, and a name outside the
-// pattern, answer as an absent one: one lookup through (account, name) either way.
+// A table of the caller's account by name, to read. Another account's table, and a name outside
+// the pattern, answer as an absent one: one lookup through (account, name) either way.
 async function ownTable(params: { index: string }, ctx: SecretContext): Promise<IndexTableRow> {
-	checkIndexAccess(ctx.caller);
+	checkIndexAccess(ctx.caller, "read");
 	const row = INDEX_NAME.test(params.index) ? await findIndexTable(dbOf(ctx), ctx.caller.account, params.index) : undefined;
 	if (!row) throw new ApiError("not_found", { description: "No such index table" });
 	return row;
@@ -72,17 +76,18 @@ async function ownTable(params: { index: string }, ctx: SecretContext): Promise<
 
 const tableParams = z.strictObject({ index: z.string() });
 
-// Said of every Indexes operation in the API document.
-const WHOLE_LEDGERS_ONLY = "Only a role with neither a twin nor an entry rule may use Indexes tables (403102): rows are not filtered per reader.";
+// Said of the Indexes operations in the API document.
+const DEFINERS_ONLY = "Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.";
+const READERS = "A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.";
 
 export const createIndexesTable = defineOperation({
 	name: "create_indexes_table",
 	summary: "Define Indexes tables: typed rows kept from the account's own ledgers by a rule and templates",
-	description: `Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. ${WHOLE_LEDGERS_ONLY}`,
+	description: `Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. ${DEFINERS_ONLY}`,
 	refuses: ["escalation"],
 	example: { indexes: { pumps: { rule: "LEDGER.status != null", properties: { names: ["state", "rpm"], types: ["text", "integer"] }, templates: { properties: { state: "{LEDGER[status][state]}", rpm: "{LEDGER[status][rpm]}" } } } } },
 	auth: "secret",
-	locate: confined,
+	locate: confined("define"),
 	body: z.strictObject({
 		indexes: z
 			.record(z.string().check(z.regex(INDEX_NAME, `Must match ${INDEX_NAME.source}`)), definition)
@@ -100,10 +105,10 @@ export const createIndexesTable = defineOperation({
 export const getIndexesTables = defineOperation({
 	name: "get_indexes_tables",
 	summary: "The account's Indexes tables, in name order",
-	description: `Every Indexes table of the caller's account by name. ${WHOLE_LEDGERS_ONLY}`,
+	description: `Every Indexes table of the caller's account by name. ${READERS}`,
 	refuses: ["escalation"],
 	auth: "secret",
-	locate: confined,
+	locate: confined("read"),
 	response: z.object({ indexes: mapOf(indexOut, MAX_INDEXES_TABLES_CEILING) }),
 	async run(_input, ctx) {
 		const rows = await listIndexTables(dbOf(ctx), ctx.caller.account);
@@ -114,7 +119,7 @@ export const getIndexesTables = defineOperation({
 export const getIndexesTable = defineOperation({
 	name: "get_indexes_table",
 	summary: "One Indexes table: its definition, status and row counts",
-	description: `One Indexes table of the caller's account: definition, status and row counts. ${WHOLE_LEDGERS_ONLY}`,
+	description: `One Indexes table of the caller's account: definition, status and row counts. ${READERS}`,
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
@@ -128,12 +133,12 @@ export const getIndexesTable = defineOperation({
 export const updateIndexesTable = defineOperation({
 	name: "update_indexes_table",
 	summary: "Replace parts of an Indexes table's definition; a change rebuilds its rows",
-	description: `Replaces the given parts (rule, properties, templates) of an Indexes table's definition; its rows are rebuilt. ${WHOLE_LEDGERS_ONLY}`,
+	description: `Replaces the given parts (rule, properties, templates) of an Indexes table's definition; its rows are rebuilt. ${DEFINERS_ONLY}`,
 	refuses: ["escalation", "not_found"],
 	example: { rule: "LEDGER.status != null and LEDGER.status.rpm > 0" },
 	auth: "secret",
 	params: tableParams,
-	locate: confined,
+	locate: confined("define"),
 	body: z.partial(z.strictObject(definitionFields)).check(z.refine((b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined, "Give rule, properties, templates or several")),
 	response: indexOut,
 	async run({ params, body }, ctx) {
@@ -144,11 +149,11 @@ export const updateIndexesTable = defineOperation({
 export const deleteIndexesTable = defineOperation({
 	name: "delete_indexes_table",
 	summary: "Delete an Indexes table: its name is free at once, its rows go in the background",
-	description: `Deletes an Indexes table: its name is free at once, its rows go in the background. ${WHOLE_LEDGERS_ONLY}`,
+	description: `Deletes an Indexes table: its name is free at once, its rows go in the background. ${DEFINERS_ONLY}`,
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
-	locate: confined,
+	locate: confined("define"),
 	response: indexOut,
 	async run({ params }, ctx) {
 		return accountClient(ctx, ctx.caller.account).deleteIndexTable(ctx.caller, params.index);
@@ -158,11 +163,11 @@ export const deleteIndexesTable = defineOperation({
 export const truncateIndexesTable = defineOperation({
 	name: "truncate_indexes_table",
 	summary: "Empty an Indexes table; rows come back as their ledgers change",
-	description: `Empties an Indexes table; rows come back as their ledgers change. ${WHOLE_LEDGERS_ONLY}`,
+	description: `Empties an Indexes table; rows come back as their ledgers change. ${DEFINERS_ONLY}`,
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: tableParams,
-	locate: confined,
+	locate: confined("define"),
 	response: indexOut,
 	async run({ params }, ctx) {
 		return accountClient(ctx, ctx.caller.account).truncateIndexTable(ctx.caller, params.index);
@@ -176,6 +181,25 @@ function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scop
 	return { twin: { uuid: twin, owner: none, status: none, description: null }, user: { account: none, user: none, role: none, description: null }, now: none as unknown as number, budget, row };
 }
 
+// A page of rows as the caller may see them: all of them without a twin rule; with one, the
+// rule decides in D1 where it can (rows of hidden twins come back without their properties),
+// and here where it cannot, each row within its share of one work budget (past it the row is
+// hidden: a page shows less, never more, and no row's cost moves another's verdict).
+async function readPage(ctx: SecretContext, key: RowKey, after: string, count: number): Promise<{ twin: string; properties: string | null; updated_ts: number }[]> {
+	const caller = ctx.caller;
+	const rule = ruleOf(caller.rules.twin);
+	if (!rule) return rowPage(dbOf(ctx), key, after, count);
+	const at = now();
+	const verdict = compileRule(rule, { ...scopeOf(caller, at), budget: new Budget(WORK_UNITS) }, TWIN_COLUMNS);
+	const rows = await judgedRowPage(dbOf(ctx), key, after, count, verdict);
+	const share = Math.floor(WORK_UNITS / count);
+	return rows.map((row) => {
+		if (row.verdict !== null) return row;
+		const twin = { uuid: row.twin, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
+		return isVisible(caller, twin, at, new Budget(share, 0)) ? row : { ...row, properties: null };
+	});
+}
+
 // Property values are typed scalars (or null) once coerced.
 const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 const rowOut = z.object({ twin: uuidOut, properties: mapOf(propertyValue, MAX_INDEX_PROPERTIES), updated_ts: timestampOut });
@@ -183,7 +207,7 @@ const rowOut = z.object({ twin: uuidOut, properties: mapOf(propertyValue, MAX_IN
 export const queryIndexesTable = defineOperation({
 	name: "query_indexes_table",
 	summary: "A page of an Indexes table's rows in twin order, those that pass match",
-	description: `A page of an Indexes table's rows in twin order, examining count rows and answering those that pass match (a rule over ROW); paged by cursor. ${WHOLE_LEDGERS_ONLY}`,
+	description: `A page of an Indexes table's rows in twin order, examining count rows and answering those that pass match (a rule over ROW); paged by cursor. ${READERS}`,
 	refuses: ["escalation", "not_found", "invalid_cursor"],
 	auth: "secret",
 	params: tableParams,
@@ -192,10 +216,12 @@ export const queryIndexesTable = defineOperation({
 	response: z.object({ cursor: cursorOut, rows: z.array(rowOut).check(z.maxLength(1000)) }),
 	async run({ located: table, query }, ctx) {
 		const match = query.match === undefined ? null : ruleOf(query.match);
-		// The cursor holds for this table's generation and this match only.
-		const scope = `query_indexes_table/${table.uuid}/${table.generation}/${await sha256Hex(query.match ?? "")}`;
+		// The cursor holds for this table's generation and this match only; a caller with a twin
+		// rule's, whose position may be a twin it does not see, for that caller only.
+		const reader = ctx.caller.rules.twin === null ? "" : `/${ctx.caller.user}`;
+		const scope = `query_indexes_table/${table.uuid}/${table.generation}/${await sha256Hex(query.match ?? "")}${reader}`;
 		const after = (await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()])))?.[0] ?? "";
-		const rows = await rowPage(dbOf(ctx), { table: table.uuid, generation: table.generation }, after, query.count);
+		const rows = await readPage(ctx, { table: table.uuid, generation: table.generation }, after, query.count);
 		const budget = new Budget(WORK_UNITS);
 		const names = table.properties.names;
 		const answer: { twin: string; properties: Record<string, Json>; updated_ts: number }[] = [];
@@ -203,6 +229,11 @@ export const queryIndexesTable = defineOperation({
 		let examined = 0;
 		for (const row of rows) {
 			if (examined > 0 && budget.exhausted) break;
+			// A hidden row moves the page on and nothing more: match never runs on it.
+			if (row.properties === null) {
+				examined++;
+				continue;
+			}
 			const stored = JSON.parse(row.properties) as Record<string, Json>;
 			const properties = Object.fromEntries(names.map((name) => [name, stored[name] ?? null]));
 			let passes = true;

@@ -18,9 +18,10 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// Access to Indexes tables (CONTRACT §18 "Access"): the statement first (403101), then 403102
-// for a role with a twin or entry rule, before any validation or lookup; a table resolves only
-// in its account, so another account's answers as an absent one.
+// Access to Indexes tables (docs/indexes.md, "Access"): the statement first (403101), then 403102
+// for a role with an entry rule on every route, and for one with a twin rule on the four that
+// define, before any validation or lookup; a table resolves only in its account, so another
+// account's answers as an absent one. What a twin rule reads is in reader.test.ts.
 
 const definition = indexDefinition("LEDGER.n != null", { n: ["integer", "{LEDGER[n]}"] });
 
@@ -73,9 +74,10 @@ it("the route table covers the seven operations", () => {
 	expect(new Set(ROUTES.map((r) => r.op)).size).toBe(7);
 });
 
+const DEFINING = new Set(["create_indexes_table", "update_indexes_table", "delete_indexes_table", "truncate_indexes_table"]);
+
 describe("roles that do not see the account's ledgers whole", () => {
 	for (const [kind, rules] of [
-		["twin", { twin: "true" }],
 		["entry", { entry: "true" }],
 		["twin and entry", { twin: "owner == account", entry: "ledger == account" }],
 	] as const) {
@@ -91,6 +93,20 @@ describe("roles that do not see the account's ledgers whole", () => {
 		});
 	}
 
+	it("with a twin rule only, are refused with 403102 on the four routes that define, whatever the input, and read on the three others", async () => {
+		const { admin, unchanged } = await withTable();
+		const reader = await userWithRules(admin, { twin: "true" });
+		for (const route of [...ROUTES, ...BAD].filter((r) => DEFINING.has(r.op))) {
+			const res = await send(route, reader.secret);
+			expectError(res, 403, 403102);
+			expect(res.body.details, route.op).toBeUndefined();
+		}
+		expect((await send(ROUTES[1], reader.secret)).status).toBe(200);
+		expect((await send(ROUTES[2], reader.secret)).status).toBe(200);
+		expect((await send(ROUTES[6], reader.secret)).body.rows).toHaveLength(1);
+		await unchanged();
+	});
+
 	it("a role with an identity rule only is not refused", async () => {
 		const { admin } = await withTable();
 		const reader = await userWithRules(admin, { identity: "true" });
@@ -105,7 +121,7 @@ describe("the statement", () => {
 	it("comes first: 403101 for an operation it denies, before 403102 for the rules", async () => {
 		const { admin, unchanged } = await withTable();
 		for (const route of ROUTES) {
-			const denying = await member(admin, await role(admin, { effect: "deny", actions: [route.op] }, { twin: "true" }, `No ${route.op}`));
+			const denying = await member(admin, await role(admin, { effect: "deny", actions: [route.op] }, { entry: "true" }, `No ${route.op}`));
 			expectError(await send(route, denying.secret), 403, 403101);
 			for (const other of ROUTES.filter((r) => r.op !== route.op)) expectError(await send(other, denying.secret), 403, 403102);
 		}
