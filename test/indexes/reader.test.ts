@@ -6,13 +6,17 @@ import {
 	createIndexes,
 	d1Cost,
 	expectError,
+	fingerprint,
 	INDEXES,
 	indexDefinition,
 	indexPath,
 	indexRows,
 	indexTable,
+	ledger,
+	member,
 	newTwin,
 	queryIndex,
+	role,
 	userWithRules,
 } from "../fixtures";
 
@@ -79,6 +83,37 @@ describe("query_indexes_table by a role with a twin rule", () => {
 		expect(hidden.body.rows).toEqual([]);
 		expect(hidden.body.cursor).toEqual(expect.any(String));
 		expect(d1Cost(hidden, "rows_read")).toBe(d1Cost(shown, "rows_read"));
+	});
+
+	it("answers exactly the same page whatever a hidden row holds, decided in D1 or in the Worker, every header", async () => {
+		// One table, one reader and one van it sees; a hidden van whose row and description
+		// change between the queries, and the reader's rule changed between one SQL decides and
+		// one it leaves to the Worker.
+		const admin = await bootstrap();
+		await createIndexes(admin.secret, { fuel });
+		const readerRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user" }, "Driver");
+		const reader = await member(admin, readerRole);
+		const mine = await newTwin(admin.secret, { driver: reader.user });
+		const hidden = await newTwin(admin.secret, { driver: "someone else" });
+		await addEntries(admin.secret, mine, { fuel: { value: 5 }, plate: { value: "MINE" } });
+		await addEntries(admin.secret, hidden, { fuel: { value: 0 }, plate: { value: "" } });
+		const pages = new Set<string>();
+		for (const [fuelOfHidden, note] of [
+			[1, "short"],
+			[99_999, "x".repeat(20_000)],
+		] as const) {
+			expect((await call("PATCH", `/twins/${hidden}`, { secret: admin.secret, body: { description: { driver: "someone else", note } } })).status).toBe(200);
+			const entries = { fuel: { value: fuelOfHidden }, plate: { value: note.slice(0, 1000) } };
+			expect((await call("PATCH", ledger(hidden), { secret: admin.secret, body: { entries } })).status).toBe(200);
+			for (const rule of ["TWIN.driver == user", "TWIN.driver =~ user"]) {
+				const changed = await call("PATCH", `/roles/${readerRole}`, { secret: admin.secret, body: { rules: { twin: rule, entry: null, identity: null } } });
+				expect(changed.status).toBe(200);
+				const res = await queryIndex(reader.secret, "fuel", { count: 10 });
+				expect(res.body.rows.map((row: { twin: string }) => row.twin)).toEqual([mine]);
+				pages.add(JSON.stringify(fingerprint(res)));
+			}
+		}
+		expect(pages.size).toBe(1);
 	});
 
 	it("walks every row it sees exactly once, through pages that may be short or empty", async () => {
