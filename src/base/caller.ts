@@ -27,8 +27,9 @@ export type Credential = {
 	fingerprint: string;
 	created_ts: number;
 	validity_ts: number | null;
-	// A stream token's own expiry (stream_notifications only).
-	stream?: { exp: number };
+	// A stream token's own expiry, and the dictionary of the request that made it
+	// (stream_notifications only).
+	stream?: { exp: number; dict: Description | null };
 	// A token's own claims.
 	token?: { options: TokenOption[]; exp: number; dict?: Description };
 };

@@ -3,8 +3,10 @@ import { MIN_WEBHOOK_KEY_LENGTH } from "./seal";
 
 // Stream tokens: what a browser's EventSource, which cannot set a header, puts in the
 // `access_token` parameter of stream_notifications, and nowhere else. `<account>.<user>.<secret
-// created ms>.<validity ms>.<mac>`, the mac an HMAC-SHA-256 of those four under a key derived
-// from WEBHOOK_KEY. Nothing is stored, and the mac is checked before anything is read, so a
+// created ms>.<validity ms>.<dict>.<mac>`, the mac an HMAC-SHA-256 of those five under a key
+// derived from WEBHOOK_KEY. `<dict>` is the dictionary (DICT) of the request that made the
+// token, base64url of its JSON, or `-` for none: a stream opened with the token reads it, as
+// its rules would have (an EventSource sends no X-TrustedTwin header). Nothing is stored, and the mac is checked before anything is read, so a
 // forged token costs no D1 read. The user's secret as it is now must still be the one created
 // then: deleted or replaced (a redeemed PIN), the token dies with it.
 
@@ -14,13 +16,29 @@ const MILLIS = /^\d{1,15}$/;
 const MAC = /^[A-Za-z0-9_-]{43}$/;
 const INFO = "stream-token";
 
-export type StreamClaim = { account: string; user: string; secretCreatedMs: number; validityMs: number };
+export type StreamClaim = { account: string; user: string; secretCreatedMs: number; validityMs: number; dict: Record<string, unknown> | null };
+
+const DICT_PART = /^(-|[A-Za-z0-9_-]{1,8192})$/;
 
 function key(secret: string | undefined): Promise<CryptoKey> | undefined {
 	return secret && secret.length >= MIN_WEBHOOK_KEY_LENGTH ? derivedHmacKey(secret, INFO) : undefined;
 }
 
-const text = (claim: StreamClaim) => `${claim.account}.${claim.user}.${claim.secretCreatedMs}.${claim.validityMs}`;
+const dictPart = (dict: StreamClaim["dict"]) => (dict === null ? "-" : base64Url(encoder.encode(JSON.stringify(dict))));
+const text = (claim: StreamClaim) => `${claim.account}.${claim.user}.${claim.secretCreatedMs}.${claim.validityMs}.${dictPart(claim.dict)}`;
+
+// The dictionary a token's part holds: null for `-`, undefined for anything but an object's JSON.
+function dictOf(part: string): StreamClaim["dict"] | undefined {
+	if (part === "-") return null;
+	const bytes = fromBase64Url(part);
+	if (!bytes) return undefined;
+	try {
+		const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
+		return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+	} catch {
+		return undefined;
+	}
+}
 
 // Undefined when WEBHOOK_KEY is unset or too short.
 export async function signStreamToken(secret: string | undefined, claim: StreamClaim): Promise<string | undefined> {
@@ -34,12 +52,16 @@ export async function signStreamToken(secret: string | undefined, claim: StreamC
 // hold. Its expiry, and whether the secret is still the one it names, are the caller's to check.
 export async function verifyStreamToken(secret: string | undefined, token: string): Promise<StreamClaim | undefined> {
 	const parts = token.split(".");
-	if (parts.length !== 5) return undefined;
-	const [account, user, created, validity, mac] = parts as [string, string, string, string, string];
-	if (!UUID.test(account) || !UUID.test(user) || !MILLIS.test(created) || !MILLIS.test(validity) || !MAC.test(mac)) return undefined;
+	if (parts.length !== 6) return undefined;
+	const [account, user, created, validity, dict, mac] = parts as [string, string, string, string, string, string];
+	if (!UUID.test(account) || !UUID.test(user) || !MILLIS.test(created) || !MILLIS.test(validity) || !DICT_PART.test(dict) || !MAC.test(mac)) return undefined;
 	const signing = key(secret);
 	const bytes = fromBase64Url(mac);
 	if (!signing || !bytes) return undefined;
-	const claim = { account, user, secretCreatedMs: Number(created), validityMs: Number(validity) };
-	return (await crypto.subtle.verify("HMAC", await signing, bytes, encoder.encode(text(claim)))) ? claim : undefined;
+	// The mac is checked over the text as sent, before the dictionary is read.
+	const signed = `${account}.${user}.${created}.${validity}.${dict}`;
+	if (!(await crypto.subtle.verify("HMAC", await signing, bytes, encoder.encode(signed)))) return undefined;
+	const parsed = dictOf(dict);
+	if (parsed === undefined) return undefined;
+	return { account, user, secretCreatedMs: Number(created), validityMs: Number(validity), dict: parsed };
 }

@@ -80,7 +80,7 @@ async function authenticateStream(request: Request, token: string, d1: D1Databas
 	}
 	const principal = checkCredential(found, at);
 	const { fingerprint, validity_ts, created_ts, hash } = found;
-	return { ...principal, credential: { type: "stream", hash, fingerprint, created_ts, validity_ts, stream: { exp: claim.validityMs / 1000 } } };
+	return { ...principal, credential: { type: "stream", hash, fingerprint, created_ts, validity_ts, stream: { exp: claim.validityMs / 1000, dict: claim.dict } } };
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

@@ -43,7 +43,8 @@ export const streamNotifications = defineOperation({
 		topics: withMeta(topics, { description: "1 to 8 comma-separated topics" }),
 		account: withMeta(z.optional(uuid), { description: "The publishing account (default: the caller's); another account's topics need its grant" }),
 		since: withMeta(z.optional(eventId), { description: "Resume after this event id (Last-Event-ID wins when both are given)" }),
-		access_token: withMeta(z.optional(z.string().check(z.maxLength(256))), { description: "A stream token (create_stream_token) instead of the Authorization header" }),
+		// A token holds its maker's dictionary: up to about 3 KiB of JSON, in base64url.
+		access_token: withMeta(z.optional(z.string().check(z.maxLength(4608))), { description: "A stream token (create_stream_token) instead of the Authorization header" }),
 	}),
 	response: z.string(),
 	async run({ query, headers }, ctx) {
@@ -147,7 +148,7 @@ export const createStreamToken = defineOperation({
 		// Nothing made with a credential outlives it: the secret's validity, and a User Token's expiry.
 		const ends = [now() + body.expires, credential.validity_ts, madeUntil(credential)].filter((t): t is number => typeof t === "number");
 		const validityMs = Math.floor(Math.min(...ends) * 1000);
-		const claim = { account: ctx.caller.account, user: ctx.caller.user, secretCreatedMs: Math.round(credential.created_ts * 1000), validityMs };
+		const claim = { account: ctx.caller.account, user: ctx.caller.user, secretCreatedMs: Math.round(credential.created_ts * 1000), validityMs, dict: ctx.caller.dict ?? null };
 		const token = await signStreamToken(ctx.env.WEBHOOK_KEY, claim);
 		if (!token) throw new ApiError("webhooks_unconfigured", { description: "Stream tokens are not configured on this server (WEBHOOK_KEY)" });
 		return { token, validity_ts: validityMs / 1000 };

@@ -229,9 +229,9 @@ describe("stream tokens", () => {
 		const secret = await issueSecret(admin, user);
 		const { token } = await streamToken(secret);
 		const open = (t: string) => call("GET", streamPath("alerts", `access_token=${encodeURIComponent(t)}`));
-		const mac = token.split(".")[4];
+		const mac = token.split(".")[5];
 		const forged = `${token.slice(0, -mac.length)}${mac[0] === "A" ? "B" : "A"}${mac.slice(1)}`;
-		for (const bad of [forged, token.replace(user, admin.user), "a.b.c.d.e", "x".repeat(300)]) {
+		for (const bad of [forged, token.replace(user, admin.user), "a.b.c.d.e.f", "x".repeat(300)]) {
 			const res = await open(bad);
 			expect([bad, res.status, res.body.subcode]).toEqual([bad, 401, 401102]);
 		}
@@ -239,7 +239,7 @@ describe("stream tokens", () => {
 		expect((await open(forged)).headers.get("server-timing")).toContain("queries=0");
 		// Signed, but past its validity.
 		const [account, , created] = token.split(".");
-		const expired = await signStreamToken(env.WEBHOOK_KEY, { account, user, secretCreatedMs: Number(created), validityMs: Date.now() - 1000 });
+		const expired = await signStreamToken(env.WEBHOOK_KEY, { account, user, secretCreatedMs: Number(created), validityMs: Date.now() - 1000, dict: null });
 		expectError(await open(expired!), 401, 401103);
 		// The secret replaced by a redeemed PIN: the token is dead.
 		const working = await openSse(streamPath("alerts", `access_token=${token}`));

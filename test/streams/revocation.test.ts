@@ -115,6 +115,7 @@ describe("a stream's credential ending", () => {
 			user: admin.user,
 			secretCreatedMs: Math.round(secret.body.created_ts * 1000),
 			validityMs: exp * 1000,
+			dict: null,
 		});
 		const byStreamToken = await openSse(streamPath("alerts", `access_token=${streamToken}`));
 		expect([byToken.res.status, byStreamToken.res.status]).toEqual([101, 200]);

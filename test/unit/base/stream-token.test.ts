@@ -4,14 +4,19 @@ import { signStreamToken, verifyStreamToken } from "../../../src/base/stream-tok
 // Stream tokens: signed, read back, and refused when anything in them changes.
 
 const KEY = "a-webhook-key-of-at-least-32-characters";
-const claim = { account: crypto.randomUUID(), user: crypto.randomUUID(), secretCreatedMs: 1795661407725, validityMs: 1795662020733 };
+const claim = { account: crypto.randomUUID(), user: crypto.randomUUID(), secretCreatedMs: 1795661407725, validityMs: 1795662020733, dict: null };
 
 describe("stream tokens", () => {
 	it("read back as the claim they were signed for, and are URL-safe", async () => {
 		const token = (await signStreamToken(KEY, claim))!;
-		expect(token).toMatch(/^[0-9a-f-]{36}\.[0-9a-f-]{36}\.\d+\.\d+\.[A-Za-z0-9_-]{43}$/);
+		expect(token).toMatch(/^[0-9a-f-]{36}\.[0-9a-f-]{36}\.\d+\.\d+\.-\.[A-Za-z0-9_-]{43}$/);
 		expect(encodeURIComponent(token)).toBe(token);
 		expect(await verifyStreamToken(KEY, token)).toEqual(claim);
+		// With the dictionary of the request that made it.
+		const dict = { site: "north", "ü": [1, { deep: null }] };
+		const withDict = (await signStreamToken(KEY, { ...claim, dict }))!;
+		expect(encodeURIComponent(withDict)).toBe(withDict);
+		expect(await verifyStreamToken(KEY, withDict)).toEqual({ ...claim, dict });
 	});
 
 	it("are refused when a part changes, under another key, or in another shape", async () => {
@@ -21,12 +26,14 @@ describe("stream tokens", () => {
 			[claim.user, ...parts.slice(1)].join("."),
 			[parts[0], claim.account, ...parts.slice(2)].join("."),
 			[...parts.slice(0, 2), String(claim.secretCreatedMs + 1), ...parts.slice(3)].join("."),
-			[...parts.slice(0, 3), String(claim.validityMs + 1), parts[4]].join("."),
-			[...parts.slice(0, 4), `${parts[4][0] === "A" ? "B" : "A"}${parts[4].slice(1)}`].join("."),
+			[...parts.slice(0, 3), String(claim.validityMs + 1), ...parts.slice(4)].join("."),
+			// Another dictionary, or the absent one claimed, under the first mac.
+			[...parts.slice(0, 4), "e30", parts[5]].join("."),
+			[...parts.slice(0, 5), `${parts[5][0] === "A" ? "B" : "A"}${parts[5].slice(1)}`].join("."),
 		];
 		for (const bad of changed) expect(await verifyStreamToken(KEY, bad)).toBeUndefined();
 		expect(await verifyStreamToken(`${KEY}!`, token)).toBeUndefined();
-		for (const shape of ["", "a.b.c.d.e", parts.slice(0, 4).join("."), `${token}.x`, token.replace(/\./g, "_")]) {
+		for (const shape of ["", "a.b.c.d.e.f", parts.slice(0, 4).join("."), [...parts.slice(0, 4), parts[5]].join("."), `${token}.x`, token.replace(/\./g, "_")]) {
 			expect(await verifyStreamToken(KEY, shape)).toBeUndefined();
 		}
 	});
