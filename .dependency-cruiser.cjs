@@ -40,8 +40,9 @@ module.exports = {
 		layer("db", ["base"]),
 		// R2 objects and the links to them: bytes, never rows.
 		layer("storage", ["base"]),
-		// Notifications read subscriptions and the outbox and build messages from stored rows.
-		layer("notifications", ["base", "db"]),
+		// Notifications read subscriptions and the outbox and build messages from stored rows, and
+		// filter them with the rule language for readers whose role confines them.
+		layer("notifications", ["base", "db", "rules"]),
 		// The account's object runs the serialized writes and scans with rules, policy and db,
 		// deletes the R2 objects its writes let go of, and hands the messages a write committed to the notification outbox drain.
 		layer("account", ["base", "rules", "policy", "db", "storage", "notifications"]),

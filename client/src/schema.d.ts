@@ -1872,7 +1872,7 @@ export interface paths {
         };
         /**
          * A live stream of an account's notification messages on some topics: Server-Sent Events, or a WebSocket on an Upgrade request; resumable by event id
-         * @description A live stream of the notification messages of an account (the caller's, or one that granted it the topics) on 1 to 8 topics: Server-Sent Events, or a WebSocket on an Upgrade request. Resumes after since or Last-Event-ID. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.
+         * @description A live stream of the notification messages of an account (the caller's, or one that granted it the topics) on 1 to 8 topics: Server-Sent Events, or a WebSocket on an Upgrade request. Resumes after since or Last-Event-ID. A role with a twin or entry rule gets each message only as it could read it: of twins it sees, with the entries it sees.
          *
          *     **Who may call it:** A user whose role's statement allows `stream_notifications`, with its User Secret or a User Token in `Authorization` (or a stream token in `access_token`).
          *
@@ -1882,7 +1882,6 @@ export interface paths {
          *     - 401102 (401): The credential is not valid
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
-         *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 403104 (403): The topic is not granted to the caller's account
          *     - 409101 (409): The request conflicts with the resource's state
          *     - 409191 (409): The caller's account has its limit of open streams on this publishing account (MAX_STREAMS)
@@ -1909,7 +1908,7 @@ export interface paths {
         put?: never;
         /**
          * A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only
-         * @description A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101), and a role with a twin or entry rule may not stream (403102).
+         * @description A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101). It carries the dictionary (X-TrustedTwin) of the request that makes it.
          *
          *     **Who may call it:** A user whose role's statement allows `create_stream_token`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1920,7 +1919,6 @@ export interface paths {
          *     - 401102 (401): The credential is not valid
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
-         *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -10121,7 +10119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed; 403104: The topic is not granted to the caller's account */
+            /** @description 403101: The role does not allow this operation; 403104: The topic is not granted to the caller's account */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10232,7 +10230,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            /** @description 403101: The role does not allow this operation */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -6,7 +6,8 @@ import { jsonBytes, utf8Bytes } from "../base/json";
 import { type Json, readsRoot } from "../rules/ast";
 import { mayReadLedgerInRules } from "../policy/grant";
 import type { Caller } from "../base/caller";
-import { EntrySight } from "../rules/entries";
+import { type Entry, EntrySight } from "../rules/entries";
+import type { Sight } from "../rules/reader-filter";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
 import { fanOut, streamPublication, truncationLog } from "../db/outbox";
@@ -161,12 +162,20 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 		const publication = { account: writer.account, trigger: e.trigger, messages, at: e.at, limit };
 		// One row per subscription for webhooks, and one for the account's live streams, whether
 		// or not anything listens: a stream that connects later replays it from the log.
-		statements.push(fanOut(db, publication), ...truncationLog(db, publication), streamPublication(db, { ...publication, sources: [messages] }));
+		// What a confined reader's rules read of the write: the twin, the ledger before and after.
+		const sight: Sight = { kind: "ledger", twin, ledger: writer.account, before: [...e.before.values()].map(entryOf), after: [...e.ledger.values()].map(entryOf) };
+		const stream = streamPublication(db, { ...publication, sources: [messages], sights: [JSON.stringify(sight)] });
+		statements.push(fanOut(db, publication), ...truncationLog(db, publication), stream);
 		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);
 	index?.committed();
 	return { ...entriesOut(answer), published, grown: storedBytes(e.ledger) - storedBytes(e.before) };
+}
+
+// An entry as the rules read it, without what they never read (its text, size, history, publish).
+function entryOf({ name, value, visibility, entry_created_ts, entry_updated_ts, value_changed_ts }: StoredEntry): Entry {
+	return { name, value, visibility, entry_created_ts, entry_updated_ts, value_changed_ts };
 }
 
 function checkConditions(sight: EntrySight, conditions: Record<string, string>) {

@@ -14,6 +14,7 @@ import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
 import { checkCredential, checkStatement } from "../policy/credential";
+import { decide } from "../policy/statement";
 import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
 import * as identities from "./identity-writes";
@@ -85,12 +86,17 @@ export class AccountObject {
 		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input, this.limits()));
 	}
 
-	// A changed statement or rules end the streams of the role's holders (they reconnect and are
-	// checked as they now are); a new name does not.
+	// A changed statement or rules reach the streams of the role's holders: they read as the role
+	// now is, or end when it no longer allows streaming (they reconnect and are checked as they
+	// now are); a new name changes nothing.
 	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
 		const write = this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
 		const permission = changes.statement !== undefined || changes.rules !== undefined;
-		return this.tellStreams(write, () => (permission ? { account: caller.account, role, code: CLOSE.permissionEnded } : undefined));
+		return this.tellStreams(write, (updated) => {
+			if (!permission) return undefined;
+			if (!decide(updated.statement, "stream_notifications").allowed) return { account: caller.account, role, code: CLOSE.permissionEnded };
+			return { account: caller.account, role, reader: { statement: updated.statement, rules: updated.rules } };
+		});
 	}
 
 	deleteRole(caller: CallerId, role: string) {
@@ -101,12 +107,17 @@ export class AccountObject {
 		return this.write(caller, "create_user", (db, current) => writes.createUser(db, current, input, this.limits()));
 	}
 
-	// A user given another role: its streams opened under the old one end.
+	// A user given another role or description: its streams read as it now is, or end when its
+	// role no longer allows streaming.
 	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
 		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
-		return this.tellStreams(write, (updated) =>
-			changes.role === undefined ? undefined : { account: caller.account, user, exceptRole: updated.role, code: CLOSE.permissionEnded },
-		);
+		return this.tellStreams(write, async () => {
+			if (changes.role === undefined && changes.description === undefined) return undefined;
+			const now = await writes.currentCaller(database(this.env.DB), { account: caller.account, user });
+			if (!decide(now.statement, "stream_notifications").allowed) return { account: caller.account, user, code: CLOSE.permissionEnded };
+			const { role, statement, rules, description } = now;
+			return { account: caller.account, user, reader: { role, statement, rules, description } };
+		});
 	}
 
 	deleteUser(caller: CallerId, user: string) {
@@ -132,9 +143,9 @@ export class AccountObject {
 	// Once a change to who a user is, or what it may do, has committed: the streams it touches
 	// hear of it (revokeStreams never fails the write). Outside the serialized step, so that the
 	// account's next write does not wait on the stream objects.
-	private async tellStreams<T>(write: Promise<Outcome<T>>, change: (value: T) => StreamChange | undefined): Promise<Outcome<T>> {
+	private async tellStreams<T>(write: Promise<Outcome<T>>, change: (value: T) => StreamChange | undefined | Promise<StreamChange | undefined>): Promise<Outcome<T>> {
 		const outcome = await write;
-		const told = outcome.ok ? change(outcome.value) : undefined;
+		const told = outcome.ok ? await change(outcome.value) : undefined;
 		if (told) await revokeStreams(this.env, told);
 		return outcome;
 	}

@@ -5,8 +5,11 @@ import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
 import { fanOut, type Published, streamPublication, truncationLog } from "../db/outbox";
 import { deleteStickers, dueStickers, findSticker, insertStickers, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
+import { findTwins } from "../db/twins";
 import { ApiError } from "../base/errors";
 import type { Caller } from "../base/caller";
+import type { Json } from "../rules/ast";
+import type { Sight } from "../rules/reader-filter";
 
 // An account's sticker writes. The sticker's account's object runs them one at a time, with
 // its alarm's expiry runs: a sticker is put once and ends once, removed or expired, and the
@@ -62,10 +65,10 @@ export async function putStickers(db: Database, meter: D1Meter, writer: Caller, 
 	}
 	const rows: StickerRow[] = colors.map((color) => ({ twin, account, color, created_ts: at, ...input[color], validity_ts: input[color].validity_ts ?? at + MAX_STICKER_SECONDS }));
 	const statements: BatchItem<"sqlite">[] = [];
-	const ending = expired.length ? endStatements(c.plain, account, expired, "on_expire", c.fanOut, at) : undefined;
+	const ending = expired.length ? await endStatements(c.plain, account, expired, "on_expire", c.fanOut, at) : undefined;
 	if (ending) statements.push(...ending.statements);
 	statements.push(...insertStickers(db, account, rows));
-	const put = publication(db, account, rows, "on_put", c.fanOut, at);
+	const put = await publication(db, c.plain, account, rows, "on_put", c.fanOut, at);
 	statements.push(...put.statements);
 	if (put.published || ending?.published) await c.beforeCommit();
 	await runBatch(db, statements);
@@ -80,7 +83,7 @@ export async function removeSticker(db: Database, meter: D1Meter, remover: Calle
 	const row = await meter.sightedOne(() => findSticker(c.plain, key), (r) => r.validity_ts > at && isRecipient(remover, r));
 	if (!row) throw new ApiError("not_found", { description: "No such sticker" });
 	// Its rows go unmetered: what they cost (how many recipients it had) is not the remover's to see.
-	const end = endStatements(c.plain, key.account, [row], "on_remove", c.fanOut, at);
+	const end = await endStatements(c.plain, key.account, [row], "on_remove", c.fanOut, at);
 	if (end.published) await c.beforeCommit();
 	await runBatch(db, end.statements);
 	return { uuid: key.twin, account: row.account, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts, published: end.published };
@@ -92,7 +95,7 @@ export async function removeSticker(db: Database, meter: D1Meter, remover: Calle
 export async function expireStickers(db: Database, account: string, fanOutLimit: number, beforeCommit: () => Promise<void>, at: number) {
 	const due = await dueStickers(db, account, at, EXPIRY_RUN);
 	if (due.length === 0) return { expired: 0, published: false, more: false };
-	const end = endStatements(db, account, due, "on_expire", fanOutLimit, at);
+	const end = await endStatements(db, account, due, "on_expire", fanOutLimit, at);
 	if (end.published) await beforeCommit();
 	await runBatch(db, end.statements);
 	return { expired: due.length, published: end.published, more: due.length === EXPIRY_RUN };
@@ -100,9 +103,9 @@ export async function expireStickers(db: Database, account: string, fanOutLimit:
 
 // The end of stickers, removed or expired: their rows, their messages and, for an expiry, the
 // account's log lines.
-function endStatements(db: Database, account: string, rows: StickerRow[], event: "on_remove" | "on_expire", fanOutLimit: number, at: number) {
+async function endStatements(db: Database, account: string, rows: StickerRow[], event: "on_remove" | "on_expire", fanOutLimit: number, at: number) {
 	const statements = [...deleteStickers(db, account, rows.map(keyOf))];
-	const ended = publication(db, account, rows, event, fanOutLimit, at);
+	const ended = await publication(db, db, account, rows, event, fanOutLimit, at);
 	statements.push(...ended.statements);
 	if (event === "on_expire") {
 		const lines = rows.map((row) => logLine("Sticker expired", { twin: row.twin, color: row.color }, at));
@@ -112,15 +115,22 @@ function endStatements(db: Database, account: string, rows: StickerRow[], event:
 }
 
 // The messages of one event of stickers, to the topics each lists for it: one per (sticker,
-// topic) to webhooks through the outbox, one stream row per sticker. A sticker without topics
-// for the event publishes nothing.
-function publication(db: Database, account: string, rows: StickerRow[], event: StickerEvent, limit: number, at: number) {
-	const sources: Published[][] = rows
-		.map((row) => (row.publish[event] ?? []).map((topic) => ({ twin: row.twin, topic, event: eventOf(row) })))
-		.filter((messages) => messages.length > 0);
-	if (sources.length === 0) return { statements: [], published: false };
+// topic) to webhooks through the outbox, one stream row per sticker, with what a confined
+// reader's rules read of it (its twin, read through `plain`, as the event leaves it; its
+// account and recipients). A sticker without topics for the event publishes nothing.
+async function publication(db: Database, plain: Database, account: string, rows: StickerRow[], event: StickerEvent, limit: number, at: number) {
+	const publishing = rows.filter((row) => (row.publish[event] ?? []).length > 0);
+	if (publishing.length === 0) return { statements: [], published: false };
+	const twins = new Map((await findTwins(plain, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
+	const sources: Published[][] = publishing.map((row) => (row.publish[event] ?? []).map((topic) => ({ twin: row.twin, topic, event: eventOf(row) })));
+	const sights = publishing.map((row) => {
+		const twin = twins.get(row.twin);
+		if (!twin) return null;
+		const sight: Sight = { kind: "sticker", twin: { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json }, account, recipients: row.recipients };
+		return JSON.stringify(sight);
+	});
 	const p = { account, trigger: TRIGGERS[event], messages: sources.flat(), at, limit };
-	return { statements: [fanOut(db, p), ...truncationLog(db, p), streamPublication(db, { ...p, sources })], published: true };
+	return { statements: [fanOut(db, p), ...truncationLog(db, p), streamPublication(db, { ...p, sources, sights })], published: true };
 }
 
 // A sticker event's body, keys in the documented order.

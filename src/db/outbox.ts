@@ -94,19 +94,21 @@ export type StreamRow = typeof streamOutbox.$inferSelect;
 // ledger write's, or one sticker's), holding each event's members once, and per topic the
 // names of the members its message holds. A ledger event's members are its entries; a
 // sticker's are its color, note, validity_ts and created_ts, so the object builds either
-// message the same way. The rows take ids in the order given.
-export function streamPublication(db: Database, p: { account: string; trigger: string; at: number; sources: Published[][] }) {
-	const rows = p.sources.map((messages) => {
+// message the same way. The rows take ids in the order given. `sights` holds, per source, what
+// the rules of a confined reader read of it (JSON text), or null.
+export function streamPublication(db: Database, p: { account: string; trigger: string; at: number; sources: Published[][]; sights: (string | null)[] }) {
+	const rows = p.sources.map((messages, i) => {
 		const entries: Record<string, unknown> = {};
 		const topics: Record<string, string[]> = {};
 		for (const { topic, event } of messages) {
 			topics[topic] = Object.keys(event);
 			Object.assign(entries, event);
 		}
-		return [messages[0].twin, JSON.stringify(topics), JSON.stringify(entries)];
+		return [messages[0].twin, JSON.stringify(topics), JSON.stringify(entries), p.sights[i] ?? null];
 	});
 	return db.insert(streamOutbox).select(sql`
-		SELECT NULL, ${p.account}, json_extract(value, '$[0]'), ${p.trigger}, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${p.at}
+		SELECT NULL, ${p.account}, json_extract(value, '$[0]'), ${p.trigger}, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${p.at},
+			json_extract(value, '$[3]')
 		FROM json_each(${JSON.stringify(rows)}) ORDER BY key`);
 }
 

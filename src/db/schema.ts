@@ -223,6 +223,9 @@ export const streamOutbox = sqliteTable(
 		topics: text("topics").notNull(),
 		entries: text("entries").notNull(),
 		at: real("at").notNull(),
+		// What the rules of a reader whose role confines it read of the write (JSON of a Sight,
+		// rules/reader-filter.ts): the stream object filters its messages with it.
+		sight: text("sight"),
 	},
 	(t) => [index("stream_outbox_account").on(t.account, t.id)],
 );

@@ -12,7 +12,7 @@ import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
 import { eventStream } from "../notifications/streams/sse";
 import { type Context, defineOperation } from "./operation";
 import { commaList, timestampOut, topic, uuid, withMeta } from "./schemas";
-import { requireNotificationStanding, topicsGranted } from "./webhooks";
+import { topicsGranted } from "./webhooks";
 
 // Live streams: the notification messages of one account's topics, over Server-Sent Events
 // (any GET) or a WebSocket (an Upgrade request), resumable by event id. The Worker checks the
@@ -33,8 +33,8 @@ const eventId = z.pipe(
 export const streamNotifications = defineOperation({
 	name: "stream_notifications",
 	summary: "A live stream of an account's notification messages on some topics: Server-Sent Events, or a WebSocket on an Upgrade request; resumable by event id",
-	description: "A live stream of the notification messages of an account (the caller's, or one that granted it the topics) on 1 to 8 topics: Server-Sent Events, or a WebSocket on an Upgrade request. Resumes after since or Last-Event-ID. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
-	refuses: ["escalation", "topic_not_granted", "stream_limit", "conflict"],
+	description: "A live stream of the notification messages of an account (the caller's, or one that granted it the topics) on 1 to 8 topics: Server-Sent Events, or a WebSocket on an Upgrade request. Resumes after since or Last-Event-ID. A role with a twin or entry rule gets each message only as it could read it: of twins it sees, with the entries it sees.",
+	refuses: ["topic_not_granted", "stream_limit", "conflict"],
 	auth: "secret",
 	streamToken: true,
 	answers: "events",
@@ -82,18 +82,15 @@ export const streamNotifications = defineOperation({
 });
 
 // What stream_notifications refuses for the credential alone, after the credential itself: its
-// statement, and a role that sees only some twins or entries (messages carry them whatever
-// their visibility). create_stream_token refuses the same, so it never makes a token the
-// stream would refuse whatever the query.
+// statement. create_stream_token refuses the same, so it never makes a token the stream would
+// refuse whatever the query. (A role with a twin or entry rule streams, filtered.)
 function requireStreaming(caller: Caller) {
 	checkStatement(caller, "stream_notifications");
-	requireNotificationStanding(caller, "stream notifications");
 }
 
-// Steps 4 and 5 of the order (after the credential, the statement and the query): the role's
-// standing, and another account's topics need its grant, every one of them.
+// Step 4 of the order (after the credential, the statement and the query): another account's
+// topics need its grant, every one of them.
 async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = dbOf(ctx)) {
-	requireNotificationStanding(caller, "stream notifications");
 	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db))) throw new ApiError("topic_not_granted");
 }
 
@@ -111,14 +108,15 @@ async function checkedAgain(ctx: Context, caller: Caller, publisher: string, top
 function openOf(caller: Caller, publisher: string, topics: string[], since: StreamOpen["since"], sse: boolean): Omit<StreamOpen, "limit"> {
 	const { credential } = caller;
 	const own = credential?.stream?.exp ?? credential?.token?.exp ?? null;
-	const { account, user, role } = caller;
-	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null } };
+	const { account, user, role, statement, rules, description } = caller;
+	const reader = { account, user, role, statement, rules, description, dict: caller.dict ?? null };
+	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null }, reader };
 }
 
 // What a registered stream rests on, the same before and after its registration or it
 // registers again: its role (what a role change ends), what the role allows, and when the
 // secret stops working.
-const standing = (caller: Caller) => JSON.stringify([caller.role, caller.statement, caller.rules, caller.credential?.validity_ts ?? null]);
+const standing = (caller: Caller) => JSON.stringify([caller.role, caller.statement, caller.rules, caller.description, caller.credential?.validity_ts ?? null]);
 
 // A registered socket the client never gets: closed, so that the object forgets it.
 function refuse(socket: WebSocket, code: number) {
@@ -133,8 +131,8 @@ export const createStreamToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A stream token: the credential of stream_notifications in its access_token parameter, for a browser's EventSource; valid there only",
-	description: "A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101), and a role with a twin or entry rule may not stream (403102).",
-	refuses: ["escalation", "webhooks_unconfigured"],
+	description: "A stream token, valid for expires seconds and never past the caller's credential: the credential of stream_notifications in its access_token parameter, for a browser's EventSource. It works nowhere else. Refused as stream_notifications would refuse the caller whatever the query: the statement must allow both operations (403101). It carries the dictionary (X-TrustedTwin) of the request that makes it.",
+	refuses: ["webhooks_unconfigured"],
 	example: { expires: 3600 },
 	auth: "secret",
 	status: 201,

@@ -104,8 +104,8 @@ describe("resuming a stream", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
-		const row = { id: Number.MAX_SAFE_INTEGER, account: admin.account, twin, trigger: "ledger.entry.updated", topics: '{"alerts":["n"]}', entries: '{"n":{"new_value":2,"old_value":1,"changed_ts":1}}', at: Date.now() / 1000 };
-		const counts = await inStreamObject(admin.account, (instance) => [instance.append(admin.account, [row]), instance.append(admin.account, [row])]);
+		const row = { id: Number.MAX_SAFE_INTEGER, account: admin.account, twin, trigger: "ledger.entry.updated", topics: '{"alerts":["n"]}', entries: '{"n":{"new_value":2,"old_value":1,"changed_ts":1}}', at: Date.now() / 1000, sight: null };
+		const counts = await inStreamObject(admin.account, async (instance) => [await instance.append(admin.account, [row]), await instance.append(admin.account, [row])]);
 		expect(counts).toEqual([1, 0]);
 	});
 

@@ -1,4 +1,5 @@
 import type { CloseCode } from "./frames";
+import type { ReaderOf } from "./readers";
 
 // How the Worker and the account's object reach the stream objects (object.ts), without
 // loading it: the operations, and the API document built from them, load outside the runtime.
@@ -20,14 +21,18 @@ export type StreamOpen = {
 	ends: { own: number | null; secret: number | null };
 	// MAX_STREAMS: the subscribing account's streams on this publishing account.
 	limit: number;
+	// Who the stream reads as: a reader its role confines gets each message filtered.
+	reader: ReaderOf;
 };
 
-// What ends streams of an account's users: `code` closes them (all of `user`'s, or the holders
-// of `role`, or those of `user` opened under another role than `exceptRole`); `validity_ts` is
-// `user`'s secret's new validity.
+// What changes streams of an account's users: `code` closes them (all of `user`'s, or the
+// holders of `role`, or those of `user` opened under another role than `exceptRole`);
+// `validity_ts` is `user`'s secret's new validity; `reader` is what `user`, or the holders of
+// `role`, now are (the streams stay open, and read as that from the next message).
 export type StreamChange = { account: string; user?: string; role?: string; exceptRole?: string } & (
 	| { code: CloseCode }
 	| { user: string; validity_ts: number | null }
+	| { reader: Partial<ReaderOf> }
 );
 
 // Opens a checked stream on the publisher's object: 101 with the socket, or 409 (the limit).

@@ -10,7 +10,9 @@ import type { Event } from "./frames";
 export const KEEP_MESSAGES = 1000;
 export const KEEP_SECONDS = 48 * 3600;
 
-export type Message = Event & { topic: string; bytes: number };
+// `sight`: the id of what the rules of a confined reader read of the write that made the
+// message (see sightOf), null when the write recorded none.
+export type Message = Event & { topic: string; bytes: number; sight: number | null };
 
 const encoder = new TextEncoder();
 
@@ -23,6 +25,12 @@ export class StreamLog {
 			id INTEGER PRIMARY KEY, topic TEXT NOT NULL, trigger TEXT NOT NULL, data TEXT NOT NULL,
 			bytes INTEGER NOT NULL, at REAL NOT NULL)`);
 		sql.exec("CREATE INDEX IF NOT EXISTS log_topic ON log (topic, id)");
+		// What the rules of a confined reader read of each write whose messages the log holds (the
+		// twin, the ledger before and after), once per write however many topics it reached; kept
+		// while a message refers to it. A log from before it has its column added.
+		sql.exec("CREATE TABLE IF NOT EXISTS sights (id INTEGER PRIMARY KEY, data TEXT NOT NULL)");
+		const columns = sql.exec<{ name: string }>("PRAGMA table_info(log)").toArray();
+		if (!columns.some((column) => column.name === "sight")) sql.exec("ALTER TABLE log ADD COLUMN sight INTEGER");
 		// last_id: the newest id issued; pruned_above: the highest id pruned; last_outbox: the id
 		// of the last outbox row taken (what makes append idempotent).
 		sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
@@ -52,12 +60,23 @@ export class StreamLog {
 				taken = row.id;
 				const topics = JSON.parse(row.topics) as Record<string, string[]>;
 				const entries = JSON.parse(row.entries) as Record<string, unknown>;
+				const sight = row.sight === null ? null : row.id;
+				if (row.sight !== null) this.sql.exec("INSERT OR REPLACE INTO sights (id, data) VALUES (?, ?)", row.id, row.sight);
 				for (const topic of Object.keys(topics).sort()) {
 					const event = Object.fromEntries(topics[topic].map((name) => [name, entries[name]]));
 					const message = { type: "Notification", trigger: row.trigger, message: crypto.randomUUID(), twin: row.twin, event, sent_ts: row.at, topic, account };
 					const data = JSON.stringify(message);
-					const stored: Message = { id: ++lastId, event: row.trigger, data, topic, bytes: encoder.encode(data).byteLength };
-					this.sql.exec("INSERT INTO log (id, topic, trigger, data, bytes, at) VALUES (?, ?, ?, ?, ?, ?)", stored.id, topic, row.trigger, data, stored.bytes, row.at);
+					const stored: Message = { id: ++lastId, event: row.trigger, data, topic, bytes: encoder.encode(data).byteLength, sight };
+					this.sql.exec(
+						"INSERT INTO log (id, topic, trigger, data, bytes, at, sight) VALUES (?, ?, ?, ?, ?, ?, ?)",
+						stored.id,
+						topic,
+						row.trigger,
+						data,
+						stored.bytes,
+						row.at,
+						sight,
+					);
 					added.push(stored);
 				}
 			}
@@ -76,18 +95,24 @@ export class StreamLog {
 			.one().id;
 		if (cut === null) return;
 		this.sql.exec("DELETE FROM log WHERE id <= ?", cut);
+		this.sql.exec("DELETE FROM sights WHERE id < (SELECT coalesce(min(sight), 9e18) FROM log)");
 		if (cut > this.prunedAbove()) this.set("pruned_above", cut);
+	}
+
+	// What a write recorded for confined readers' rules, as JSON text; undefined when gone.
+	sightOf(id: number): string | undefined {
+		return this.sql.exec<{ data: string }>("SELECT data FROM sights WHERE id = ?", id).toArray()[0]?.data;
 	}
 
 	// The messages of `topics` after `id`, oldest first, read as they are iterated: a reader
 	// stops when its window is full, and the rest is not read.
 	*after(id: number, topics: string[]): Generator<Message> {
-		const cursor = this.sql.exec<{ id: number; trigger: string; data: string; topic: string; bytes: number }>(
-			`SELECT id, trigger, data, topic, bytes FROM log WHERE id > ? AND topic IN (${topics.map(() => "?").join(", ")}) ORDER BY id`,
+		const cursor = this.sql.exec<{ id: number; trigger: string; data: string; topic: string; bytes: number; sight: number | null }>(
+			`SELECT id, trigger, data, topic, bytes, sight FROM log WHERE id > ? AND topic IN (${topics.map(() => "?").join(", ")}) ORDER BY id`,
 			id,
 			...topics,
 		);
-		for (const row of cursor) yield { id: row.id, event: row.trigger, data: row.data, topic: row.topic, bytes: row.bytes };
+		for (const row of cursor) yield { id: row.id, event: row.trigger, data: row.data, topic: row.topic, bytes: row.bytes, sight: row.sight };
 	}
 
 	// Whether `id` is a message of one of `topics`.

@@ -2,6 +2,7 @@ import type { StreamRow } from "../../db/outbox";
 import { CLOSE, type CloseCode, endFrame, frame, REASONS, ackOf, resyncFrame } from "./frames";
 import { type Message, StreamLog } from "./log";
 import { OPEN_HEADER, type StreamChange, type StreamOpen } from "./client";
+import { Readers, Turn } from "./readers";
 
 // One object per publishing account (named by its uuid): the log of its recent messages and
 // every stream reading them, each a WebSocket accepted with the Hibernation API, so that idle
@@ -18,13 +19,17 @@ export const WINDOW_MESSAGES = 1000;
 export const WINDOW_BYTES = 4 * 1024 * 1024;
 
 // A stream's state, kept with its socket (serializeAttachment) so that it outlives hibernation.
-// `sent`: the last id sent (or the position it started from); `acked`: the last acknowledged;
-// `unacked`, `unackedBytes`: what lies between. `behind`: messages for it wait in the log;
-// `held`, `heldBytes`: how many of those arrived live (after `liveFrom`, the log's newest id
-// when it opened), which is what may drop it.
-type Stream = Omit<StreamOpen, "publisher" | "since" | "limit"> & {
+// `reader`: the id of its reader's row (readers.ts). `sent`: the last id sent (or the position it
+// started from); `passed`: the last id it has gone past, sent or filtered away; `acked`: the
+// last acknowledged; `unacked`, `unackedBytes`: what was sent after it. `behind`: messages for
+// it wait in the log; `held`, `heldBytes`: how many of those arrived live (after `liveFrom`,
+// the log's newest id when it opened), which is what may drop it; `deferred`: they wait for a
+// turn with work left for its filter.
+type Stream = Omit<StreamOpen, "publisher" | "since" | "limit" | "reader"> & {
+	reader: string;
 	opened: number;
 	sent: number;
+	passed: number;
 	acked: number;
 	unacked: number;
 	unackedBytes: number;
@@ -32,6 +37,7 @@ type Stream = Omit<StreamOpen, "publisher" | "since" | "limit"> & {
 	liveFrom: number;
 	held: number;
 	heldBytes: number;
+	deferred: boolean;
 };
 
 const endOf = (s: Stream) => {
@@ -39,14 +45,18 @@ const endOf = (s: Stream) => {
 	return ends.length ? Math.min(...ends) : null;
 };
 
+const encoder = new TextEncoder();
+
 export class StreamObject {
 	private readonly log: StreamLog;
+	private readonly readers: Readers;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
 		protected env: Env,
 	) {
 		this.log = new StreamLog(ctx.storage);
+		this.readers = new Readers(ctx.storage.sql);
 		ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS publishers (account TEXT PRIMARY KEY, seq INTEGER NOT NULL)");
 		// Answered by the runtime without waking the object.
 		ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
@@ -71,12 +81,16 @@ export class StreamObject {
 		const { since } = open;
 		const resync = since === "unknown" || (since !== null && (since > lastId || since < this.log.prunedAbove()));
 		const start = since === null || resync ? lastId : since;
-		const { publisher: _, since: __, limit: ___, ...who } = open;
-		const stream: Stream = { ...who, opened: at, sent: start, acked: start, unacked: 0, unackedBytes: 0, behind: true, liveFrom: lastId, held: 0, heldBytes: 0 };
+		const { publisher: _, since: __, limit: ___, reader: principal, ...who } = open;
+		const reader = crypto.randomUUID();
+		this.readers.add(reader, principal);
+		const stream: Stream = { ...who, reader, opened: at, sent: start, passed: start, acked: start, unacked: 0, unackedBytes: 0, behind: true, liveFrom: lastId, held: 0, heldBytes: 0, deferred: false };
 		if (resync) server.send(resyncFrame(lastId, open.sse));
-		this.pump(server, stream);
+		const turn = this.turn();
+		this.pump(server, stream, turn);
 		if (replacing) this.end(replacing, CLOSE.replaced);
 		await this.armFor(stream);
+		await this.settle(turn);
 		// Another account's first stream here: its own object learns that changes to its users
 		// must reach this one too.
 		if (open.account !== open.publisher && this.open(`acct:${open.account}`).length === 1) {
@@ -86,47 +100,61 @@ export class StreamObject {
 	}
 
 	// The messages of outbox rows, in commit order; idempotent. Each reaches the streams of its
-	// topic at once, or waits in the log for a reader that is behind.
-	append(account: string, rows: StreamRow[]) {
+	// topic at once (a confined reader's filtered), or waits in the log for a reader that is
+	// behind.
+	async append(account: string, rows: StreamRow[]) {
 		const added = this.log.append(account, rows, Date.now() / 1000);
+		const turn = this.turn();
 		for (const message of added) {
-			for (const ws of this.open(`topic:${message.topic}`)) this.deliver(ws, message);
+			for (const ws of this.open(`topic:${message.topic}`)) this.deliver(ws, message, turn);
 		}
+		await this.settle(turn);
 		return added.length;
 	}
 
-	private deliver(ws: WebSocket, m: Message) {
+	private deliver(ws: WebSocket, m: Message, turn: Turn) {
 		const s = ws.deserializeAttachment() as Stream;
-		if (s.behind) {
-			s.held++;
-			s.heldBytes += m.bytes;
-			if (s.held > WINDOW_MESSAGES || s.heldBytes > WINDOW_BYTES) return this.end(ws, CLOSE.tooFarBehind);
-		} else if (fits(s, m.bytes)) {
-			this.send(ws, s, m);
+		const data = s.behind ? undefined : this.dataFor(s, m, turn);
+		if (data === null) {
+			// Filtered away: nothing is written, and the stream has gone past it.
+			s.passed = m.id;
+		} else if (data !== undefined && fits(s, utf8(data, m))) {
+			this.send(ws, s, m, data);
 		} else {
+			// Behind, its window full, or its filter out of work this turn: the message waits.
+			s.deferred ||= data === undefined && !s.behind;
 			s.behind = true;
 			s.held++;
 			s.heldBytes += m.bytes;
+			if (s.held > WINDOW_MESSAGES || s.heldBytes > WINDOW_BYTES) return this.end(ws, CLOSE.tooFarBehind);
 		}
 		ws.serializeAttachment(s);
 	}
 
-	private send(ws: WebSocket, s: Stream, m: Message) {
-		ws.send(frame(m, s.sse));
-		s.sent = m.id;
+	private send(ws: WebSocket, s: Stream, m: Message, data: string) {
+		ws.send(frame({ id: m.id, event: m.event, data }, s.sse));
+		s.sent = s.passed = m.id;
 		s.unacked++;
-		s.unackedBytes += m.bytes;
+		s.unackedBytes += utf8(data, m);
 	}
 
-	// Sends what waits in the log for a stream, while its window allows.
-	private pump(ws: WebSocket, s: Stream) {
+	// Sends what waits in the log for a stream, while its window allows and its filter has work
+	// left this turn.
+	private pump(ws: WebSocket, s: Stream, turn: Turn) {
 		let full = false;
-		for (const m of this.log.after(s.sent, s.topics)) {
-			if (!fits(s, m.bytes)) {
+		s.deferred = false;
+		for (const m of this.log.after(s.passed, s.topics)) {
+			const data = this.dataFor(s, m, turn);
+			if (data === undefined) {
+				full = s.deferred = true;
+				break;
+			}
+			if (data !== null && !fits(s, utf8(data, m))) {
 				full = true;
 				break;
 			}
-			this.send(ws, s, m);
+			if (data === null) s.passed = m.id;
+			else this.send(ws, s, m, data);
 			if (m.id > s.liveFrom) {
 				s.held = Math.max(0, s.held - 1);
 				s.heldBytes = Math.max(0, s.heldBytes - m.bytes);
@@ -136,12 +164,30 @@ export class StreamObject {
 		ws.serializeAttachment(s);
 	}
 
+	// What the stream's reader is sent of `m` (readers.ts); a stream whose reader is gone gets
+	// nothing more.
+	private dataFor(s: Stream, m: Message, turn: Turn): string | null | undefined {
+		const reader = this.readers.get(s.reader);
+		return reader ? turn.dataFor(reader, m) : null;
+	}
+
+	private turn() {
+		return new Turn(this.log, Date.now() / 1000);
+	}
+
+	// A turn that left messages waiting for work: the alarm takes them up at once.
+	private async settle(turn: Turn) {
+		if (!turn.deferred) return;
+		const current = await this.ctx.storage.getAlarm();
+		if (current === null || current > Date.now()) await this.ctx.storage.setAlarm(Date.now());
+	}
+
 	// An acknowledgement frees the window up to its id; anything else a client sends ends it.
 	// The runtime shows nothing of what it still buffers for a socket (docs/streams.md), so the
 	// window is only as true as the acks: an ack must name a message this socket was sent. One
 	// past the last sent, or of an id that is no message of its topics, claims a read that
 	// cannot have happened, and the reader is dropped as one too far behind (4408).
-	webSocketMessage(ws: WebSocket, message: string | ArrayBuffer) {
+	async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer) {
 		const id = ackOf(message);
 		if (id === undefined) return this.end(ws, CLOSE.unexpectedFrame);
 		const s = ws.deserializeAttachment() as Stream;
@@ -150,18 +196,22 @@ export class StreamObject {
 		if (id > s.acked && id > this.log.prunedAbove() && !this.log.holds(id, s.topics)) return this.end(ws, CLOSE.tooFarBehind);
 		if (id > s.acked) {
 			s.acked = id;
-			// Everything sent acknowledged, the usual case, needs no look at the log.
-			const { count, bytes } = id === s.sent ? { count: 0, bytes: 0 } : this.log.between(s.acked, s.sent, s.topics);
-			s.unacked = count;
-			s.unackedBytes = bytes;
+			// Everything sent acknowledged, the usual case, needs no look at the log. The log also
+			// counts what a filter kept from this reader, so it only ever bounds the count from above.
+			const between = id === s.sent ? { count: 0, bytes: 0 } : this.log.between(s.acked, s.sent, s.topics);
+			s.unacked = Math.min(s.unacked, between.count);
+			s.unackedBytes = Math.min(s.unackedBytes, between.bytes);
 		}
 		if (!s.behind) return ws.serializeAttachment(s);
 		// What it waited for may have been pruned meanwhile: it resumes, and learns of the gap.
-		if (s.sent < this.log.prunedAbove()) return this.end(ws, CLOSE.tooFarBehind);
-		this.pump(ws, s);
+		if (s.passed < this.log.prunedAbove()) return this.end(ws, CLOSE.tooFarBehind);
+		const turn = this.turn();
+		this.pump(ws, s, turn);
+		await this.settle(turn);
 	}
 
 	webSocketClose(ws: WebSocket) {
+		this.forget(ws);
 		try {
 			ws.close(1000, "closed");
 		} catch {
@@ -169,17 +219,24 @@ export class StreamObject {
 		}
 	}
 
-	// Credentials that ended at their time: their streams close (4401). The alarm is then set
-	// for the earliest credential still running.
+	// Credentials that ended at their time: their streams close (4401). Streams whose messages
+	// waited for a turn with work left for their filter are sent them. The alarm is then set for
+	// the earliest credential still running, or at once while messages still wait.
 	async alarm() {
 		const at = Date.now() / 1000;
 		let next = Infinity;
+		const turn = this.turn();
 		for (const ws of this.open()) {
-			const end = endOf(ws.deserializeAttachment() as Stream);
-			if (end === null) continue;
-			if (end <= at) this.end(ws, CLOSE.credentialEnded);
-			else next = Math.min(next, end);
+			const s = ws.deserializeAttachment() as Stream;
+			const end = endOf(s);
+			if (end !== null && end <= at) {
+				this.end(ws, CLOSE.credentialEnded);
+				continue;
+			}
+			if (end !== null) next = Math.min(next, end);
+			if (s.deferred) this.pump(ws, s, turn);
 		}
+		if (turn.deferred) next = at;
 		if (next < Infinity) await this.ctx.storage.setAlarm(Math.ceil(next * 1000));
 		else await this.ctx.storage.deleteAlarm();
 	}
@@ -202,6 +259,18 @@ export class StreamObject {
 	// The change on this object's streams only; answers how many of the account's are left.
 	async apply(change: StreamChange): Promise<number> {
 		const at = Date.now() / 1000;
+		if ("reader" in change) {
+			// Still allowed to stream: the streams stay, and read as the reader now is (a user's
+			// new role also in the socket's state, where later changes of a role find its holders).
+			if (change.user) {
+				this.readers.change({ user: change.user }, change.reader);
+				const role = change.reader.role;
+				if (role !== undefined) {
+					for (const ws of this.open(`user:${change.user}`)) ws.serializeAttachment({ ...(ws.deserializeAttachment() as Stream), role });
+				}
+			} else if (change.role) this.readers.change({ role: change.role }, change.reader);
+			return this.open(`acct:${change.account}`).length;
+		}
 		for (const ws of this.open(change.user ? `user:${change.user}` : `acct:${change.account}`)) {
 			const s = ws.deserializeAttachment() as Stream;
 			if (s.account !== change.account || (change.role !== undefined && s.role !== change.role) || s.role === change.exceptRole) continue;
@@ -240,6 +309,7 @@ export class StreamObject {
 
 	// The server's last write, then the close frame.
 	private end(ws: WebSocket, code: CloseCode) {
+		this.forget(ws);
 		const s = ws.deserializeAttachment() as Stream;
 		try {
 			ws.send(endFrame(code, s.sse));
@@ -247,6 +317,11 @@ export class StreamObject {
 		} catch {
 			// The client left first.
 		}
+	}
+
+	private forget(ws: WebSocket) {
+		const s = ws.deserializeAttachment() as Stream | null;
+		if (s?.reader) this.readers.remove(s.reader);
 	}
 
 	private async armFor(s: Stream) {
@@ -260,6 +335,11 @@ export class StreamObject {
 	private open(tag?: string): WebSocket[] {
 		return this.ctx.getWebSockets(tag).filter((ws) => ws.readyState === WebSocket.OPEN);
 	}
+}
+
+// The UTF-8 size of what is sent of `m`: the stored size when it is sent whole.
+function utf8(data: string, m: Message): number {
+	return data === m.data ? m.bytes : encoder.encode(data).byteLength;
 }
 
 // Whether one more message of `bytes` fits the stream's window (one always does when nothing

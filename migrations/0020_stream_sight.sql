@@ -1,0 +1,1 @@
+ALTER TABLE `stream_outbox` ADD `sight` text;
