@@ -127,4 +127,52 @@ describe.skipIf(!available)("in a real browser", () => {
 			pageServer.close();
 		}
 	}, 60_000);
+
+	it("lets a driver's page follow his vans live with a User Token, and nothing of the others'", async () => {
+		const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
+		const account = (await created.json()) as { account: string; secret: string };
+		const asAdmin = (method: string, path: string, body: unknown) =>
+			fetch(`${server.url}${path}`, { method, headers: { authorization: account.secret, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, unknown>>);
+		// A Driver role that sees the driver's vans, a driver with his own secret, and two vans.
+		const driverRole = await asAdmin("POST", "/roles", { name: "Driver", statement: { effect: "deny", actions: null }, rules: { twin: "TWIN.driver == user", entry: null, identity: null } });
+		const driver = await asAdmin("POST", "/users", { name: "Ann", role: driverRole.uuid });
+		const { pin } = await asAdmin("POST", `/users/${driver.uuid}/secrets`, {});
+		const redeemed = (await (await fetch(`${server.url}/secrets/${account.account}/${pin}`, { method: "POST" })).json()) as { secret: string };
+		const mine = (await asAdmin("POST", "/twins", { description: { driver: driver.uuid } })).uuid as string;
+		const theirs = (await asAdmin("POST", "/twins", { description: { driver: "someone else" } })).uuid as string;
+		// His backend hands his page a User Token.
+		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: redeemed.secret }, body: "{}" });
+		const { token } = (await made.json()) as { token: string };
+		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>driver</title>"));
+		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
+		try {
+			const page = await browser.newPage();
+			await page.goto(`http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`);
+			await page.evaluate(
+				async ({ api, token }) => {
+					const answer = await fetch(`${api}/notifications/stream/tokens`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+					const streamToken = ((await answer.json()) as { token: string }).token;
+					const source = new EventSource(`${api}/notifications/stream?topics=vans&access_token=${encodeURIComponent(streamToken)}`);
+					(globalThis as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
+						source.addEventListener("ledger.entry.added", (event) => resolve(JSON.parse((event as unknown as { data: string }).data)));
+					});
+					await new Promise((resolve, reject) => {
+						source.onopen = resolve;
+						source.onerror = () => reject(new Error("the stream did not open"));
+					});
+				},
+				{ api: server.url, token },
+			);
+			// The other van reports first: the page's first message is still its own van's.
+			const entries = { mileage: { value: 20312, publish: { vans: "true" } } };
+			expect(await asAdmin("POST", `/twins/${theirs}/ledgers/personal`, { entries })).toHaveProperty("entries");
+			expect(await asAdmin("POST", `/twins/${mine}/ledgers/personal`, { entries })).toHaveProperty("entries");
+			const received = await page.evaluate(() => (globalThis as unknown as { received: Promise<unknown> }).received);
+			expect(received).toMatchObject({ type: "Notification", trigger: "ledger.entry.added", twin: mine, topic: "vans", event: { mileage: { new_value: 20312 } } });
+		} finally {
+			pageServer.close();
+		}
+	}, 60_000);
 });
+
