@@ -64,7 +64,8 @@ mkdirSync(".wrangler", { recursive: true });
 writeFileSync(seedFile, seed);
 
 // Notifications go to a receiver on this machine.
-const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000, vars: { CALLBACK_POLICY: "any" } });
+// The streams part opens 1100 streams of one account on itself, past MAX_STREAMS' 1000.
+const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000, vars: { CALLBACK_POLICY: "any", MAX_STREAMS: "2000" } });
 try {
 	// The server applied the migrations; the seed goes into the same local database.
 	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {

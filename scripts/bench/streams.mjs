@@ -1,6 +1,7 @@
 // The live streams part of `npm run bench`: write-to-stream latency with 100 streams open (50
 // WebSockets and 50 SSE streams of 10 users, each acknowledging what it reads), from the start
-// of a ledger write to each stream's receipt of its message; and the memory an idle stream
+// of a ledger write to each stream's receipt of its message; the same for a fleet of 1000
+// filtered driver streams beside 100 dispatchers (see `fleet`); and the memory an idle stream
 // costs the local runtime (the workerd processes under the dev server, summed), for 500 idle
 // SSE streams and then 1000 idle WebSockets. Under `wrangler dev` no object is evicted, so an
 // idle WebSocket's figure is what a hibernated socket costs while its object stays in memory.
@@ -15,18 +16,19 @@ const IDLE_SSE = 500;
 const PER_USER = 10;
 const MB = 1_000_000;
 
-// `count` users of the account with the administrator's role, each with a secret.
-async function users(url, secret, count) {
-	const { account, role } = await call(url, secret, "GET", "/whoami");
-	const secrets = [];
+// `count` users of the account with `role` (the administrator's by default), each with a
+// secret; `from` keeps the addresses their PINs are redeemed from apart between calls.
+async function users(url, secret, count, role, from = 9) {
+	const me = await call(url, secret, "GET", "/whoami");
+	const made = [];
 	for (let i = 0; i < count; i++) {
-		const { uuid } = await call(url, secret, "POST", "/users", { name: `streamer-${i}`, role });
+		const { uuid } = await call(url, secret, "POST", "/users", { name: `streamer-${i}`, role: role ?? me.role });
 		const { pin } = await call(url, secret, "POST", `/users/${uuid}/secrets`, {});
-		const res = await fetch(`${url}/secrets/${account}/${pin}`, { method: "POST", headers: { "cf-connecting-ip": `10.9.${i >> 8}.${i & 255}` } });
+		const res = await fetch(`${url}/secrets/${me.account}/${pin}`, { method: "POST", headers: { "cf-connecting-ip": `10.${from}.${i >> 8}.${i & 255}` } });
 		if (res.status !== 201) throw new Error(`redeeming a PIN: ${res.status}`);
-		secrets.push((await res.json()).secret);
+		made.push({ user: uuid, secret: (await res.json()).secret });
 	}
-	return secrets;
+	return made;
 }
 
 // A WebSocket stream (with a stream token: Node's WebSocket sets no header) that calls
@@ -138,25 +140,92 @@ async function idleMemory(url, streamers, count, open) {
 	return { streams: count, before_mb: +(readings[0][1] / MB).toFixed(1), after_mb: +(readings.at(-1)[1] / MB).toFixed(1), kb_per_stream: +(slope / 1000).toFixed(1) };
 }
 
+// A fleet: 1000 drivers of one Driver role (a twin rule, `TWIN.driver == user`), each streaming
+// the fleet's topic and seeing his own van only, and 100 dispatcher streams of the
+// administrator's role seeing every van. Each write reports on one van: its message reaches
+// its driver, filtered, and every dispatcher, whole. From the start of the write to each
+// stream's receipt, drivers and dispatchers apart; and whether a driver ever got another's van.
+const DRIVERS = 1000;
+const DISPATCHERS = 100;
+const FLEET_WRITES = 200;
+
+async function fleet(url, secret, dispatchers) {
+	const role = await call(url, secret, "POST", "/roles", {
+		name: "Driver",
+		statement: { effect: "deny", actions: null },
+		rules: { twin: "TWIN.driver == user", entry: null, identity: null },
+	});
+	const drivers = await users(url, secret, DRIVERS, role.uuid, 11);
+	const vans = [];
+	for (const driver of drivers) vans.push((await call(url, secret, "POST", "/twins", { description: { driver: driver.user } })).uuid);
+	const started = new Map();
+	const seen = { driver: [], dispatcher: [] };
+	let wrong = 0;
+	const arrived = (kind, van) => (message) => {
+		if (van !== undefined && message.twin !== van) wrong++;
+		const start = started.get(message.event.level.new_value);
+		if (start !== undefined) seen[kind].push(performance.now() - start);
+	};
+	const open = [];
+	for (let i = 0; i < DRIVERS; i++) open.push(await socket(url, drivers[i].secret, "bench-fleet", arrived("driver", vans[i])));
+	for (let i = 0; i < DISPATCHERS; i++) open.push(await socket(url, dispatchers[Math.floor(i / PER_USER)], "bench-fleet", arrived("dispatcher")));
+	for (const van of vans) await call(url, secret, "POST", `/twins/${van}/ledgers/personal`, { entries: { level: { value: -1 } } });
+	const publishing = { level: { value: 0, publish: { "bench-fleet": "true" } } };
+	const writes = [];
+	for (let i = 0; i < FLEET_WRITES; i++) {
+		const van = vans[(i * 7919) % vans.length];
+		const before = seen.driver.length + seen.dispatcher.length;
+		const start = performance.now();
+		started.set(i, start);
+		await call(url, secret, "PATCH", `/twins/${van}/ledgers/personal`, { entries: { level: { ...publishing.level, value: i } } });
+		writes.push(performance.now() - start);
+		for (let wait = 0; seen.driver.length + seen.dispatcher.length < before + 1 + DISPATCHERS && wait < 2000; wait++) await new Promise((r) => setTimeout(r, 1));
+	}
+	for (const stream of open) stream.close();
+	return {
+		drivers: DRIVERS,
+		dispatchers: DISPATCHERS,
+		writes: FLEET_WRITES,
+		// Each driver is a group of his own (the rule reads `user`), the dispatchers none: a
+		// message costs 1000 groups x (1 + 1 entry) evaluations, by the design.
+		groups: DRIVERS,
+		evaluations_per_message: DRIVERS * 2,
+		expected: FLEET_WRITES * (1 + DISPATCHERS),
+		received: seen.driver.length + seen.dispatcher.length,
+		another_drivers_van: wrong,
+		write_answer: summary(writes),
+		driver: summary(seen.driver),
+		dispatcher: summary(seen.dispatcher),
+	};
+}
+
 export async function benchStreams(url, secret) {
-	const streamers = await users(url, secret, Math.max(STREAMS, IDLE_SOCKETS) / PER_USER);
+	const streamers = (await users(url, secret, Math.max(STREAMS, IDLE_SOCKETS) / PER_USER)).map((made) => made.secret);
 	const unheard = await alone(url, secret);
 	const live = { ...(await latency(url, secret, streamers)), write_answer_without_streams: unheard };
+	const filtered = await fleet(url, secret, streamers);
 	// SSE first: the runtime keeps some of what 1000 closed WebSockets held, which would hide
 	// what 500 SSE streams take.
 	const idleSse = await idleMemory(url, streamers, IDLE_SSE, sse);
 	const idleSockets = await idleMemory(url, streamers, IDLE_SOCKETS, socket);
-	return { live, idle: { websocket: idleSockets, sse: idleSse } };
+	return { live, filtered, idle: { websocket: idleSockets, sse: idleSse } };
 }
 
 export function printStreams(result) {
-	const { live, idle } = result;
+	const { live, filtered, idle } = result;
 	console.log(`\nlive streams: ${live.streams} open (half WebSocket, half SSE), ${live.writes} ledger writes one at a time, each publishing to their topic`);
 	const without = live.write_answer_without_streams;
 	console.log(`messages received ${live.received} of ${live.expected}; the write answered p50 ${live.write_answer.p50_ms} ms, p95 ${live.write_answer.p95_ms} ms (with no stream open: p50 ${without.p50_ms} ms, p95 ${without.p95_ms} ms)\n`);
 	console.log("| from the write's start to the stream | samples | p50 ms | p95 ms | max ms |");
 	console.log("|---|---|---|---|---|");
 	for (const [name, s] of [["every stream", live.all], ["WebSocket", live.websocket], ["SSE", live.sse]]) {
+		console.log(`| ${name} | ${s.samples} | ${s.p50_ms} | ${s.p95_ms} | ${s.max_ms} |`);
+	}
+	console.log(`\nfiltered: ${filtered.drivers} driver WebSockets (one group each, ${filtered.evaluations_per_message} evaluations a message) and ${filtered.dispatchers} dispatcher WebSockets, ${filtered.writes} writes on one van each`);
+	console.log(`messages received ${filtered.received} of ${filtered.expected}; another driver's van: ${filtered.another_drivers_van}; the write answered p50 ${filtered.write_answer.p50_ms} ms, p95 ${filtered.write_answer.p95_ms} ms\n`);
+	console.log("| from the write's start to the stream | samples | p50 ms | p95 ms | max ms |");
+	console.log("|---|---|---|---|---|");
+	for (const [name, s] of [["driver (filtered)", filtered.driver], ["dispatcher (whole)", filtered.dispatcher]]) {
 		console.log(`| ${name} | ${s.samples} | ${s.p50_ms} | ${s.p95_ms} | ${s.max_ms} |`);
 	}
 	console.log("\n| idle streams | count | runtime memory before, MB | after, MB | per stream (slope), KB |");
