@@ -833,8 +833,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Replace the description of an alive twin the caller's account owns
-         * @description Replaces the description of an alive twin owned by the caller's account. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
+         * Replace or merge-patch the description of an alive twin the caller's account owns
+         * @description Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin`, with its User Secret or a User Token in `Authorization`.
          *
@@ -851,6 +851,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -5722,6 +5723,20 @@ export interface operations {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
                 };
+                /**
+                 * @example {
+                 *       "description": {
+                 *         "site": "south",
+                 *         "serial": null
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /** @description A merge patch of the description (RFC 7396): null removes a key */
+                    description: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
+                };
             };
         };
         responses: {
@@ -5791,6 +5806,17 @@ export interface operations {
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
                     [name: string]: unknown;
                 };
                 content: {

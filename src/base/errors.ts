@@ -91,6 +91,11 @@ export const ERRORS = {
 	length_required: { status: 411, subcode: 411171, description: "An upload needs a Content-Length header" },
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },
+	unsupported_patch_format: {
+		status: 415,
+		subcode: 415251,
+		description: "The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)",
+	},
 	range_unsatisfiable: { status: 416, subcode: 416171, description: "The range cannot be satisfied" },
 	idempotency_mismatch: {
 		status: 422,

@@ -38,20 +38,49 @@ export function findTwins(db: Database, uuids: string[]) {
 
 // Both writes apply only to an alive twin of the owner, in the statement itself, so a
 // concurrent termination cannot be overwritten.
-export async function setTwinDescription(db: Database, owner: string, uuid: string, description: Description, at: number) {
-	const [row] = await db
-		.update(twins)
-		.set({ description, updated_ts: at })
-		.where(and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive")))
-		.returning();
-	return row;
+const writable = (owner: string, uuid: string) => and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive"));
+
+// A description sent whole (replace), or a merge patch of it (RFC 7396) that SQLite's json_patch
+// merges in the UPDATE itself, so that two patches of different keys never lose one another.
+export type DescriptionWrite = { merge: boolean; description: Description };
+
+// What a write that matched nothing found, in the same transaction: whose twin it is, its
+// status, and the size of the description the write would have left.
+export type TwinState = { owner: string; status: "alive" | "terminated"; bytes: number };
+
+// The written row, or the twin's state when the write matched nothing (twins are never deleted,
+// and the caller found this one). A description equal to the stored one as text changes nothing
+// (updated_ts stays): json_patch keeps each stored member's text and place, so a merge that
+// leaves the description as it was leaves its text as it was. A description larger than
+// `maxBytes` (as compact UTF-8, as json_patch writes it) is not written.
+export async function writeDescription(
+	db: Database,
+	owner: string,
+	uuid: string,
+	write: DescriptionWrite,
+	at: number,
+	maxBytes: number,
+): Promise<{ row: TwinRow } | { current: TwinState }> {
+	const given = JSON.stringify(write.description);
+	const next = write.merge ? sql`json_patch(${twins.description}, ${given})` : sql`${given}`;
+	const same = sql`${next} IS ${twins.description}`;
+	const bytes = sql<number>`length(CAST(${next} AS BLOB))`;
+	const [written, [current]] = await db.batch([
+		db
+			.update(twins)
+			.set({ description: next, updated_ts: sql`CASE WHEN ${same} THEN ${twins.updated_ts} ELSE ${at} END` })
+			.where(and(writable(owner, uuid), sql`${bytes} <= ${maxBytes}`))
+			.returning(),
+		db.select({ owner: twins.owner, status: twins.status, bytes }).from(twins).where(eq(twins.uuid, uuid)),
+	]);
+	return written.length ? { row: written[0] } : { current: current! };
 }
 
 export async function markTerminated(db: Database, owner: string, uuid: string, at: number) {
 	const [row] = await db
 		.update(twins)
 		.set({ status: "terminated", termination_certificate: { issuer: owner, terminated_ts: at }, updated_ts: at })
-		.where(and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive")))
+		.where(writable(owner, uuid))
 		.returning();
 	return row;
 }

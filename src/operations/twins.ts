@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
+import { findTwin, insertTwinWithin, markTerminated, type TwinRow, type TwinState, writeDescription } from "../db/twins";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import type { Json } from "../rules/ast";
@@ -9,7 +9,8 @@ import { now } from "../base/time";
 import type { Context } from "./operation";
 import { pageLimit } from "./paging";
 import { defineOperation, JsonText, StaleGuess } from "./operation";
-import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
+import { description, descriptionPatch, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
+import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { dbOf } from "../db/client";
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -33,7 +34,7 @@ export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, al
 export const twinInPath = (params: { twin: string }, ctx: Context & { caller: Caller }) => visibleTwin(ctx, ctx.caller, params.twin);
 
 // Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
-function refusal(twin: TwinRow, caller: Caller): ApiError {
+function refusal(twin: Pick<TwinRow, "owner">, caller: Caller): ApiError {
 	if (twin.owner !== caller.account) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
 	return new ApiError("twin_terminated");
 }
@@ -85,21 +86,30 @@ export const getTwin = defineOperation({
 
 export const updateTwin = defineOperation({
 	name: "update_twin",
-	summary: "Replace the description of an alive twin the caller's account owns",
-	description: `Replaces the description of an alive twin owned by the caller's account. ${VISIBLE_ONLY}`,
+	summary: "Replace or merge-patch the description of an alive twin the caller's account owns",
+	description: `Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. ${VISIBLE_ONLY}`,
 	refuses: ["not_found", "not_owner", "twin_terminated"],
 	example: { description: { site: "south", model: "pump-7" } },
 	auth: "secret",
 	response: twinRecord,
 	params: twinParams,
 	body: z.strictObject({ description }),
-	async run({ params, body }, ctx) {
+	merge: { body: z.strictObject({ description: descriptionPatch }), example: { description: { site: "south", serial: null } } },
+	async run({ params, body, merge }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const updated = await setTwinDescription(dbOf(ctx), ctx.caller.account, twin.uuid, body.description, now());
-		if (!updated) throw refusal(twin, ctx.caller);
-		return updated;
+		const write = { merge, description: body.description };
+		const written = await writeDescription(dbOf(ctx), ctx.caller.account, twin.uuid, write, now(), MAX_DESCRIPTION_BYTES);
+		if ("row" in written) return written.row;
+		throw writeRefusal(written.current, ctx.caller);
 	},
 });
+
+// Why a description write matched nothing: the twin is not the caller's account's, or it is
+// terminated, or else the description would have passed its limit.
+function writeRefusal(current: TwinState, caller: Caller): ApiError {
+	if (current.owner !== caller.account || current.status === "terminated") return refusal(current, caller);
+	return descriptionTooLarge();
+}
 
 export const terminateTwin = defineOperation({
 	name: "terminate_twin",

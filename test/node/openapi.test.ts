@@ -13,7 +13,7 @@ type OperationObject = {
 	description: string;
 	parameters: Parameter[];
 	requestBody?: { content: Record<string, { example?: unknown }> };
-	responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+	responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
 };
 
 const document = JSON.parse(JSON.stringify(openApiDocument(routes)));
@@ -47,6 +47,20 @@ describe("the API document", () => {
 			expect(parsed.error?.issues, operation.name).toBeUndefined();
 			expect(byName(operation.name).requestBody?.content["application/json"].example).toEqual(operation.example);
 		}
+	});
+
+	it("states a merge patch's media type, schema and example beside application/json where a route reads one", () => {
+		const merging = routes.filter(({ operation }) => operation.merge);
+		expect(merging.map(({ operation }) => operation.name).sort()).toEqual(["update_twin"]);
+		for (const { operation } of merging) {
+			const parsed = (operation.merge!.body as z.ZodMiniType).safeParse(operation.merge!.example);
+			expect(parsed.error?.issues, operation.name).toBeUndefined();
+			const documented = byName(operation.name);
+			expect(Object.keys(documented.requestBody?.content ?? {})).toEqual(["application/json", "application/merge-patch+json"]);
+			expect(documented.requestBody?.content["application/merge-patch+json"].example).toEqual(operation.merge!.example);
+			expect(documented.responses["415"]).toMatchObject({ description: expect.stringContaining("415251"), headers: { "Accept-Patch": expect.any(Object) } });
+		}
+		expect(byName("update_twin_identity").requestBody?.content).not.toHaveProperty("application/merge-patch+json");
 	});
 
 	it("types query parameters as what they mean, not as the text they travel as", () => {
