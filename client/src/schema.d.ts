@@ -464,8 +464,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a user's name, role or description (a given description replaces the old one)
-         * @description Changes a user's name, role or description; a given description replaces the old one. The caller must be able to grant both the user's role and the new one; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.
+         * Change a user's name, role or description (a given description replaces the old one, a merge patch merges into it)
+         * @description Changes a user's name, role or description; a given description replaces the old one, or, sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key; at most 32 KiB once merged). The caller must be able to grant both the user's role and the new one, for the user as it becomes; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.
          *
          *     **Who may call it:** A user whose role's statement allows `update_user`, with its User Secret or a User Token in `Authorization`.
          *
@@ -481,6 +481,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -708,8 +709,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a role's name, rules or statement (given rules replace all three)
-         * @description Changes a role's name, rules or statement; given rules replace all three. The role as it is and as it becomes must both be ones the caller could grant.
+         * Change a role's name, rules or statement (given rules replace all three, a merge patch those it names)
+         * @description Changes a role's name, rules or statement; given rules replace all three. Sent as application/merge-patch+json (RFC 7396), rules merge by kind (null clears one; "rules": null all three) and the statement by member (effect replaces, actions replaces whole; "statement": null is 400101). The role as it is and as it becomes, whole, must both be ones the caller could grant.
          *
          *     **Who may call it:** A user whose role's statement allows `update_user_role`, with its User Secret or a User Token in `Authorization`.
          *
@@ -725,6 +726,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -4163,10 +4165,28 @@ export interface operations {
                     name?: string;
                     /** Format: uuid */
                     role?: string;
+                    activity?: null | Record<string, never>;
                     description?: {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
+                };
+                /**
+                 * @example {
+                 *       "description": {
+                 *         "team": "field",
+                 *         "shift": null
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    name?: string;
+                    /** Format: uuid */
+                    role?: string;
                     activity?: null | Record<string, never>;
+                    /** @description A merge patch of the description (RFC 7396): null removes a key */
+                    description?: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
                 };
             };
         };
@@ -4237,6 +4257,17 @@ export interface operations {
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5200,6 +5231,32 @@ export interface operations {
                         actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
+                /**
+                 * @example {
+                 *       "rules": {
+                 *         "entry": null
+                 *       },
+                 *       "statement": {
+                 *         "actions": [
+                 *           "get_twin",
+                 *           "scan_twins"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    name?: string;
+                    rules?: {
+                        twin?: string | null;
+                        entry?: string | null;
+                        identity?: string | null;
+                    } | null;
+                    statement?: {
+                        /** @enum {string} */
+                        effect?: "allow" | "deny";
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                    };
+                };
             };
         };
         responses: {
@@ -5269,6 +5326,17 @@ export interface operations {
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
                     [name: string]: unknown;
                 };
                 content: {

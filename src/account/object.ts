@@ -87,7 +87,7 @@ export class AccountObject {
 
 	// A changed statement or rules end the streams of the role's holders (they reconnect and are
 	// checked as they now are); a new name does not.
-	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
+	updateRole(caller: CallerId, role: string, changes: writes.RolePatch) {
 		const write = this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
 		const permission = changes.statement !== undefined || changes.rules !== undefined;
 		return this.tellStreams(write, () => (permission ? { account: caller.account, role, code: CLOSE.permissionEnded } : undefined));
@@ -102,8 +102,9 @@ export class AccountObject {
 	}
 
 	// A user given another role: its streams opened under the old one end.
-	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
-		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
+	// `merge`: the description given is a merge patch of the stored one.
+	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>, merge: boolean) {
+		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes, merge));
 		return this.tellStreams(write, (updated) =>
 			changes.role === undefined ? undefined : { account: caller.account, user, exceptRole: updated.role, code: CLOSE.permissionEnded },
 		);
