@@ -1094,8 +1094,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change entries of the caller's ledger on a twin; given fields replace stored ones
-         * @description Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. An unknown or hidden name is 404 and nothing is written.
+         * Change entries of the caller's ledger on a twin; given fields replace stored ones, or merge in a merge patch
+         * @description Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. Sent as application/merge-patch+json (RFC 7396), an entry's value merges into the stored value and its publish by topic (null removes one); an entry given as null is 400101. An unknown or hidden name is 404 and nothing is written.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin_ledger_entry`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1114,6 +1114,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -1152,7 +1153,7 @@ export interface paths {
         head?: never;
         /**
          * Change the values of entries of the caller's ledger on a twin
-         * @description Changes only the values of entries of the caller's own ledger on a twin it can see. An unknown or hidden name is 404 and nothing is written.
+         * @description Changes only the values of entries of the caller's own ledger on a twin it can see; sent as application/merge-patch+json (RFC 7396), each value merges into the stored value. An unknown or hidden name is 404 and nothing is written.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin_ledger_entry_value`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1170,6 +1171,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
@@ -7087,6 +7089,40 @@ export interface operations {
                     };
                     transaction?: unknown;
                 };
+                /**
+                 * @example {
+                 *       "entries": {
+                 *         "status": {
+                 *           "value": {
+                 *             "rpm": 0,
+                 *             "fault": null
+                 *           },
+                 *           "publish": {
+                 *             "alerts": null
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    entries: {
+                        [key: string]: {
+                            value?: components["schemas"]["JsonValue"];
+                            visibility?: string | null;
+                            history?: string | null;
+                            publish?: {
+                                [key: string]: string | null;
+                            } | null;
+                            ref?: unknown;
+                            include?: unknown;
+                            timeseries?: unknown;
+                        };
+                    };
+                    conditions?: {
+                        [key: string]: string;
+                    };
+                    transaction?: unknown;
+                };
             };
         };
         responses: {
@@ -7173,6 +7209,17 @@ export interface operations {
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7346,6 +7393,28 @@ export interface operations {
                     };
                     transaction?: unknown;
                 };
+                /**
+                 * @example {
+                 *       "entries": {
+                 *         "status": {
+                 *           "value": {
+                 *             "rpm": 1500
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    entries: {
+                        [key: string]: {
+                            value: components["schemas"]["JsonValue"];
+                        };
+                    };
+                    conditions?: {
+                        [key: string]: string;
+                    };
+                    transaction?: unknown;
+                };
             };
         };
         responses: {
@@ -7432,6 +7501,17 @@ export interface operations {
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -51,7 +51,7 @@ describe("the API document", () => {
 
 	it("states a merge patch's media type, schema and example beside application/json where a route reads one", () => {
 		const merging = routes.filter(({ operation }) => operation.merge);
-		expect(merging.map(({ operation }) => operation.name).sort()).toEqual(["update_twin", "update_user", "update_user_role"]);
+		expect(merging.map(({ operation }) => operation.name).sort()).toEqual(["update_twin", "update_twin_ledger_entry", "update_twin_ledger_entry_value", "update_user", "update_user_role"]);
 		for (const { operation } of merging) {
 			const parsed = (operation.merge!.body as z.ZodMiniType).safeParse(operation.merge!.example);
 			expect(parsed.error?.issues, operation.name).toBeUndefined();
