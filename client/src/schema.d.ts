@@ -815,7 +815,7 @@ export interface paths {
         post?: never;
         /**
          * Terminate an alive twin the caller's account owns
-         * @description Terminates an alive twin owned by the caller's account and writes its termination certificate. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
+         * @description Terminates an alive twin owned by the caller's account and writes its termination certificate. With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
          *
          *     **Who may call it:** A user whose role's statement allows `terminate_twin`, with its User Secret or a User Token in `Authorization`.
          *
@@ -828,6 +828,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 403103 (403): Only the owner's account may do this
          *     - 404102 (404): No such resource
+         *     - 412251 (412): If-Match matched no current ETag of the twin; nothing was written
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -836,7 +837,7 @@ export interface paths {
         head?: never;
         /**
          * Replace or merge-patch the description of an alive twin the caller's account owns
-         * @description Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
+         * @description Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin`, with its User Secret or a User Token in `Authorization`.
          *
@@ -852,6 +853,7 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 412251 (412): If-Match matched no current ETag of the twin; nothing was written
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
          *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
@@ -5496,6 +5498,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5610,6 +5614,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5684,7 +5690,10 @@ export interface operations {
     terminate_twin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description * or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251 */
+                "if-match"?: string;
+            };
             path: {
                 twin: string;
             };
@@ -5695,6 +5704,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5746,6 +5757,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description 412251: If-Match matched no current ETag of the twin; nothing was written */
+            412: {
+                headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description 429101: Too many attempts from this address; try again in a minute */
             429: {
                 headers: {
@@ -5770,6 +5792,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description * or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251 */
+                "if-match"?: string;
                 /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
                 "Idempotency-Key"?: string;
             };
@@ -5813,6 +5837,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5867,6 +5893,17 @@ export interface operations {
             /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 412251: If-Match matched no current ETag of the twin; nothing was written */
+            412: {
+                headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -89,6 +89,11 @@ export const ERRORS = {
 		description: "The account keeps its limit of answers to Idempotency-Key requests; nothing was done",
 	},
 	length_required: { status: 411, subcode: 411171, description: "An upload needs a Content-Length header" },
+	precondition_failed: {
+		status: 412,
+		subcode: 412251,
+		description: "If-Match matched no current ETag of the twin; nothing was written",
+	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
 	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },
 	unsupported_patch_format: {

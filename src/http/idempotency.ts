@@ -84,15 +84,18 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
 		}
 		if (row.status === null) throw new ApiError("idempotency_in_flight", { headers: { "retry-after": "1" } });
-		return new Response(row.body, { status: row.status, headers: { "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" } });
+		const headers = new Headers({ "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" });
+		if (row.etag !== null) headers.set("etag", row.etag);
+		return new Response(row.body, { status: row.status, headers });
 	}
 	let response: Response;
 	try {
 		response = await handler();
 	} catch (error) {
 		// A refusal the handler decided is the request's answer, kept like a success; a failure
-		// of ours or a rate limit leaves the key free for the retry.
-		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429) {
+		// of ours or a rate limit leaves the key free for the retry, and so does a failed
+		// precondition (412): the client retries with a fresh If-Match under the same key.
+		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429 || error.status === 412) {
 			await releaseKey(db, claim).catch(() => undefined);
 			throw error;
 		}
@@ -104,6 +107,9 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 	}
 	const body = await response.text();
 	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(db, claim);
-	else await settleKey(db, claim, { status: response.status, content_type: response.headers.get("content-type"), body, bytes: utf8Bytes(body) });
+	else {
+		const kept = { status: response.status, content_type: response.headers.get("content-type"), etag: response.headers.get("etag"), body, bytes: utf8Bytes(body) };
+		await settleKey(db, claim, kept);
+	}
 	return new Response(body, { status: response.status, headers: response.headers });
 }

@@ -58,9 +58,16 @@ function jsonSchema(schema: z.ZodMiniType, io: "input" | "output", shared: Recor
 	return hoistDefinitions(rest, shared);
 }
 
+// What a request header means, where the name alone does not say.
+const HEADER_NOTES: Record<string, string> = {
+	"if-match": "* or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251",
+};
+
 function headerParameters(names: readonly string[] | undefined) {
-	return (names ?? []).map((name) => ({ name, in: "header", required: false, schema: { type: "string" } }));
+	return (names ?? []).map((name) => ({ name, in: "header", required: false, ...(HEADER_NOTES[name] && { description: HEADER_NOTES[name] }), schema: { type: "string" } }));
 }
+
+const ETAG = { ETag: { description: "The resource's current entity tag, strong: send it back in If-Match", schema: { type: "string" } } };
 
 // Query values arrive as text and are parsed by transforms (`count=20` to 20, `details=1` to
 // true, `entries=a,b` to a list), so a query parameter is described by what its schema parses
@@ -120,6 +127,7 @@ function refusals(operation: Operation, method: string): ErrorCode[] {
 
 // Headers a refusal of a status carries besides the envelope: what a client needs to try again.
 const REFUSAL_HEADERS: Partial<Record<number, Record<string, { description: string; schema: JsonSchema }>>> = {
+	412: ETAG,
 	415: { "Accept-Patch": { description: "The patch formats the route reads", schema: { type: "string" } } },
 };
 
@@ -189,7 +197,7 @@ function operationObject(operation: Operation, method: string, shared: Record<st
 		],
 		...(operation.body && { requestBody: requestBody(operation, shared) }),
 		responses: {
-			[status]: { description: "Success", content: success(operation, shared) },
+			[status]: { description: "Success", ...(operation.etag && { headers: ETAG }), content: success(operation, shared) },
 			...errorResponses(operation, method),
 		},
 	};

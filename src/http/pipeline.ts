@@ -155,7 +155,8 @@ function answer(operation: Operation, result: unknown) {
 	if (result instanceof JsonText) {
 		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
 	}
-	return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
+	const headers = operation.etag ? { etag: operation.etag(result) } : undefined;
+	return Response.json(operation.response.parse(result), { status: operation.status ?? 200, headers });
 }
 
 // The operation on the isolate's guess of the caller, for a credential seen before. Undefined

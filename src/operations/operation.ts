@@ -51,6 +51,7 @@ export type Operation<
 	B extends z.ZodMiniType | Streamed | undefined = z.ZodMiniType | Streamed | undefined,
 	L = unknown,
 	M extends z.ZodMiniType | undefined = z.ZodMiniType | undefined,
+	R = unknown,
 > = {
 	name: OperationName;
 	summary: string;
@@ -81,6 +82,8 @@ export type Operation<
 	locate?(params: P extends z.ZodMiniType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
 	status?: 200 | 201;
 	response: z.ZodMiniType;
+	// The answer's strong entity tag, quoted, sent as its ETag header.
+	etag?(result: R): string;
 	// The operation answers with a Response it builds, not JSON: the bytes of a file, or a
 	// stream of events (Server-Sent Events, or a WebSocket on an Upgrade request).
 	answers?: "bytes" | "events";
@@ -91,7 +94,7 @@ export type Operation<
 	// The route also takes a stream token in its `access_token` parameter instead of the
 	// Authorization header (EventSource cannot set one); on every other route it is unknown.
 	streamToken?: true;
-	run(input: Input<P, Q, B, L, M>, ctx: RunContext<A>): Promise<unknown>;
+	run(input: Input<P, Q, B, L, M>, ctx: RunContext<A>): Promise<R>;
 	// The operation may run before the Worker checks the credential, for a credential whose
 	// caller this isolate has seen: its `claim` then carries the credential's hash, and the
 	// operation has the account's object check it in the same D1 batch as its own read. It
@@ -120,6 +123,7 @@ export function defineOperation<
 	B extends z.ZodMiniType | Streamed | undefined = undefined,
 	L = undefined,
 	M extends z.ZodMiniType | undefined = undefined,
->(operation: Operation<A, P, Q, B, L, M>): Operation<A, P, Q, B, L, M> {
+	R = unknown,
+>(operation: Operation<A, P, Q, B, L, M, R>): Operation<A, P, Q, B, L, M, R> {
 	return operation;
 }

@@ -63,6 +63,18 @@ describe("the API document", () => {
 		expect(byName("update_twin_identity").requestBody?.content).not.toHaveProperty("application/merge-patch+json");
 	});
 
+	it("states the twins' ETag answers and If-Match, with the 412 that carries the current ETag", () => {
+		for (const name of ["create_twin", "get_twin", "update_twin", "terminate_twin"]) {
+			const success = Object.entries(byName(name).responses).find(([status]) => status.startsWith("2"))![1];
+			expect(success.headers, name).toHaveProperty("ETag");
+		}
+		for (const name of ["update_twin", "terminate_twin"]) {
+			expect(byName(name).parameters).toContainEqual(expect.objectContaining({ name: "if-match", in: "header", description: expect.any(String) }));
+			expect(byName(name).responses["412"]).toMatchObject({ description: expect.stringContaining("412251"), headers: { ETag: expect.any(Object) } });
+		}
+		expect(byName("scan_twins").responses["200"].headers).toBeUndefined();
+	});
+
 	it("types query parameters as what they mean, not as the text they travel as", () => {
 		expect(query("scan_twins", "count").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 });
 		expect(query("scan_twins", "details").schema).toMatchObject({ type: "boolean" });
