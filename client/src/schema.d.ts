@@ -77,7 +77,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -106,7 +106,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -158,7 +158,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -234,7 +234,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -405,7 +405,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -482,7 +482,7 @@ export interface paths {
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -574,7 +574,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -650,7 +650,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -727,7 +727,7 @@ export interface paths {
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -776,7 +776,7 @@ export interface paths {
          *     - 409109 (409): The account has reached its limit of twins (MAX_TWINS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -856,7 +856,7 @@ export interface paths {
          *     - 412251 (412): If-Match matched no current ETag of the twin; nothing was written
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -907,7 +907,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -981,7 +981,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1067,7 +1067,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1117,7 +1117,7 @@ export interface paths {
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1174,7 +1174,7 @@ export interface paths {
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
          *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1258,7 +1258,7 @@ export interface paths {
          *     - 409201 (409): The account holds its limit of unexpired stickers (MAX_STICKERS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1497,7 +1497,7 @@ export interface paths {
          *     - 409175 (409): The twin holds its limit of the account's docs (MAX_TWIN_DOCS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1589,7 +1589,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1669,7 +1669,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          *     - 500102 (500): Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)
@@ -1788,7 +1788,7 @@ export interface paths {
          *     - 409105 (409): The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          *     - 500102 (500): Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)
@@ -1863,7 +1863,7 @@ export interface paths {
          *     - 409108 (409): The account has reached its limit of accounts it grants topics to (MAX_GRANTEES)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -2514,7 +2514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2631,7 +2631,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2914,7 +2914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3282,7 +3282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3935,7 +3935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4278,7 +4278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4681,7 +4681,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4988,7 +4988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5347,7 +5347,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5569,7 +5569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5930,7 +5930,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6195,7 +6195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6531,7 +6531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6909,7 +6909,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7263,7 +7263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7555,7 +7555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7915,7 +7915,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8793,7 +8793,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9263,7 +9263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9586,7 +9586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10032,7 +10032,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10258,7 +10258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -105,7 +105,7 @@ export const ERRORS = {
 	idempotency_mismatch: {
 		status: 422,
 		subcode: 422101,
-		description: "The Idempotency-Key was used with another request (method, path or body)",
+		description: "The Idempotency-Key was used with another request (method, path, content type, If-Match or body)",
 	},
 	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
