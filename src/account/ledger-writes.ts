@@ -20,7 +20,7 @@ import { mergePatch } from "../base/merge-patch";
 // checked against the state the write replaces, and each write is one D1 batch.
 
 export const MAX_LEDGER_BYTES = 64 * 1024;
-// Topics an entry publishes to.
+// The topics one entry may publish to.
 export const MAX_TOPICS = 10;
 
 export type LedgerAction = "add_twin_ledger_entry" | "update_twin_ledger_entry" | "update_twin_ledger_entry_value" | "delete_twin_ledger_entry";
@@ -245,8 +245,9 @@ function changesOf(write: EntriesWrite, current: Map<string, StoredEntry>): [str
 	return Object.entries(write.entries).map(([name, patch]) => [name, patched(name, patch, current.get(name)!)]);
 }
 
-// A non-object value patch replaces the value, `"value": null` too (as a replacement sets it),
-// and so does any patch of a value that is not an object; `"publish": null` clears it.
+// RFC 7396 as it stands: an object patch merges into a stored object (into an empty one when
+// the stored value is not an object), and any other patch replaces the value, so `"value":
+// null` sets null as a replacement does; `"publish": null` clears the topics.
 function patched(name: string, { value, publish, ...set }: EntryPatch, stored: StoredEntry): EntryChange {
 	const change: EntryChange = set;
 	if (value !== undefined) change.value = mergePatch(stored.value, value);

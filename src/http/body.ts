@@ -100,7 +100,7 @@ export function mediaType(request: Request): string {
 const MERGE_PATCH = "application/merge-patch+json";
 // JSON Patch (RFC 6902): a list of operations, which read as JSON would mean something else.
 const JSON_PATCH = "application/json-patch+json";
-export const ACCEPT_PATCH = `application/json, ${MERGE_PATCH}`;
+const ACCEPT_PATCH = `application/json, ${MERGE_PATCH}`;
 
 // Whether a route that reads merge patches got one: a body sent as application/merge-patch+json
 // (parameters allowed). Any other type, or none, is read as JSON with the route's replace
