@@ -77,7 +77,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -106,7 +106,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -158,7 +158,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -234,7 +234,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -405,7 +405,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -464,8 +464,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a user's name, role or description (a given description replaces the old one)
-         * @description Changes a user's name, role or description; a given description replaces the old one. The caller must be able to grant both the user's role and the new one; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.
+         * Change a user's name, role or description (a given description replaces the old one, a merge patch merges into it)
+         * @description Changes a user's name, role or description; a given description replaces the old one, or, sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key; at most 32 KiB once merged). The caller must be able to grant both the user's role and the new one, for the user as it becomes; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.
          *
          *     **Who may call it:** A user whose role's statement allows `update_user`, with its User Secret or a User Token in `Authorization`.
          *
@@ -481,7 +481,8 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -573,7 +574,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -649,7 +650,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -708,8 +709,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a role's name, rules or statement (given rules replace all three)
-         * @description Changes a role's name, rules or statement; given rules replace all three. The role as it is and as it becomes must both be ones the caller could grant.
+         * Change a role's name, rules or statement (given rules replace all three, a merge patch those it names)
+         * @description Changes a role's name, rules or statement; given rules replace all three. Sent as application/merge-patch+json (RFC 7396), rules merge by kind (null clears one; "rules": null all three) and the statement by member (effect replaces, actions replaces whole; "statement": null is 400101). The role as it is and as it becomes, whole, must both be ones the caller could grant.
          *
          *     **Who may call it:** A user whose role's statement allows `update_user_role`, with its User Secret or a User Token in `Authorization`.
          *
@@ -725,7 +726,8 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -774,7 +776,7 @@ export interface paths {
          *     - 409109 (409): The account has reached its limit of twins (MAX_TWINS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -813,7 +815,7 @@ export interface paths {
         post?: never;
         /**
          * Terminate an alive twin the caller's account owns
-         * @description Terminates an alive twin owned by the caller's account and writes its termination certificate. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
+         * @description Terminates an alive twin owned by the caller's account and writes its termination certificate. With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
          *
          *     **Who may call it:** A user whose role's statement allows `terminate_twin`, with its User Secret or a User Token in `Authorization`.
          *
@@ -826,6 +828,7 @@ export interface paths {
          *     - 403101 (403): The role does not allow this operation
          *     - 403103 (403): Only the owner's account may do this
          *     - 404102 (404): No such resource
+         *     - 412251 (412): If-Match matched no current ETag of the twin; nothing was written
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -833,8 +836,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Replace the description of an alive twin the caller's account owns
-         * @description Replaces the description of an alive twin owned by the caller's account. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
+         * Replace or merge-patch the description of an alive twin the caller's account owns
+         * @description Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written. Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin`, with its User Secret or a User Token in `Authorization`.
          *
@@ -850,8 +853,10 @@ export interface paths {
          *     - 404102 (404): No such resource
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 412251 (412): If-Match matched no current ETag of the twin; nothing was written
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -902,7 +907,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -976,7 +981,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1062,7 +1067,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1091,8 +1096,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change entries of the caller's ledger on a twin; given fields replace stored ones
-         * @description Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. An unknown or hidden name is 404 and nothing is written.
+         * Change entries of the caller's ledger on a twin; given fields replace stored ones, or merge in a merge patch
+         * @description Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. Sent as application/merge-patch+json (RFC 7396), an entry's value merges into the stored value and its publish by topic (null removes one); an entry given as null is 400101. An unknown or hidden name is 404 and nothing is written.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin_ledger_entry`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1111,7 +1116,8 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1149,7 +1155,7 @@ export interface paths {
         head?: never;
         /**
          * Change the values of entries of the caller's ledger on a twin
-         * @description Changes only the values of entries of the caller's own ledger on a twin it can see. An unknown or hidden name is 404 and nothing is written.
+         * @description Changes only the values of entries of the caller's own ledger on a twin it can see; sent as application/merge-patch+json (RFC 7396), each value merges into the stored value. An unknown or hidden name is 404 and nothing is written.
          *
          *     **Who may call it:** A user whose role's statement allows `update_twin_ledger_entry_value`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1167,7 +1173,8 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 415251 (415): The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1251,7 +1258,7 @@ export interface paths {
          *     - 409201 (409): The account holds its limit of unexpired stickers (MAX_STICKERS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1490,7 +1497,7 @@ export interface paths {
          *     - 409175 (409): The twin holds its limit of the account's docs (MAX_TWIN_DOCS)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1582,7 +1589,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -1662,7 +1669,7 @@ export interface paths {
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          *     - 500102 (500): Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)
@@ -1781,7 +1788,7 @@ export interface paths {
          *     - 409105 (409): The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          *     - 500102 (500): Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)
@@ -1856,7 +1863,7 @@ export interface paths {
          *     - 409108 (409): The account has reached its limit of accounts it grants topics to (MAX_GRANTEES)
          *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
          *     - 413101 (413): The request body is larger than 64 KiB
-         *     - 422101 (422): The Idempotency-Key was used with another request (method, path or body)
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
          *     - 429101 (429): Too many attempts from this address; try again in a minute
          *     - 500101 (500): Internal error
          */
@@ -2506,7 +2513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2623,7 +2630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2906,7 +2913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3274,7 +3281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3927,7 +3934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4161,10 +4168,28 @@ export interface operations {
                     name?: string;
                     /** Format: uuid */
                     role?: string;
+                    activity?: null | Record<string, never>;
                     description?: {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
+                };
+                /**
+                 * @example {
+                 *       "description": {
+                 *         "team": "field",
+                 *         "shift": null
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    name?: string;
+                    /** Format: uuid */
+                    role?: string;
                     activity?: null | Record<string, never>;
+                    /** @description A merge patch of the description (RFC 7396): null removes a key */
+                    description?: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
                 };
             };
         };
@@ -4241,7 +4266,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4644,7 +4680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4951,7 +4987,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5198,6 +5234,32 @@ export interface operations {
                         actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
+                /**
+                 * @example {
+                 *       "rules": {
+                 *         "entry": null
+                 *       },
+                 *       "statement": {
+                 *         "actions": [
+                 *           "get_twin",
+                 *           "scan_twins"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    name?: string;
+                    rules?: {
+                        twin?: string | null;
+                        entry?: string | null;
+                        identity?: string | null;
+                    } | null;
+                    statement?: {
+                        /** @enum {string} */
+                        effect?: "allow" | "deny";
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                    };
+                };
             };
         };
         responses: {
@@ -5273,7 +5335,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5424,6 +5497,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5493,7 +5568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5538,6 +5613,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5612,7 +5689,10 @@ export interface operations {
     terminate_twin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description * or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251 */
+                "if-match"?: string;
+            };
             path: {
                 twin: string;
             };
@@ -5623,6 +5703,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5674,6 +5756,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description 412251: If-Match matched no current ETag of the twin; nothing was written */
+            412: {
+                headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description 429101: Too many attempts from this address; try again in a minute */
             429: {
                 headers: {
@@ -5698,6 +5791,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description * or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251 */
+                "if-match"?: string;
                 /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
                 "Idempotency-Key"?: string;
             };
@@ -5721,12 +5816,28 @@ export interface operations {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
                 };
+                /**
+                 * @example {
+                 *       "description": {
+                 *         "site": "south",
+                 *         "serial": null
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /** @description A merge patch of the description (RFC 7396): null removes a key */
+                    description: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
+                };
             };
         };
         responses: {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5787,6 +5898,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description 412251: If-Match matched no current ETag of the twin; nothing was written */
+            412: {
+                headers: {
+                    /** @description The resource's current entity tag, strong: send it back in If-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
                 headers: {
@@ -5796,7 +5918,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6061,7 +6194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6397,7 +6530,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6775,7 +6908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6992,6 +7125,40 @@ export interface operations {
                     };
                     transaction?: unknown;
                 };
+                /**
+                 * @example {
+                 *       "entries": {
+                 *         "status": {
+                 *           "value": {
+                 *             "rpm": 0,
+                 *             "fault": null
+                 *           },
+                 *           "publish": {
+                 *             "alerts": null
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    entries: {
+                        [key: string]: {
+                            value?: components["schemas"]["JsonValue"];
+                            visibility?: string | null;
+                            history?: string | null;
+                            publish?: {
+                                [key: string]: string | null;
+                            } | null;
+                            ref?: unknown;
+                            include?: unknown;
+                            timeseries?: unknown;
+                        };
+                    };
+                    conditions?: {
+                        [key: string]: string;
+                    };
+                    transaction?: unknown;
+                };
             };
         };
         responses: {
@@ -7084,7 +7251,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7251,6 +7429,28 @@ export interface operations {
                     };
                     transaction?: unknown;
                 };
+                /**
+                 * @example {
+                 *       "entries": {
+                 *         "status": {
+                 *           "value": {
+                 *             "rpm": 1500
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    entries: {
+                        [key: string]: {
+                            value: components["schemas"]["JsonValue"];
+                        };
+                    };
+                    conditions?: {
+                        [key: string]: string;
+                    };
+                    transaction?: unknown;
+                };
             };
         };
         responses: {
@@ -7343,7 +7543,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 415251: The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json) */
+            415: {
+                headers: {
+                    /** @description The patch formats the route reads */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7703,7 +7914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8581,7 +8792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9051,7 +9262,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9374,7 +9585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9820,7 +10031,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10046,7 +10257,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 422101: The Idempotency-Key was used with another request (method, path or body) */
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -22,7 +22,7 @@ export function twinsSeed(owner, count, description) {
 	return `
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}),
 ids(i, u) AS (SELECT i, lower(hex(randomblob(16))) FROM n)
-INSERT INTO twins SELECT
+INSERT INTO twins (uuid, owner, status, description, creation_certificate, termination_certificate, updated_ts) SELECT
 	substr(u, 1, 8) || '-' || substr(u, 9, 4) || '-4' || substr(u, 14, 3) || '-a' || substr(u, 18, 3) || '-' || substr(u, 21, 12),
 	'${owner}', 'alive', ${description}, json_object('creator', '${owner}', 'created_ts', 1), NULL, 1
 FROM ids;`;

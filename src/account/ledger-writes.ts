@@ -15,11 +15,14 @@ import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
 import { D1Meter } from "../db/meter";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
+import { mergePatch } from "../base/merge-patch";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
 // checked against the state the write replaces, and each write is one D1 batch.
 
 export const MAX_LEDGER_BYTES = 64 * 1024;
+// The topics one entry may publish to.
+export const MAX_TOPICS = 10;
 
 export type LedgerAction = "add_twin_ledger_entry" | "update_twin_ledger_entry" | "update_twin_ledger_entry_value" | "delete_twin_ledger_entry";
 
@@ -30,6 +33,10 @@ export type EntryChange = {
 	publish?: Record<string, string> | null;
 };
 
+// An entry of a merge patch (RFC 7396): its value merges into the stored value, and its publish
+// by topic, where a null topic is removed; visibility, history and a null value are set as given.
+export type EntryPatch = Omit<EntryChange, "publish"> & { publish?: Record<string, string | null> | null };
+
 // `writer` is the caller as the Worker checked it; the account's object reads it again, as it
 // is when the write runs, and checks `action` and the twin against that.
 export type LedgerWrite = {
@@ -37,7 +44,13 @@ export type LedgerWrite = {
 	twin: NonNullable<Scope["twin"]>;
 	writer: Caller;
 	conditions: Record<string, string>;
-} & ({ kind: "add" | "update"; entries: Record<string, EntryChange> } | { kind: "delete"; names: string[] | null });
+} & (
+	| { kind: "add" | "update"; entries: Record<string, EntryChange> }
+	| { kind: "merge"; entries: Record<string, EntryPatch> }
+	| { kind: "delete"; names: string[] | null }
+);
+
+type EntriesWrite = Exclude<LedgerWrite, { kind: "delete" }>;
 
 const PERIOD_SECONDS: Record<string, number> = { D: 86_400, W: 7 * 86_400, M: 30 * 86_400, Y: 365 * 86_400 };
 
@@ -92,7 +105,7 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	const events: EntryEvent[] = [];
 	refuseLedgerReaders(write, sight);
 	refuseUnwritable(write, current, sees, at);
-	for (const [name, change] of Object.entries(write.entries)) {
+	for (const [name, change] of changesOf(write, current)) {
 		const before = current.get(name);
 		const next = merged(name, before, change, at);
 		if (!next.changed) {
@@ -190,7 +203,7 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 
 // A writer that may not see every entry writes no visibility or publish rule reading LEDGER
 // (see mayReadLedgerInRules): 403102, naming the entries, whatever the ledger holds.
-function refuseLedgerReaders(write: LedgerWrite & { kind: "add" | "update" }, sight: EntrySight) {
+function refuseLedgerReaders(write: EntriesWrite, sight: EntrySight) {
 	if (mayReadLedgerInRules(write.writer)) return;
 	const reading = Object.keys(write.entries).filter((name) => {
 		const { visibility, publish } = write.entries[name];
@@ -204,7 +217,7 @@ function refuseLedgerReaders(write: LedgerWrite & { kind: "add" | "update" }, si
 // An add refuses a name whose entry, as written, the writer could not see: for a hidden name
 // and an absent one alike, since a rule that hides an entry by name hides the new one too. It
 // then refuses the names the writer sees taken. An update refuses names absent or hidden.
-function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, current: Map<string, StoredEntry>, sees: (entry: StoredEntry) => boolean, at: number) {
+function refuseUnwritable(write: EntriesWrite, current: Map<string, StoredEntry>, sees: (entry: StoredEntry) => boolean, at: number) {
 	const names = Object.keys(write.entries);
 	if (write.kind === "add") {
 		const unseen = names.filter((name) => !sees(merged(name, undefined, write.entries[name], at).entry));
@@ -231,6 +244,33 @@ function refuseUnwritable(write: LedgerWrite & { kind: "add" | "update" }, curre
 		const details = unknown.map((name) => ({ path: `entries.${name}`, message: "No such entry" }));
 		throw new ApiError("not_found", { description: `No such entry: ${unknown.join(", ")}`, details });
 	}
+}
+
+// Each entry's change. A merge patch's is resolved against the stored entry, which
+// refuseUnwritable has found: so conditions aside (they read the ledger as it is), the quota,
+// no-op, history and events below see the entry as merged.
+function changesOf(write: EntriesWrite, current: Map<string, StoredEntry>): [string, EntryChange][] {
+	if (write.kind !== "merge") return Object.entries(write.entries);
+	return Object.entries(write.entries).map(([name, patch]) => [name, patched(name, patch, current.get(name)!)]);
+}
+
+// RFC 7396 as it stands: an object patch merges into a stored object (into an empty one when
+// the stored value is not an object), and any other patch replaces the value, so `"value":
+// null` sets null as a replacement does; `"publish": null` clears the topics.
+function patched(name: string, { value, publish, ...set }: EntryPatch, stored: StoredEntry): EntryChange {
+	const change: EntryChange = set;
+	if (value !== undefined) change.value = mergePatch(stored.value, value);
+	if (publish !== undefined) change.publish = mergedTopics(name, stored.publish, publish);
+	return change;
+}
+
+// The topics once merged are held to the limit a replacement meets in validation.
+function mergedTopics(name: string, stored: Record<string, string> | null, patch: Record<string, string | null> | null) {
+	const topics = mergePatch(stored, patch) as Record<string, string> | null;
+	if (Object.keys(topics ?? {}).length <= MAX_TOPICS) return topics;
+	const path = `entries.${name}.publish`;
+	const message = `At most ${MAX_TOPICS} topics once merged`;
+	throw new ApiError("validation", { description: `${path}: ${message}`, details: [{ path, message }] });
 }
 
 // Given fields replace stored ones. A value deep-equal to the stored one is no change, and

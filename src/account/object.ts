@@ -89,7 +89,7 @@ export class AccountObject {
 	// A changed statement or rules reach the streams of the role's holders: they read as the role
 	// now is, or end when it no longer allows streaming (they reconnect and are checked as they
 	// now are); a new name changes nothing.
-	updateRole(caller: CallerId, role: string, changes: Partial<writes.RoleInput>) {
+	updateRole(caller: CallerId, role: string, changes: writes.RolePatch) {
 		const write = this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
 		const permission = changes.statement !== undefined || changes.rules !== undefined;
 		return this.tellStreams(write, (updated) => {
@@ -108,9 +108,10 @@ export class AccountObject {
 	}
 
 	// A user given another role or description: its streams read as it now is, or end when its
-	// role no longer allows streaming.
-	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>) {
-		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes));
+	// role no longer allows streaming. `merge`: the description given is a merge patch of the
+	// stored one.
+	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>, merge: boolean) {
+		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes, merge));
 		return this.tellStreams(write, async () => {
 			if (changes.role === undefined && changes.description === undefined) return undefined;
 			const now = await writes.currentCaller(database(this.env.DB), { account: caller.account, user });

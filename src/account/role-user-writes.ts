@@ -7,11 +7,18 @@ import { grantableRole, manageableUser, requireManageable, requireRoleGrant } fr
 import type { Caller } from "../base/caller";
 import { isAdministrator, mayChangeOwnDescription } from "../policy/grant";
 import { now } from "../base/time";
+import { mergePatch } from "../base/merge-patch";
+import { type Json, jsonBytes } from "../base/json";
+import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
 
 // The account's role and user writes. AccountDO runs them one at a time, so a check and the
 // write it guards cannot interleave with another write.
 
 export type RoleInput = { name: string; rules: RoleRules; statement: Statement };
+// A role's change: rules merge by kind (null clears all three) and the statement by member
+// (`effect` and `actions` each replace). A replacement gives all of each; a merge patch (RFC
+// 7396) what it names.
+export type RolePatch = { name?: string; rules?: Partial<RoleRules> | null; statement?: Partial<Statement> };
 export type UserInput = { name: string; role: string; description: Description; activity: Record<string, never> | null };
 // Per-account limits (wrangler.toml vars). Writes run one at a time here, so a count and
 // the insert after it cannot interleave with another create.
@@ -37,8 +44,14 @@ export async function createRole(db: Database, caller: Caller, input: RoleInput,
 	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-export async function updateRole(db: Database, caller: Caller, uuid: string, changes: Partial<RoleInput>) {
+export async function updateRole(db: Database, caller: Caller, uuid: string, patch: RolePatch) {
 	const role = await grantableRole(db, caller, uuid);
+	const changes: Partial<RoleInput> = {};
+	if (patch.name !== undefined) changes.name = patch.name;
+	if (patch.rules !== undefined) changes.rules = { ...role.rules, ...(patch.rules ?? { twin: null, entry: null, identity: null }) };
+	if (patch.statement !== undefined) changes.statement = { ...role.statement, ...patch.statement };
+	// The checks see the role as it becomes, every rule and the statement whole, whatever the
+	// patch named: a patch of one rule must not slip the others past them.
 	if (changes.statement || changes.rules) {
 		const changed = { uuid, statement: changes.statement ?? role.statement, rules: changes.rules ?? role.rules };
 		requireRoleGrant(caller, changed, "The changed role");
@@ -72,7 +85,9 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 	return insertUser(db, { uuid, account: caller.account, ...input, created_ts: at, updated_ts: at });
 }
 
-export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>) {
+// `merge`: the description given is a merge patch (RFC 7396) of the stored one, merged here,
+// in the step that checks and writes it, so the checks see the description the user gets.
+export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>, merge: boolean) {
 	const current = await manageableUser(db, caller, uuid);
 	if (uuid === caller.user && changes.description !== undefined && !mayChangeOwnDescription(caller)) {
 		throw new ApiError("escalation", {
@@ -80,11 +95,20 @@ export async function updateUser(db: Database, caller: Caller, uuid: string, cha
 		});
 	}
 	const role = changes.role ? await grantableRole(db, caller, changes.role) : current.role;
-	const description = changes.description ?? current.user.description;
+	const written = merge && changes.description !== undefined ? { ...changes, description: mergedDescription(current.user.description, changes.description) } : changes;
+	const description = written.description ?? current.user.description;
 	requireManageable(caller, { uuid, role, description }, "The changed user");
-	const updated = await patchUser(db, caller.account, uuid, changes, now());
+	const updated = await patchUser(db, caller.account, uuid, written, now());
 	if (!updated) throw new ApiError("not_found", { description: "No such user" });
 	return updated;
+}
+
+// A description patch merged into the stored description, held to the limit a description
+// sent whole meets in validation.
+function mergedDescription(stored: Description, patch: Description): Description {
+	const merged = mergePatch(stored as Json, patch as Json) as Description;
+	if (jsonBytes(merged) > MAX_DESCRIPTION_BYTES) throw descriptionTooLarge();
+	return merged;
 }
 
 export async function deleteUser(db: Database, caller: Caller, uuid: string) {

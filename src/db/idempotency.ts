@@ -43,7 +43,7 @@ export async function claimKey(db: Database, c: Claim, quota: Quota): Promise<Id
 			.where(and(eq(k.account, c.account), eq(k.key, c.key), eq(k.fingerprint, c.fingerprint), isNull(k.status), sql`${k.created_ts} < ${c.at - LEASE_SECONDS}`)),
 		db
 			.insert(k)
-			.select(sql`SELECT ${c.account}, ${c.key}, ${c.fingerprint}, ${c.trace}, NULL, NULL, NULL, 0, ${c.at} WHERE NOT EXISTS (${full})`)
+			.select(sql`SELECT ${c.account}, ${c.key}, ${c.fingerprint}, ${c.trace}, NULL, NULL, NULL, 0, ${c.at}, NULL WHERE NOT EXISTS (${full})`)
 			.onConflictDoNothing(),
 		db.select().from(k).where(and(eq(k.account, c.account), eq(k.key, c.key))),
 	]);
@@ -52,7 +52,7 @@ export async function claimKey(db: Database, c: Claim, quota: Quota): Promise<Id
 
 // The answer of the request that holds the claim, stored for its replays and counted in the
 // account's quota (only when this claim's row took it).
-export async function settleKey(db: Database, c: Claim, answer: { status: number; content_type: string | null; body: string; bytes: number }) {
+export async function settleKey(db: Database, c: Claim, answer: { status: number; content_type: string | null; etag: string | null; body: string; bytes: number }) {
 	const k = idempotencyKeys;
 	const q = idempotencyQuota;
 	const mine = and(eq(k.account, c.account), eq(k.key, c.key), eq(k.trace, c.trace));

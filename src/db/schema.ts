@@ -105,6 +105,9 @@ export const twins = sqliteTable(
 			Record<string, unknown>
 		>(),
 		updated_ts: real("updated_ts").notNull(),
+		// Raised by every write that changes the twin, in that write's own statement: its ETag,
+		// which must differ after two writes within one millisecond (updated_ts would not).
+		version: integer("version").notNull().default(1),
 	},
 	// Keyset scans walk an account's twins in uuid order.
 	(t) => [index("twins_owner_uuid").on(t.owner, t.uuid)],
@@ -492,6 +495,8 @@ export const idempotencyKeys = sqliteTable(
 		// The kept body's UTF-8 size, counted in the account's quota.
 		bytes: integer("bytes").notNull().default(0),
 		created_ts: real("created_ts").notNull(),
+		// The kept answer's ETag, replayed with it.
+		etag: text("etag"),
 	},
 	(t) => [primaryKey({ columns: [t.account, t.key] }), index("idempotency_keys_age").on(t.account, t.created_ts)],
 );

@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
 import { accounts, type Description, twins } from "./schema";
 
@@ -10,7 +11,7 @@ export type TwinRow = typeof twins.$inferSelect;
 export async function insertTwinWithin(db: Database, row: TwinRow, limit: number): Promise<TwinRow | undefined> {
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values = sql`${row.uuid}, ${row.owner}, ${row.status}, ${JSON.stringify(row.description)},
-		${JSON.stringify(row.creation_certificate)}, NULL, ${row.updated_ts}`;
+		${JSON.stringify(row.creation_certificate)}, NULL, ${row.updated_ts}, ${row.version}`;
 	const [inserted] = await db.batch([
 		db
 			.insert(twins)
@@ -36,24 +37,65 @@ export function findTwins(db: Database, uuids: string[]) {
 	return db.select().from(twins).where(sql`${twins.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
 }
 
-// Both writes apply only to an alive twin of the owner, in the statement itself, so a
-// concurrent termination cannot be overwritten.
-export async function setTwinDescription(db: Database, owner: string, uuid: string, description: Description, at: number) {
-	const [row] = await db
-		.update(twins)
-		.set({ description, updated_ts: at })
-		.where(and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive")))
-		.returning();
-	return row;
+// A write of the owner's account to its alive twin, whose version If-Match names when it names
+// any (`versions` null: any version will do). Both writes decide all of it in the UPDATE itself,
+// so a concurrent write or termination cannot come between the check and the write.
+export type TwinWrite = { owner: string; uuid: string; versions: number[] | null };
+
+const writable = ({ owner, uuid, versions }: TwinWrite) =>
+	and(
+		eq(twins.uuid, uuid),
+		eq(twins.owner, owner),
+		eq(twins.status, "alive"),
+		// One bound list however many tags If-Match names (D1 binds at most 100 values).
+		versions === null ? undefined : sql`${twins.version} IN (SELECT value FROM json_each(${JSON.stringify(versions)}))`,
+	);
+
+// What a write that matched nothing found, in the same transaction: whose twin it is, its
+// status and its version (the refusal's ETag).
+export type TwinState = Pick<TwinRow, "uuid" | "owner" | "status" | "version">;
+type Written = { row: TwinRow } | { current: TwinState };
+
+// The written row, or the twin's state when the write matched nothing (twins are never deleted,
+// and the caller found this one).
+async function guarded(db: Database, target: TwinWrite, update: BatchItem<"sqlite">): Promise<Written> {
+	const state = db.select({ uuid: twins.uuid, owner: twins.owner, status: twins.status, version: twins.version }).from(twins).where(eq(twins.uuid, target.uuid));
+	const [written, [current]] = (await db.batch([update, state])) as [TwinRow[], TwinState[]];
+	return written.length ? { row: written[0] } : { current };
 }
 
-export async function markTerminated(db: Database, owner: string, uuid: string, at: number) {
-	const [row] = await db
+// A description sent whole (replace), or a merge patch of it (RFC 7396) that SQLite's json_patch
+// merges in the UPDATE itself, so that two patches of different keys never lose one another.
+export type DescriptionWrite = { merge: boolean; description: Description };
+
+// A description equal to the stored one as text changes nothing (updated_ts and version stay):
+// json_patch keeps each stored member's text and place, so a merge that leaves the description
+// as it was leaves its text as it was. One larger than `maxBytes` (as compact UTF-8, as
+// json_patch writes it) is not written.
+export function writeDescription(db: Database, target: TwinWrite, write: DescriptionWrite, at: number, maxBytes: number) {
+	const given = JSON.stringify(write.description);
+	const next = write.merge ? sql`json_patch(${twins.description}, ${given})` : sql`${given}`;
+	const same = sql`${next} IS ${twins.description}`;
+	const bytes = sql<number>`length(CAST(${next} AS BLOB))`;
+	const update = db
 		.update(twins)
-		.set({ status: "terminated", termination_certificate: { issuer: owner, terminated_ts: at }, updated_ts: at })
-		.where(and(eq(twins.uuid, uuid), eq(twins.owner, owner), eq(twins.status, "alive")))
+		.set({
+			description: next,
+			updated_ts: sql`CASE WHEN ${same} THEN ${twins.updated_ts} ELSE ${at} END`,
+			version: sql`CASE WHEN ${same} THEN ${twins.version} ELSE ${twins.version} + 1 END`,
+		})
+		.where(and(writable(target), sql`${bytes} <= ${maxBytes}`))
 		.returning();
-	return row;
+	return guarded(db, target, update);
+}
+
+export function markTerminated(db: Database, target: TwinWrite, at: number) {
+	const update = db
+		.update(twins)
+		.set({ status: "terminated", termination_certificate: { issuer: target.owner, terminated_ts: at }, updated_ts: at, version: sql`${twins.version} + 1` })
+		.where(writable(target))
+		.returning();
+	return guarded(db, target, update);
 }
 
 // The twin columns a compiled rule reads, by the names the page's inner query gives them.

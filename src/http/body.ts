@@ -90,3 +90,28 @@ function reserved(path: string) {
 	const message = `"${RESERVED_KEY}" is a reserved key`;
 	return new ApiError("validation", { description: `${path}: ${message}`, details: [{ path, message }] });
 }
+
+// The media type of the request's content-type, without its parameters, in lower case; ""
+// when none was sent.
+export function mediaType(request: Request): string {
+	return (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+}
+
+const MERGE_PATCH = "application/merge-patch+json";
+// JSON Patch (RFC 6902): a list of operations, which read as JSON would mean something else.
+const JSON_PATCH = "application/json-patch+json";
+const ACCEPT_PATCH = `application/json, ${MERGE_PATCH}`;
+
+// Whether a route that reads merge patches got one: a body sent as application/merge-patch+json
+// (parameters allowed). Any other type, or none, is read as JSON with the route's replace
+// semantics; a JSON Patch is refused, naming what the route reads.
+export function isMergePatch(request: Request): boolean {
+	const type = mediaType(request);
+	if (type === JSON_PATCH) {
+		throw new ApiError("unsupported_patch_format", {
+			description: `${JSON_PATCH} is not read here: send the body as ${MERGE_PATCH}, or as application/json to replace the fields it gives`,
+			headers: { "accept-patch": ACCEPT_PATCH },
+		});
+	}
+	return type === MERGE_PATCH;
+}

@@ -4,11 +4,11 @@
 const PREFLIGHT = {
 	"access-control-allow-origin": "*",
 	"access-control-allow-methods": "GET, POST, PATCH, DELETE",
-	"access-control-allow-headers": "authorization, content-type, x-trustedtwin, idempotency-key, traceparent, last-event-id",
+	"access-control-allow-headers": "authorization, content-type, x-trustedtwin, idempotency-key, if-match, traceparent, last-event-id",
 	"access-control-max-age": "86400",
 };
 
-const EXPOSED = "x-request-id, server-timing, x-d1-bookmark, idempotent-replayed";
+const EXPOSED = "x-request-id, server-timing, x-d1-bookmark, idempotent-replayed, etag";
 
 export function preflight(): Response {
 	return new Response(null, { status: 204, headers: PREFLIGHT });

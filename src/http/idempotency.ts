@@ -7,11 +7,12 @@ import type { Operation } from "../operations/operation";
 import type { Caller } from "../base/caller";
 import { errorResponse } from "./errors";
 import { loadOnce } from "../base/load-once";
+import { mediaType } from "./body";
 
-// Idempotency-Key on POST and PATCH (CONTRACT §21.1): the first request with a key runs and
-// its answer is kept for 24 hours; the same request again gets that answer, replayed, and
-// nothing runs twice. The key is claimed before the handler runs, so a retry that arrives
-// while the first is running is told so (409107) instead of running beside it.
+// Idempotency-Key on POST and PATCH (docs/operations.md, "Idempotent requests"): the first
+// request with a key runs and its answer is kept for 24 hours; the same request again gets that
+// answer, replayed, and nothing runs twice. The key is claimed before the handler runs, so a
+// retry that arrives while the first is running is told so (409107) instead of running beside it.
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 // Larger answers are not kept (a D1 row holds at most 2 MB, and a character of UTF-8 takes at
@@ -41,15 +42,18 @@ export function keepsReplay(operation: Operation, body: unknown): boolean {
 	return typeof operation.replays !== "function" || operation.replays(body);
 }
 
-// What makes two requests the same: method, path with query, and the body's bytes, sent by the
-// same user under the same role and dictionary. A key is the account's, but an answer is its
-// caller's: another user, or the same one now seeing through another role or DICT, must not get
-// a kept answer that shows what it may not see (CONTRACT §3). To such a request the key is
-// another request's: 422101.
+// What makes two requests the same: method, path with query, the media type of content-type,
+// If-Match and the body's bytes, sent by the same user under the same role and dictionary. The
+// same bytes mean a replacement or a merge patch by their media type, and a write under another
+// If-Match is another write. A key is the account's, but an answer is its caller's: another
+// user, or the same one now seeing through another role or DICT, must not get a kept answer that
+// shows what it may not see (docs/permission-model.md). To such a request the key is another
+// request's: 422101.
 export async function fingerprintOf(request: Request, body: Uint8Array | undefined, caller: Pick<Caller, "user" | "role" | "dict">): Promise<string> {
 	const url = new URL(request.url);
 	const who = JSON.stringify([caller.user, caller.role, caller.dict ?? null]);
-	const head = new TextEncoder().encode(`${who}\n${request.method} ${url.pathname}${url.search}\n`);
+	const how = JSON.stringify([mediaType(request), request.headers.get("if-match")]);
+	const head = new TextEncoder().encode(`${who}\n${how}\n${request.method} ${url.pathname}${url.search}\n`);
 	const bytes = new Uint8Array(head.length + (body?.length ?? 0));
 	bytes.set(head);
 	if (body) bytes.set(body, head.length);
@@ -84,15 +88,18 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
 		}
 		if (row.status === null) throw new ApiError("idempotency_in_flight", { headers: { "retry-after": "1" } });
-		return new Response(row.body, { status: row.status, headers: { "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" } });
+		const headers = new Headers({ "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" });
+		if (row.etag !== null) headers.set("etag", row.etag);
+		return new Response(row.body, { status: row.status, headers });
 	}
 	let response: Response;
 	try {
 		response = await handler();
 	} catch (error) {
 		// A refusal the handler decided is the request's answer, kept like a success; a failure
-		// of ours or a rate limit leaves the key free for the retry.
-		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429) {
+		// of ours or a rate limit leaves the key free for the retry, and so does a failed
+		// precondition (412): the client retries with a fresh If-Match under the same key.
+		if (!(error instanceof ApiError) || error.status >= 500 || error.status === 429 || error.status === 412) {
 			await releaseKey(db, claim).catch(() => undefined);
 			throw error;
 		}
@@ -104,6 +111,9 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 	}
 	const body = await response.text();
 	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(db, claim);
-	else await settleKey(db, claim, { status: response.status, content_type: response.headers.get("content-type"), body, bytes: utf8Bytes(body) });
+	else {
+		const kept = { status: response.status, content_type: response.headers.get("content-type"), etag: response.headers.get("etag"), body, bytes: utf8Bytes(body) };
+		await settleKey(db, claim, kept);
+	}
 	return new Response(body, { status: response.status, headers: response.headers });
 }

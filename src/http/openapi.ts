@@ -58,9 +58,16 @@ function jsonSchema(schema: z.ZodMiniType, io: "input" | "output", shared: Recor
 	return hoistDefinitions(rest, shared);
 }
 
+// What a request header means, where the name alone does not say.
+const HEADER_NOTES: Record<string, string> = {
+	"if-match": "* or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251",
+};
+
 function headerParameters(names: readonly string[] | undefined) {
-	return (names ?? []).map((name) => ({ name, in: "header", required: false, schema: { type: "string" } }));
+	return (names ?? []).map((name) => ({ name, in: "header", required: false, ...(HEADER_NOTES[name] && { description: HEADER_NOTES[name] }), schema: { type: "string" } }));
 }
+
+const ETAG = { ETag: { description: "The resource's current entity tag, strong: send it back in If-Match", schema: { type: "string" } } };
 
 // Query values arrive as text and are parsed by transforms (`count=20` to 20, `details=1` to
 // true, `entries=a,b` to a list), so a query parameter is described by what its schema parses
@@ -113,9 +120,16 @@ function refusals(operation: Operation, method: string): ErrorCode[] {
 	if (takesKey(operation, method)) codes.push("idempotency_in_flight", "idempotency_quota", "idempotency_mismatch");
 	if (operation.params || operation.query || operation.body || operation.headers) codes.push("validation");
 	if (operation.body && operation.body !== "stream") codes.push("malformed_json", "body_too_large");
+	if (operation.merge) codes.push("unsupported_patch_format");
 	codes.push(...(operation.refuses ?? []), "internal");
 	return [...new Set(codes)].sort((a, b) => ERRORS[a].subcode - ERRORS[b].subcode);
 }
+
+// Headers a refusal of a status carries besides the envelope: what a client needs to try again.
+const REFUSAL_HEADERS: Partial<Record<number, Record<string, { description: string; schema: JsonSchema }>>> = {
+	412: ETAG,
+	415: { "Accept-Patch": { description: "The patch formats the route reads", schema: { type: "string" } } },
+};
 
 // Every status the operation may answer with besides success, each with the envelope and the
 // subcodes it carries then; an unknown route (404101) and a wrong method (405101) belong to
@@ -128,7 +142,8 @@ function errorResponses(operation: Operation, method: string) {
 			const own = codes.filter((code) => ERRORS[code].status === status).map((code) => ERRORS[code]);
 			const routeLevel = Object.values(ERRORS).filter((e) => e.status === status && (e.subcode === 404101 || e.subcode === 405101));
 			const description = [...routeLevel, ...own].map((e) => `${e.subcode}: ${e.description}`).join("; ");
-			return [String(status), { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }];
+			const headers = REFUSAL_HEADERS[status];
+			return [String(status), { description, ...(headers && { headers }), content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }];
 		}),
 	);
 }
@@ -148,13 +163,16 @@ function describe(operation: Operation, method: string): string {
 	return [operation.description ?? operation.summary, `**Who may call it:** ${CALLERS[operation.auth](operation)}.`, `**Refusals:**\n${refused.join("\n")}`].join("\n\n");
 }
 
+// A route that reads merge patches states both media types: application/json with the body's
+// schema (replace), application/merge-patch+json with the patch's.
 function requestBody(operation: Operation, shared: Record<string, JsonSchema>) {
-	const { body, example } = operation;
+	const { body, example, merge } = operation;
 	if (body === "stream") return { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
 	const schema = jsonSchema(body as z.ZodMiniType, "input", shared);
+	const patch = merge && { "application/merge-patch+json": { schema: jsonSchema(merge.body as z.ZodMiniType, "input", shared), example: merge.example } };
 	return {
 		required: !(body as z.ZodMiniType).safeParse(undefined).success,
-		content: { "application/json": { schema, ...(example !== undefined && { example }) } },
+		content: { "application/json": { schema, ...(example !== undefined && { example }) }, ...patch },
 	};
 }
 
@@ -179,7 +197,7 @@ function operationObject(operation: Operation, method: string, shared: Record<st
 		],
 		...(operation.body && { requestBody: requestBody(operation, shared) }),
 		responses: {
-			[status]: { description: "Success", content: success(operation, shared) },
+			[status]: { description: "Success", ...(operation.etag && { headers: ETAG }), content: success(operation, shared) },
 			...errorResponses(operation, method),
 		},
 	};

@@ -7,7 +7,7 @@ import { dictOf } from "./dict";
 import { now } from "../base/time";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
 import { checkStatement } from "../policy/credential";
-import { parseJson, readBody } from "./body";
+import { isMergePatch, parseJson, readBody } from "./body";
 import { ApiError } from "../base/errors";
 import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
@@ -33,11 +33,11 @@ export type RequestState = {
 
 // The order is fixed: read a JSON body (at most 64 KiB), authenticate, check the permission
 // rule by operation name, check an Idempotency-Key's form, read the request's dictionary,
-// validate the params, find what the path names (a twin the caller may see), validate query,
-// headers and body, and only then run the handler (with an Idempotency-Key, once: see
-// idempotency.ts). An operation that checks the credential with its own read
-// (`checksCredential`) runs first on the isolate's guess of the caller, when it has one; the
-// object keeps that order.
+// validate the params, find what the path names (a twin the caller may see), tell a merge
+// patch from a replacement by the content type (body.ts), validate query, headers and body,
+// and only then run the handler (with an Idempotency-Key, once: see idempotency.ts). An
+// operation that checks the credential with its own read (`checksCredential`) runs first on
+// the isolate's guess of the caller, when it has one; the object keeps that order.
 // Whether a credential authenticated the request: a user's (secret, User Token or stream
 // token) or the administrator's. A capability URL's token is not one here.
 export const authenticated = (state: RequestState | undefined) => state?.counted !== undefined || state?.admin === true;
@@ -130,12 +130,16 @@ async function readInput(operation: Operation, request: IRequest, url: URL, body
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
 	// Every route refuses a parameter given twice, also one whose query it otherwise ignores.
 	const query = queryOf(url.searchParams);
+	// A body sent as a merge patch, to a route that reads one, is validated as a patch.
+	const patch = operation.merge && isMergePatch(request) ? operation.merge.body : undefined;
+	const schema = patch ?? operation.body;
 	return {
 		params,
 		located,
 		query: operation.query ? validate(operation.query, query) : {},
 		headers: Object.fromEntries((operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined])),
-		body: operation.body === "stream" ? request.body : operation.body ? validate(operation.body, bodyOf(body)) : undefined,
+		merge: patch !== undefined,
+		body: schema === "stream" ? request.body : schema ? validate(schema, bodyOf(body)) : undefined,
 	};
 }
 
@@ -151,7 +155,8 @@ function answer(operation: Operation, result: unknown) {
 	if (result instanceof JsonText) {
 		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
 	}
-	return Response.json(operation.response.parse(result), { status: operation.status ?? 200 });
+	const headers = operation.etag ? { etag: operation.etag(result) } : undefined;
+	return Response.json(operation.response.parse(result), { status: operation.status ?? 200, headers });
 }
 
 // The operation on the isolate's guess of the caller, for a credential seen before. Undefined

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { MAX_LEDGER_BYTES } from "../account/ledger-writes";
+import { MAX_LEDGER_BYTES, MAX_TOPICS } from "../account/ledger-writes";
 import { cursorIn, cursorOut } from "./paging";
 import { commaList, jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, TOPIC, uuid } from "./schemas";
 
@@ -9,7 +9,6 @@ export const ENTRY_NAME = /^[a-z_][0-9a-z_]{0,127}$/;
 const MAX_ENTRIES = 100;
 // Each entry takes at least 6 bytes of its ledger (`"a":0,`), whose limit bounds how many there are.
 export const MAX_LEDGER_ENTRIES = Math.floor(MAX_LEDGER_BYTES / 6);
-const MAX_TOPICS = 10;
 
 const entryName = z.string().check(z.regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-z_]{0,127}$"));
 
@@ -26,9 +25,10 @@ const listedName = entryName.check(z.refine((name) => name !== "__proto__", '"__
 export const entryList = commaList(listedName, MAX_ENTRIES, "names");
 
 const history = z.string().check(z.regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF"));
-const publish = z
-	.record(z.string().check(z.regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$")), ruleText)
-	.check(z.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`));
+const topicKey = z.string().check(z.regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$"));
+const publish = z.record(topicKey, ruleText).check(z.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`));
+// In a merge patch a null topic is removed; the topics are counted once merged.
+const publishPatch = z.record(topicKey, z.nullable(ruleText));
 
 // Entry types other than a plain value, and transactions, are not supported here.
 const unsupported = z.optional(z.unknown()).check(z.refine((value) => value === undefined, "not supported"));
@@ -61,6 +61,14 @@ export const addBody = z.strictObject({
 
 export const updateBody = z.strictObject({
 	entries: entriesOf(z.strictObject({ value: z.optional(jsonValue), ...properties })),
+	conditions,
+	transaction,
+});
+
+// A merge patch of entries (RFC 7396): `value` merges into the stored value and `publish` by
+// topic. An entry itself may not be null: deleting one is delete_twin_ledger_entry's.
+export const mergeBody = z.strictObject({
+	entries: entriesOf(z.strictObject({ value: z.optional(jsonValue), ...properties, publish: z.optional(z.nullable(publishPatch)) })),
 	conditions,
 	transaction,
 });

@@ -1,12 +1,12 @@
 import * as z from "zod/mini";
-import type { EntryChange, LedgerAction, LedgerWrite } from "../account/ledger-writes";
+import type { EntryChange, EntryPatch, LedgerAction, LedgerWrite } from "../account/ledger-writes";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import type { Json } from "../rules/ast";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { addBody, deleteBody, entryList, ledgerParams, ownEntries, updateBody, updateValueBody } from "./ledger-schemas";
+import { addBody, deleteBody, entryList, ledgerParams, mergeBody, ownEntries, updateBody, updateValueBody } from "./ledger-schemas";
 import { twinView, visibleTwin } from "./twins";
 
 // The writes of a ledger: only the caller's own (`personal` or its account uuid), on any twin
@@ -24,6 +24,7 @@ async function writableLedger(ctx: Context & { caller: Caller }, params: Params)
 
 type Request = { action: LedgerAction } & (
 	| { kind: "add" | "update"; entries: Record<string, EntryChange>; conditions?: Record<string, string> }
+	| { kind: "merge"; entries: Record<string, EntryPatch>; conditions?: Record<string, string> }
 	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> }
 );
 
@@ -49,33 +50,44 @@ export const addTwinLedgerEntry = defineOperation({
 	},
 });
 
+// An update's body, sent whole (given fields replace stored ones) or as a merge patch: the same
+// entries, one kind of write or the other.
+type UpdateInput = { merge: boolean; body: { entries: Record<string, Record<string, unknown>>; conditions?: Record<string, string> } };
+
+function updates(action: LedgerAction, { merge, body: { entries, conditions } }: UpdateInput): Request {
+	if (merge) return { action, kind: "merge", entries: changes<EntryPatch>(entries), conditions };
+	return { action, kind: "update", entries: changes<EntryChange>(entries), conditions };
+}
+
 export const updateTwinLedgerEntry = defineOperation({
 	name: "update_twin_ledger_entry",
-	summary: "Change entries of the caller's ledger on a twin; given fields replace stored ones",
-	description: "Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. An unknown or hidden name is 404 and nothing is written.",
+	summary: "Change entries of the caller's ledger on a twin; given fields replace stored ones, or merge in a merge patch",
+	description: "Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. Sent as application/merge-patch+json (RFC 7396), an entry's value merges into the stored value and its publish by topic (null removes one); an entry given as null is 400101. An unknown or hidden name is 404 and nothing is written.",
 	refuses: ["not_found", "not_owner", "escalation", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "stopped", rpm: 0 } } }, conditions: { status: "value_changed_ts > 0" } },
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
 	body: updateBody,
-	async run({ params, body }, ctx) {
-		return send(ctx, params, { action: "update_twin_ledger_entry", kind: "update", entries: changes(body.entries), conditions: body.conditions });
+	merge: { body: mergeBody, example: { entries: { status: { value: { rpm: 0, fault: null }, publish: { alerts: null } } } } },
+	async run({ params, ...input }, ctx) {
+		return send(ctx, params, updates("update_twin_ledger_entry", input));
 	},
 });
 
 export const updateTwinLedgerEntryValue = defineOperation({
 	name: "update_twin_ledger_entry_value",
 	summary: "Change the values of entries of the caller's ledger on a twin",
-	description: "Changes only the values of entries of the caller's own ledger on a twin it can see. An unknown or hidden name is 404 and nothing is written.",
+	description: "Changes only the values of entries of the caller's own ledger on a twin it can see; sent as application/merge-patch+json (RFC 7396), each value merges into the stored value. An unknown or hidden name is 404 and nothing is written.",
 	refuses: ["not_found", "not_owner", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "running", rpm: 1500 } } } },
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
 	body: updateValueBody,
-	async run({ params, body }, ctx) {
-		return send(ctx, params, { action: "update_twin_ledger_entry_value", kind: "update", entries: changes(body.entries), conditions: body.conditions });
+	merge: { body: updateValueBody, example: { entries: { status: { value: { rpm: 1500 } } } } },
+	async run({ params, ...input }, ctx) {
+		return send(ctx, params, updates("update_twin_ledger_entry_value", input));
 	},
 });
 
@@ -95,16 +107,17 @@ export const deleteTwinLedgerEntry = defineOperation({
 	},
 });
 
-// Only the fields a request names travel on: an absent one keeps its stored value.
-function changes(entries: Record<string, Record<string, unknown>>): Record<string, EntryChange> {
-	const out: Record<string, EntryChange> = {};
+// Only the fields a request names travel on: an absent one keeps its stored value. `E` is what
+// the body's schema made of them: a replacement's fields, or a merge patch's.
+function changes<E extends EntryPatch>(entries: Record<string, Record<string, unknown>>): Record<string, E> {
+	const out: Record<string, E> = {};
 	for (const [name, entry] of Object.entries(entries)) {
-		const change: EntryChange = {};
+		const change: EntryPatch = {};
 		if ("value" in entry) change.value = entry.value as Json;
 		if ("visibility" in entry) change.visibility = entry.visibility as string | null;
 		if ("history" in entry) change.history = entry.history as string | null;
-		if ("publish" in entry) change.publish = entry.publish as Record<string, string> | null;
-		out[name] = change;
+		if ("publish" in entry) change.publish = entry.publish as E["publish"];
+		out[name] = change as E;
 	}
 	return out;
 }

@@ -28,14 +28,19 @@ export type Stage = { name: string; at: number };
 // 64 KiB limit of a JSON body does not apply.
 export type Streamed = "stream";
 
-type Input<P, Q, B, L> = {
+// The body as `body` reads it (replace semantics), or, for an operation that reads merge
+// patches and a body sent as one, as `merge.body` reads it, with `merge` saying which.
+type Bodies<B, M> =
+	| { merge: false; body: B extends z.ZodMiniType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined }
+	| (M extends z.ZodMiniType ? { merge: true; body: z.infer<M> } : never);
+
+type Input<P, Q, B, L, M> = {
 	params: P extends z.ZodMiniType ? z.infer<P> : Record<string, never>;
 	query: Q extends z.ZodMiniType ? z.infer<Q> : Record<string, never>;
-	body: B extends z.ZodMiniType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined;
 	// The request headers the operation declared, by lowercase name.
 	headers: Record<string, string | undefined>;
 	located: L;
-};
+} & Bodies<B, M>;
 
 type RunContext<A extends AuthKind> = A extends "secret" ? Context & { caller: Caller; claim: Claim } : Context;
 
@@ -45,6 +50,8 @@ export type Operation<
 	Q extends z.ZodMiniType | undefined = z.ZodMiniType | undefined,
 	B extends z.ZodMiniType | Streamed | undefined = z.ZodMiniType | Streamed | undefined,
 	L = unknown,
+	M extends z.ZodMiniType | undefined = z.ZodMiniType | undefined,
+	R = unknown,
 > = {
 	name: OperationName;
 	summary: string;
@@ -61,6 +68,12 @@ export type Operation<
 	params?: P;
 	query?: Q;
 	body?: B;
+	// A PATCH that also reads its body as a JSON Merge Patch (RFC 7396) when it is sent as
+	// application/merge-patch+json: the patch's schema, where a member may mean something else
+	// than in a replacement (null removes), and an example for the API document. Any other
+	// content type keeps `body`'s replace semantics, but application/json-patch+json, which
+	// read as JSON would mean something else, is refused (415251).
+	merge?: { body: M; example: M extends z.ZodMiniType ? z.input<M> : never };
 	// Request headers the operation reads (documented as header parameters).
 	headers?: readonly string[];
 	// The resource the path names, found right after the path is validated and before the query
@@ -69,6 +82,8 @@ export type Operation<
 	locate?(params: P extends z.ZodMiniType ? z.infer<P> : Record<string, never>, ctx: RunContext<A>): Promise<L>;
 	status?: 200 | 201;
 	response: z.ZodMiniType;
+	// The answer's strong entity tag, quoted, sent as its ETag header.
+	etag?(result: R): string;
 	// The operation answers with a Response it builds, not JSON: the bytes of a file, or a
 	// stream of events (Server-Sent Events, or a WebSocket on an Upgrade request).
 	answers?: "bytes" | "events";
@@ -79,7 +94,7 @@ export type Operation<
 	// The route also takes a stream token in its `access_token` parameter instead of the
 	// Authorization header (EventSource cannot set one); on every other route it is unknown.
 	streamToken?: true;
-	run(input: Input<P, Q, B, L>, ctx: RunContext<A>): Promise<unknown>;
+	run(input: Input<P, Q, B, L, M>, ctx: RunContext<A>): Promise<R>;
 	// The operation may run before the Worker checks the credential, for a credential whose
 	// caller this isolate has seen: its `claim` then carries the credential's hash, and the
 	// operation has the account's object check it in the same D1 batch as its own read. It
@@ -107,6 +122,8 @@ export function defineOperation<
 	Q extends z.ZodMiniType | undefined = undefined,
 	B extends z.ZodMiniType | Streamed | undefined = undefined,
 	L = undefined,
->(operation: Operation<A, P, Q, B, L>): Operation<A, P, Q, B, L> {
+	M extends z.ZodMiniType | undefined = undefined,
+	R = unknown,
+>(operation: Operation<A, P, Q, B, L, M, R>): Operation<A, P, Q, B, L, M, R> {
 	return operation;
 }

@@ -11,7 +11,8 @@ import { MAX_PAGE_BYTES } from "../account/scan";
 import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
 import { defineOperation } from "./operation";
-import { commaList, MAX_DESCRIPTION_BYTES, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { commaList, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
+import { MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { dbOf } from "../db/client";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.

@@ -19,16 +19,15 @@ const rulesObject = z.nullable(z.strictObject({ twin: rule, entry: rule, identit
 type RulesInput = z.infer<typeof rulesObject>;
 const allRules = (r: RulesInput | undefined) => ({ twin: r?.twin ?? null, entry: r?.entry ?? null, identity: r?.identity ?? null });
 
-const statement = z.strictObject({
-	effect: z.enum(["allow", "deny"], "Must be 'allow' or 'deny'"),
-	actions: z.nullable(
-		z.pipe(
-			z.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name")),
-			// A name listed twice means what it means once; kept once, a statement is bounded.
-			z.transform((names) => [...new Set(names)]),
-		),
+const effect = z.enum(["allow", "deny"], "Must be 'allow' or 'deny'");
+const actions = z.nullable(
+	z.pipe(
+		z.array(z.enum(STATEMENT_VOCABULARY as [string, ...string[]], "Unknown operation name")),
+		// A name listed twice means what it means once; kept once, a statement is bounded.
+		z.transform((names) => [...new Set(names)]),
 	),
-});
+);
+const statement = z.strictObject({ effect, actions });
 
 const roleParams = z.strictObject({ role: uuid });
 
@@ -81,8 +80,8 @@ export const getUserRole = defineOperation({
 
 export const updateUserRole = defineOperation({
 	name: "update_user_role",
-	summary: "Change a role's name, rules or statement (given rules replace all three)",
-	description: "Changes a role's name, rules or statement; given rules replace all three. The role as it is and as it becomes must both be ones the caller could grant.",
+	summary: "Change a role's name, rules or statement (given rules replace all three, a merge patch those it names)",
+	description: "Changes a role's name, rules or statement; given rules replace all three. Sent as application/merge-patch+json (RFC 7396), rules merge by kind (null clears one; \"rules\": null all three) and the statement by member (effect replaces, actions replaces whole; \"statement\": null is 400101). The role as it is and as it becomes, whole, must both be ones the caller could grant.",
 	refuses: ["escalation", "not_found"],
 	example: { statement: { effect: "allow", actions: ["get_twin", "scan_twins", "who_am_i"] } },
 	auth: "secret",
@@ -93,6 +92,12 @@ export const updateUserRole = defineOperation({
 		rules: z.pipe(z.optional(rulesObject), z.transform((r) => (r === undefined ? undefined : allRules(r)))),
 		statement: z.optional(statement),
 	}),
+	// The account's object merges what it is given into the stored role; the replacement above
+	// gives every rule and the whole statement.
+	merge: {
+		body: z.strictObject({ name: z.optional(roleName), rules: z.optional(rulesObject), statement: z.optional(z.strictObject({ effect: z.optional(effect), actions: z.optional(actions) })) }),
+		example: { rules: { entry: null }, statement: { actions: ["get_twin", "scan_twins"] } },
+	},
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateRole(ctx.caller, params.role, body);
 	},

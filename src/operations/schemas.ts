@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { ANY_JSON, jsonBytes } from "../base/json";
 import { parseRule } from "../rules/parse";
 import { STATEMENT_VOCABULARY } from "../policy/vocabulary";
+import { DESCRIPTION_TOO_LARGE, MAX_DESCRIPTION_BYTES } from "../base/limits";
 
 // A copy of `schema` carrying `metadata` for the API document (what zod's classic `.meta()`
 // does): the copy inherits the original's metadata but not its id, so a shape named once is
@@ -27,12 +28,11 @@ export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
 // refers to). Its id names it in the document.
 export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true, id: "JsonValue" });
 
-// Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
-// and a scan page have to read per twin.
-export const MAX_DESCRIPTION_BYTES = 32 * 1024;
-export const description = z
-	.record(z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")), jsonValue)
-	.check(z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, `Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`));
+// Twin and user descriptions (base/limits.ts bounds their size). A merge patch of one (RFC
+// 7396) has the same keys, and a null member removes one; its size is checked once merged.
+const describedKeys = z.record(z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")), jsonValue);
+export const description = describedKeys.check(z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, DESCRIPTION_TOO_LARGE));
+export const descriptionPatch = withMeta(describedKeys, { description: "A merge patch of the description (RFC 7396): null removes a key" });
 
 // A statement names each operation at most once (repeats are dropped when it is written).
 export const MAX_STATEMENT_ACTIONS = STATEMENT_VOCABULARY.length;

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { findTwin, insertTwinWithin, markTerminated, setTwinDescription, type TwinRow } from "../db/twins";
+import { findTwin, insertTwinWithin, markTerminated, type TwinRow, type TwinState, type TwinWrite, writeDescription } from "../db/twins";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import type { Json } from "../rules/ast";
@@ -9,7 +9,9 @@ import { now } from "../base/time";
 import type { Context } from "./operation";
 import { pageLimit } from "./paging";
 import { defineOperation, JsonText, StaleGuess } from "./operation";
-import { description, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
+import { description, descriptionPatch, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
+import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
+import { ifMatch } from "./preconditions";
 import { dbOf } from "../db/client";
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -32,10 +34,31 @@ export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, al
 // The `locate` of a route under /twins/{twin}: the twin the path names, if the caller sees it.
 export const twinInPath = (params: { twin: string }, ctx: Context & { caller: Caller }) => visibleTwin(ctx, ctx.caller, params.twin);
 
-// Why an owner's write matched no alive twin: it is not the caller's, or it is terminated.
-function refusal(twin: TwinRow, caller: Caller): ApiError {
-	if (twin.owner !== caller.account) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
-	return new ApiError("twin_terminated");
+// A twin's ETag: its uuid and version, which every write that changes the twin raises in its
+// own statement. The uuid keeps a tag of one twin from matching another's.
+export const twinTag = (twin: Pick<TwinRow, "uuid" | "version">) => `"${twin.uuid}.${twin.version}"`;
+const TAGGED = /^([0-9a-f-]{36})\.(\d{1,15})$/;
+
+// The owner's write to the twin the caller found, with the versions its If-Match names: null
+// when any will do (`*`, or no If-Match); a tag of another twin or not of ours names none. The
+// header is read only now, so a twin the caller cannot see is 404102 whatever If-Match holds.
+function writeOf(ctx: { caller: Caller }, twin: TwinRow, header: string | undefined): TwinWrite {
+	const tags = ifMatch(header);
+	const versions = tags === undefined || tags === "*" ? null : tags.flatMap((tag) => {
+		const [, uuid, version] = TAGGED.exec(tag) ?? [];
+		return uuid === twin.uuid ? [Number(version)] : [];
+	});
+	return { owner: ctx.caller.account, uuid: twin.uuid, versions };
+}
+
+// Why a write of the caller's account to its alive twin matched nothing, in this order: the twin
+// is another account's (403103) or terminated (400103), If-Match names none of its versions
+// (412251, with its current ETag), or else the write's own condition (`own`) refused it.
+function refusal(current: TwinState, write: TwinWrite, own?: () => ApiError): ApiError {
+	if (current.owner !== write.owner) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
+	if (current.status === "terminated") return new ApiError("twin_terminated");
+	if (own && (write.versions === null || write.versions.includes(current.version))) return own();
+	return new ApiError("precondition_failed", { headers: { etag: twinTag(current) } });
 }
 
 // Said of every operation on one twin in the API document.
@@ -49,6 +72,7 @@ export const createTwin = defineOperation({
 	example: { description: { site: "north", model: "pump-7" } },
 	auth: "secret",
 	response: twinRecord,
+	etag: twinTag,
 	status: 201,
 	body: z.strictObject({ description: z.optional(description) }),
 	async run({ body }, ctx) {
@@ -63,6 +87,7 @@ export const createTwin = defineOperation({
 			creation_certificate: { uuid: twin, creator: ctx.caller.account, created_ts: at },
 			termination_certificate: null,
 			updated_ts: at,
+			version: 1,
 		}, limit);
 		if (!created) throw new ApiError("twin_limit", { description: `The account already has ${limit} twins, its limit (MAX_TWINS)` });
 		return created;
@@ -76,6 +101,7 @@ export const getTwin = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	response: twinRecord,
+	etag: twinTag,
 	params: twinParams,
 	query: z.strictObject({ show_terminated: z._default(z.optional(queryBoolean), true) }),
 	async run({ params, query }, ctx) {
@@ -83,37 +109,47 @@ export const getTwin = defineOperation({
 	},
 });
 
+// Said of update_twin and terminate_twin in the API document.
+const PRECONDITION = "With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written.";
+
 export const updateTwin = defineOperation({
 	name: "update_twin",
-	summary: "Replace the description of an alive twin the caller's account owns",
-	description: `Replaces the description of an alive twin owned by the caller's account. ${VISIBLE_ONLY}`,
-	refuses: ["not_found", "not_owner", "twin_terminated"],
+	summary: "Replace or merge-patch the description of an alive twin the caller's account owns",
+	description: `Replaces the description of an alive twin owned by the caller's account; sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key), in the write itself, and the merged description must be at most 32 KiB. A description that ends as it was changes nothing. ${PRECONDITION} ${VISIBLE_ONLY}`,
+	refuses: ["not_found", "not_owner", "twin_terminated", "precondition_failed"],
 	example: { description: { site: "south", model: "pump-7" } },
 	auth: "secret",
 	response: twinRecord,
+	etag: twinTag,
 	params: twinParams,
+	headers: ["if-match"],
 	body: z.strictObject({ description }),
-	async run({ params, body }, ctx) {
+	merge: { body: z.strictObject({ description: descriptionPatch }), example: { description: { site: "south", serial: null } } },
+	async run({ params, headers, body, merge }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const updated = await setTwinDescription(dbOf(ctx), ctx.caller.account, twin.uuid, body.description, now());
-		if (!updated) throw refusal(twin, ctx.caller);
-		return updated;
+		const write = writeOf(ctx, twin, headers["if-match"]);
+		const written = await writeDescription(dbOf(ctx), write, { merge, description: body.description }, now(), MAX_DESCRIPTION_BYTES);
+		if ("row" in written) return written.row;
+		throw refusal(written.current, write, descriptionTooLarge);
 	},
 });
 
 export const terminateTwin = defineOperation({
 	name: "terminate_twin",
 	summary: "Terminate an alive twin the caller's account owns",
-	description: `Terminates an alive twin owned by the caller's account and writes its termination certificate. ${VISIBLE_ONLY}`,
-	refuses: ["not_found", "not_owner", "twin_terminated"],
+	description: `Terminates an alive twin owned by the caller's account and writes its termination certificate. ${PRECONDITION} ${VISIBLE_ONLY}`,
+	refuses: ["not_found", "not_owner", "twin_terminated", "precondition_failed"],
 	auth: "secret",
 	response: twinRecord,
+	etag: twinTag,
 	params: twinParams,
-	async run({ params }, ctx) {
+	headers: ["if-match"],
+	async run({ params, headers }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		const terminated = await markTerminated(dbOf(ctx), ctx.caller.account, twin.uuid, now());
-		if (!terminated) throw refusal(twin, ctx.caller);
-		return terminated;
+		const write = writeOf(ctx, twin, headers["if-match"]);
+		const written = await markTerminated(dbOf(ctx), write, now());
+		if ("row" in written) return written.row;
+		throw refusal(written.current, write);
 	},
 });
 

@@ -4,7 +4,7 @@ import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { defineOperation } from "./operation";
 import { MAX_USERS_CEILING } from "../base/limits";
-import { mapOf, description, timestampOut, unsupportedSetting, userRecord, uuid, uuidOut } from "./schemas";
+import { mapOf, description, descriptionPatch, timestampOut, unsupportedSetting, userRecord, uuid, uuidOut } from "./schemas";
 import { dbOf } from "../db/client";
 
 const userParams = z.strictObject({ user: uuid });
@@ -59,23 +59,21 @@ export const getUser = defineOperation({
 	},
 });
 
+const userChanges = { name: z.optional(userName), role: z.optional(uuid), activity: z.optional(unsupportedSetting) };
+
 export const updateUser = defineOperation({
 	name: "update_user",
-	summary: "Change a user's name, role or description (a given description replaces the old one)",
-	description: "Changes a user's name, role or description; a given description replaces the old one. The caller must be able to grant both the user's role and the new one; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.",
+	summary: "Change a user's name, role or description (a given description replaces the old one, a merge patch merges into it)",
+	description: "Changes a user's name, role or description; a given description replaces the old one, or, sent as application/merge-patch+json, merges into it (RFC 7396: null removes a key; at most 32 KiB once merged). The caller must be able to grant both the user's role and the new one, for the user as it becomes; a user changes its own description only when its role's rules do not read USER., or as administrator. A role or description change revokes the user's unredeemed PINs.",
 	refuses: ["escalation", "not_found"],
 	example: { name: "Alice B.", description: { team: "field" } },
 	auth: "secret",
 	response: userRecord,
 	params: userParams,
-	body: z.strictObject({
-		name: z.optional(userName),
-		role: z.optional(uuid),
-		description: z.optional(description),
-		activity: z.optional(unsupportedSetting),
-	}),
-	async run({ params, body }, ctx) {
-		return accountClient(ctx, ctx.caller.account).updateUser(ctx.caller, params.user, body);
+	body: z.strictObject({ ...userChanges, description: z.optional(description) }),
+	merge: { body: z.strictObject({ ...userChanges, description: z.optional(descriptionPatch) }), example: { description: { team: "field", shift: null } } },
+	async run({ params, body, merge }, ctx) {
+		return accountClient(ctx, ctx.caller.account).updateUser(ctx.caller, params.user, body, merge);
 	},
 });
 

@@ -10,7 +10,7 @@ describe("CORS", () => {
 			expect(res.headers.get("access-control-allow-origin")).toBe("*");
 			expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, PATCH, DELETE");
 			expect(res.headers.get("access-control-allow-headers")?.split(", ")).toEqual(
-				expect.arrayContaining(["authorization", "content-type", "x-trustedtwin", "idempotency-key", "traceparent", "last-event-id"]),
+				expect.arrayContaining(["authorization", "content-type", "x-trustedtwin", "idempotency-key", "if-match", "traceparent", "last-event-id"]),
 			);
 			expect(res.headers.get("access-control-max-age")).toBe("86400");
 		}
@@ -20,7 +20,7 @@ describe("CORS", () => {
 		const admin = await bootstrap();
 		for (const res of [await call("GET", "/whoami", { secret: admin.secret }), await call("GET", "/whoami"), await call("GET", "/nowhere")]) {
 			expect(res.headers.get("access-control-allow-origin")).toBe("*");
-			expect(res.headers.get("access-control-expose-headers")?.split(", ")).toEqual(["x-request-id", "server-timing", "x-d1-bookmark", "idempotent-replayed"]);
+			expect(res.headers.get("access-control-expose-headers")?.split(", ")).toEqual(["x-request-id", "server-timing", "x-d1-bookmark", "idempotent-replayed", "etag"]);
 		}
 	});
 });

@@ -290,12 +290,31 @@ describe("the account's quota of kept answers", () => {
 		await post(admin.secret, "next", {});
 		expect((await quotaOf(admin.account))?.keys).toBe(1);
 	});
+
+	it("tells requests apart by the media type of content-type and by If-Match, as well as by body", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret, { a: 1, b: 2 });
+		const body = { description: { a: null } };
+		const send = (headers: Record<string, string>) => call("PATCH", `/twins/${twin}`, { secret: admin.secret, body, headers: keyed("by-type", headers) });
+		const merged = await send({ "content-type": "application/merge-patch+json" });
+		expect(merged.body.description).toEqual({ b: 2 });
+		// The same bytes as application/json would replace the description: another request.
+		expectError(await send({ "content-type": "application/json" }), 422, 422101);
+		// A parameter of the same media type is the same request.
+		const replayed = await send({ "content-type": "application/merge-patch+json; charset=utf-8" });
+		expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+		expect(replayed.body).toEqual(merged.body);
+		expectError(await send({ "content-type": "application/merge-patch+json", "if-match": "*" }), 422, 422101);
+		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.description).toEqual({ b: 2 });
+	});
 });
 
-// The fingerprint of a request as the Worker computes it: caller, method, path with query, body.
+// The fingerprint of a JSON request without If-Match as the Worker computes it: caller, media
+// type and If-Match, method, path with query, body.
 async function requestFingerprint(caller: { user: string; role: string }, method: string, path: string, body: string) {
 	const who = JSON.stringify([caller.user, caller.role, null]);
-	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${who}\n${method} ${path}\n${body}`));
+	const how = JSON.stringify(["application/json", null]);
+	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${who}\n${how}\n${method} ${path}\n${body}`));
 	return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 

@@ -13,7 +13,7 @@ type OperationObject = {
 	description: string;
 	parameters: Parameter[];
 	requestBody?: { content: Record<string, { example?: unknown }> };
-	responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+	responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
 };
 
 const document = JSON.parse(JSON.stringify(openApiDocument(routes)));
@@ -47,6 +47,32 @@ describe("the API document", () => {
 			expect(parsed.error?.issues, operation.name).toBeUndefined();
 			expect(byName(operation.name).requestBody?.content["application/json"].example).toEqual(operation.example);
 		}
+	});
+
+	it("states a merge patch's media type, schema and example beside application/json where a route reads one", () => {
+		const merging = routes.filter(({ operation }) => operation.merge);
+		expect(merging.map(({ operation }) => operation.name).sort()).toEqual(["update_twin", "update_twin_ledger_entry", "update_twin_ledger_entry_value", "update_user", "update_user_role"]);
+		for (const { operation } of merging) {
+			const parsed = (operation.merge!.body as z.ZodMiniType).safeParse(operation.merge!.example);
+			expect(parsed.error?.issues, operation.name).toBeUndefined();
+			const documented = byName(operation.name);
+			expect(Object.keys(documented.requestBody?.content ?? {})).toEqual(["application/json", "application/merge-patch+json"]);
+			expect(documented.requestBody?.content["application/merge-patch+json"].example).toEqual(operation.merge!.example);
+			expect(documented.responses["415"]).toMatchObject({ description: expect.stringContaining("415251"), headers: { "Accept-Patch": expect.any(Object) } });
+		}
+		expect(byName("update_twin_identity").requestBody?.content).not.toHaveProperty("application/merge-patch+json");
+	});
+
+	it("states the twins' ETag answers and If-Match, with the 412 that carries the current ETag", () => {
+		for (const name of ["create_twin", "get_twin", "update_twin", "terminate_twin"]) {
+			const success = Object.entries(byName(name).responses).find(([status]) => status.startsWith("2"))![1];
+			expect(success.headers, name).toHaveProperty("ETag");
+		}
+		for (const name of ["update_twin", "terminate_twin"]) {
+			expect(byName(name).parameters).toContainEqual(expect.objectContaining({ name: "if-match", in: "header", description: expect.any(String) }));
+			expect(byName(name).responses["412"]).toMatchObject({ description: expect.stringContaining("412251"), headers: { ETag: expect.any(Object) } });
+		}
+		expect(byName("scan_twins").responses["200"].headers).toBeUndefined();
 	});
 
 	it("types query parameters as what they mean, not as the text they travel as", () => {

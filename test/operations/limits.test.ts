@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_DESCRIPTION_BYTES } from "../../src/operations/schemas";
+import { MAX_DESCRIPTION_BYTES } from "../../src/base/limits";
 import { bootstrap, call, expectError, recordingQueue } from "../fixtures";
 
 // Per-account limits, with the defaults of wrangler.toml. The rows up to

@@ -75,7 +75,7 @@ describe("fuzzing every route", () => {
 						fc.string({ unit: "grapheme-ascii", maxLength: 80 }),
 						fc.constant("x".repeat(16_000)),
 					),
-					contentType: fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", ""),
+					contentType: fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", "application/merge-patch+json", "application/json-patch+json", ""),
 				}),
 				async (route, r) => {
 					const path = pathFor(route.path, fixture.ids, (name) => (r.realIds ? fixture.ids[name] : r.param));
