@@ -334,11 +334,12 @@ export function recordingQueue() {
 
 // Subscribes with a producer that records the queued job instead of sending it, so a test can
 // hand it to the real consumer itself, attempt by attempt.
-export async function subscribeRecording(admin: Account, body: Record<string, unknown>) {
+export async function subscribeRecording(admin: Account, body: Record<string, unknown>, headers: Record<string, string> = {}) {
 	const { jobs, binding } = recordingQueue();
 	const res = await call("POST", "/notifications/webhooks", {
 		secret: admin.secret,
 		body: { topic: "twins", ...body },
+		headers,
 		env: { CALLBACK_POLICY: "any", WEBHOOKS: binding },
 	});
 	expect(res.status).toBe(201);
@@ -348,8 +349,8 @@ export async function subscribeRecording(admin: Account, body: Record<string, un
 
 // A subscription to `topic` whose callback is the test receiver under `id`, confirmed with the
 // token of its (recorded, not delivered) confirmation message.
-export async function confirmedSubscription(admin: Account, topic: string, id: string, extra: Record<string, unknown> = {}) {
-	const { res, url } = await subscribeRecording(admin, { topic, callback_url: `${receiver()}/r/${id}/ok`, ...extra });
+export async function confirmedSubscription(admin: Account, topic: string, id: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+	const { res, url } = await subscribeRecording(admin, { topic, callback_url: `${receiver()}/r/${id}/ok`, ...extra }, headers);
 	const confirmed = await call("GET", pathOf(url));
 	expect(confirmed.status).toBe(200);
 	return { uuid: res.body.subscription.uuid as string, serverSecret: res.body.server_secret as string | undefined, url };

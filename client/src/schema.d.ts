@@ -1652,7 +1652,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a callback URL to a topic; a confirmation message is sent to it
-         * @description Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.
+         * @description Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule subscribes too: each message reaches it only as it could read it (of twins it sees, with the entries it sees; filtered to nothing, it is not sent), its DICT the subscribing request's.
          *
          *     **Who may call it:** A user whose role's statement allows `webhook_subscribe`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1663,7 +1663,6 @@ export interface paths {
          *     - 401102 (401): The credential is not valid
          *     - 401103 (401): The credential has expired
          *     - 403101 (403): The role does not allow this operation
-         *     - 403102 (403): The role would allow actions the caller is not allowed
          *     - 403104 (403): The topic is not granted to the caller's account
          *     - 409105 (409): The account has reached its limit of live webhook subscriptions (MAX_SUBSCRIPTIONS)
          *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
@@ -9540,7 +9539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed; 403104: The topic is not granted to the caller's account */
+            /** @description 403101: The role does not allow this operation; 403104: The topic is not granted to the caller's account */
             403: {
                 headers: {
                     [name: string]: unknown;

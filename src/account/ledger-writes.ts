@@ -10,7 +10,7 @@ import { type Entry, EntrySight } from "../rules/entries";
 import type { Sight } from "../rules/reader-filter";
 import type { Scope } from "../rules/evaluate";
 import { compare, evaluate } from "../rules/evaluate";
-import { fanOut, streamPublication, truncationLog } from "../db/outbox";
+import { fanOut, insertSight, streamPublication, truncationLog } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
 import { D1Meter } from "../db/meter";
@@ -171,14 +171,20 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	if (index) statements.push(...index.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
-		const messages = Object.entries(events).map(([topic, event]) => ({ twin: twin.uuid, topic, event }));
+		// What a confined reader's rules read of the write, once: the twin, the ledger before and
+		// after. Its messages name it; their readers' copies are filtered with it.
+		const sight: Sight = { kind: "ledger", twin, ledger: writer.account, before: [...e.before.values()].map(entryOf), after: [...e.ledger.values()].map(entryOf) };
+		const id = crypto.randomUUID();
+		const messages = Object.entries(events).map(([topic, event]) => ({ twin: twin.uuid, topic, event, sight: id }));
 		const publication = { account: writer.account, trigger: e.trigger, messages, at: e.at, limit };
 		// One row per subscription for webhooks, and one for the account's live streams, whether
 		// or not anything listens: a stream that connects later replays it from the log.
-		// What a confined reader's rules read of the write: the twin, the ledger before and after.
-		const sight: Sight = { kind: "ledger", twin, ledger: writer.account, before: [...e.before.values()].map(entryOf), after: [...e.ledger.values()].map(entryOf) };
-		const stream = streamPublication(db, { ...publication, sources: [messages], sights: [JSON.stringify(sight)] });
-		statements.push(fanOut(db, publication), ...truncationLog(db, publication), stream);
+		statements.push(
+			insertSight(db, { id, account: writer.account, data: JSON.stringify(sight), at: e.at }),
+			fanOut(db, publication),
+			...truncationLog(db, publication),
+			streamPublication(db, { ...publication, sources: [messages] }),
+		);
 		await e.notify.beforeCommit?.();
 	}
 	await runBatch(db, statements);

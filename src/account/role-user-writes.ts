@@ -2,6 +2,7 @@ import type { Database } from "../db/client";
 import { countRoles, deleteUnheldRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
 import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
+import { rowScoped } from "../rules/reader-filter";
 import { ApiError } from "../base/errors";
 import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "./guards";
 import type { Caller } from "../base/caller";
@@ -114,8 +115,10 @@ function mergedDescription(stored: Description, patch: Description): Description
 export async function deleteUser(db: Database, caller: Caller, uuid: string) {
 	// Deleting oneself would leave the caller locked out mid-session; another user must do it.
 	if (uuid === caller.user) throw new ApiError("conflict", { description: "A user cannot delete itself" });
-	await manageableUser(db, caller, uuid);
-	const deleted = await removeUser(db, caller.account, uuid);
+	const { role } = await manageableUser(db, caller, uuid);
+	// A user whose role confines what it sees leaves no subscription behind: with no reader, its
+	// messages could not be filtered.
+	const deleted = await removeUser(db, caller.account, uuid, rowScoped(role));
 	if (!deleted) throw new ApiError("not_found", { description: "No such user" });
 	return deleted;
 }

@@ -3,7 +3,7 @@ import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
 import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
-import { fanOut, type Published, streamPublication, truncationLog } from "../db/outbox";
+import { fanOut, insertSight, type Published, streamPublication, truncationLog } from "../db/outbox";
 import { deleteStickers, dueStickers, findSticker, insertStickers, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
 import { findTwins } from "../db/twins";
 import { ApiError } from "../base/errors";
@@ -122,15 +122,20 @@ async function publication(db: Database, plain: Database, account: string, rows:
 	const publishing = rows.filter((row) => (row.publish[event] ?? []).length > 0);
 	if (publishing.length === 0) return { statements: [], published: false };
 	const twins = new Map((await findTwins(plain, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
-	const sources: Published[][] = publishing.map((row) => (row.publish[event] ?? []).map((topic) => ({ twin: row.twin, topic, event: eventOf(row) })));
-	const sights = publishing.map((row) => {
+	const statements: BatchItem<"sqlite">[] = [];
+	const sources: Published[][] = publishing.map((row) => {
 		const twin = twins.get(row.twin);
-		if (!twin) return null;
-		const sight: Sight = { kind: "sticker", twin: { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json }, account, recipients: row.recipients };
-		return JSON.stringify(sight);
+		let id: string | null = null;
+		if (twin) {
+			const sight: Sight = { kind: "sticker", twin: { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json }, account, recipients: row.recipients };
+			id = crypto.randomUUID();
+			statements.push(insertSight(db, { id, account, data: JSON.stringify(sight), at }));
+		}
+		return (row.publish[event] ?? []).map((topic) => ({ twin: row.twin, topic, event: eventOf(row), sight: id }));
 	});
 	const p = { account, trigger: TRIGGERS[event], messages: sources.flat(), at, limit };
-	return { statements: [fanOut(db, p), ...truncationLog(db, p), streamPublication(db, { ...p, sources, sights })], published: true };
+	statements.push(fanOut(db, p), ...truncationLog(db, p), streamPublication(db, { ...p, sources }));
+	return { statements, published: true };
 }
 
 // A sticker event's body, keys in the documented order.

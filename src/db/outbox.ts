@@ -1,6 +1,7 @@
 import { and, asc, eq, isNull, lt, lte, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
-import { accountLog, notificationOutbox, streamOutbox } from "./schema";
+import { accountLog, notificationOutbox, outboxSights, streamOutbox } from "./schema";
 import { pruneAfterInsert, tsText } from "./log";
 
 export type OutboxRow = typeof notificationOutbox.$inferSelect;
@@ -9,8 +10,14 @@ export type OutboxRow = typeof notificationOutbox.$inferSelect;
 const NEW_UUID = sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
 	|| substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`);
 
-// One message of a publication: a twin, a topic of the publishing account, and the event.
-export type Published = { twin: string; topic: string; event: Record<string, unknown> };
+// One message of a publication: a twin, a topic of the publishing account, and the event; and
+// the id of its write's sight (insertSight), by which a confined reader's copy is filtered.
+export type Published = { twin: string; topic: string; event: Record<string, unknown>; sight: string | null };
+
+// A publishing write's sight, once for all its messages (and, for stickers, once per sticker).
+export function insertSight(db: Database, sight: { id: string; account: string; data: string; at: number }) {
+	return db.insert(outboxSights).values({ id: sight.id, account: sight.account, data: sight.data, created_ts: sight.at });
+}
 
 export type Publication = {
 	account: string;
@@ -31,9 +38,10 @@ export type Publication = {
 export function fanOut(db: Database, p: Publication) {
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	return db.insert(notificationOutbox).select(sql`
-		SELECT ${NEW_UUID}, ${p.account}, uuid, ${p.trigger}, twin, event, view, ${p.at}, NULL, NULL FROM (
-			SELECT uuid, twin, event, view, row_number() OVER (PARTITION BY k ORDER BY own DESC, turn, created_ts, uuid) AS n FROM (
+		SELECT ${NEW_UUID}, ${p.account}, uuid, ${p.trigger}, twin, event, view, ${p.at}, NULL, NULL, sight FROM (
+			SELECT uuid, twin, event, view, sight, row_number() OVER (PARTITION BY k ORDER BY own DESC, turn, created_ts, uuid) AS n FROM (
 				SELECT s.uuid, s.created_ts, j.key AS k, json_extract(j.value, '$.twin') AS twin, json_extract(j.value, '$.event') AS event,
+					json_extract(j.value, '$.sight') AS sight,
 					s.account = s.publisher AS own,
 					json_object('uuid', s.uuid, 'topic', s.topic, 'account', s.publisher, 'status', 'confirmed', 'validity_ts', s.validity_ts) AS view,
 					row_number() OVER (PARTITION BY j.key, s.account ORDER BY s.created_ts, s.uuid) AS turn
@@ -60,9 +68,10 @@ export function truncationLog(db: Database, p: Publication) {
 }
 
 export function pendingMessages(db: Database, account: string, limit: number) {
+	const o = notificationOutbox;
 	return db
-		.select({ message: notificationOutbox.message, subscription: notificationOutbox.subscription })
-		.from(notificationOutbox)
+		.select({ message: o.message, subscription: o.subscription, trigger: o.trigger, event: o.event, sight: o.sight })
+		.from(o)
 		.where(and(eq(notificationOutbox.account, account), isNull(notificationOutbox.queued_ts)))
 		.limit(limit);
 }
@@ -94,17 +103,16 @@ export type StreamRow = typeof streamOutbox.$inferSelect;
 // ledger write's, or one sticker's), holding each event's members once, and per topic the
 // names of the members its message holds. A ledger event's members are its entries; a
 // sticker's are its color, note, validity_ts and created_ts, so the object builds either
-// message the same way. The rows take ids in the order given. `sights` holds, per source, what
-// the rules of a confined reader read of it (JSON text), or null.
-export function streamPublication(db: Database, p: { account: string; trigger: string; at: number; sources: Published[][]; sights: (string | null)[] }) {
-	const rows = p.sources.map((messages, i) => {
+// message the same way. The rows take ids in the order given, each with its source's sight.
+export function streamPublication(db: Database, p: { account: string; trigger: string; at: number; sources: Published[][] }) {
+	const rows = p.sources.map((messages) => {
 		const entries: Record<string, unknown> = {};
 		const topics: Record<string, string[]> = {};
 		for (const { topic, event } of messages) {
 			topics[topic] = Object.keys(event);
 			Object.assign(entries, event);
 		}
-		return [messages[0].twin, JSON.stringify(topics), JSON.stringify(entries), p.sights[i] ?? null];
+		return [messages[0].twin, JSON.stringify(topics), JSON.stringify(entries), messages[0].sight];
 	});
 	return db.insert(streamOutbox).select(sql`
 		SELECT NULL, ${p.account}, json_extract(value, '$[0]'), ${p.trigger}, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${p.at},
@@ -112,9 +120,48 @@ export function streamPublication(db: Database, p: { account: string; trigger: s
 		FROM json_each(${JSON.stringify(rows)}) ORDER BY key`);
 }
 
-// The account's oldest rows not yet handed to its stream object, in the order they committed.
+// The account's oldest rows not yet handed to its stream object, in the order they committed,
+// each with its sight's data in place of its id.
 export function pendingStreamRows(db: Database, account: string, limit: number): Promise<StreamRow[]> {
-	return db.select().from(streamOutbox).where(eq(streamOutbox.account, account)).orderBy(asc(streamOutbox.id)).limit(limit);
+	const s = streamOutbox;
+	return db
+		.select({ id: s.id, account: s.account, twin: s.twin, trigger: s.trigger, topics: s.topics, entries: s.entries, at: s.at, sight: outboxSights.data })
+		.from(s)
+		.leftJoin(outboxSights, eq(outboxSights.id, s.sight))
+		.where(eq(s.account, account))
+		.orderBy(asc(s.id))
+		.limit(limit);
+}
+
+// The sights of `ids` by id, as JSON text.
+export async function sightsOf(db: Database, ids: string[]): Promise<Map<string, string>> {
+	if (ids.length === 0) return new Map();
+	const rows = await db
+		.select({ id: outboxSights.id, data: outboxSights.data })
+		.from(outboxSights)
+		.where(sql`${outboxSights.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+	return new Map(rows.map((row) => [row.id, row.data]));
+}
+
+// The account's sights no pending row names any more: every stream row that named one was
+// handed over, every webhook row queued. A write that commits meanwhile adds its sight and its
+// rows in one batch, which this statement sees whole or not at all.
+export async function forgetSights(db: Database, account: string) {
+	const named = sql`SELECT ${streamOutbox.sight} FROM ${streamOutbox} WHERE ${streamOutbox.account} = ${account} AND ${streamOutbox.sight} IS NOT NULL
+		UNION SELECT ${notificationOutbox.sight} FROM ${notificationOutbox}
+		WHERE ${notificationOutbox.account} = ${account} AND ${notificationOutbox.queued_ts} IS NULL AND ${notificationOutbox.sight} IS NOT NULL`;
+	await db.delete(outboxSights).where(and(eq(outboxSights.account, account), sql`${outboxSights.id} NOT IN (${named})`));
+}
+
+// Webhook rows as their subscribers may read them: those filtered to nothing deleted unsent,
+// the others' events replaced by what is left of them; one batch.
+export async function settleFiltered(db: Database, dropped: string[], narrowed: { message: string; event: string }[]) {
+	const o = notificationOutbox;
+	const statements = [
+		...(dropped.length ? [db.delete(o).where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(dropped)}))`)] : []),
+		...narrowed.map(({ message, event }) => db.update(o).set({ event }).where(eq(o.message, message))),
+	];
+	if (statements.length) await db.batch(statements as unknown as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
 }
 
 export async function deleteStreamRows(db: Database, account: string, upTo: number) {

@@ -160,6 +160,9 @@ export const subscriptions = sqliteTable(
 		// the User Token that made it (nothing made with a token outlives it); null when a
 		// secret made it.
 		lasts_until: real("lasts_until"),
+		// The dictionary (DICT) of the webhook_subscribe request: the rules of a subscriber whose
+		// role confines it read it when its messages are filtered. Null: none.
+		dict: text("dict", { mode: "json" }).$type<Description>(),
 	},
 	(t) => [
 		uniqueIndex("subscriptions_token").on(t.token_hash),
@@ -207,6 +210,9 @@ export const notificationOutbox = sqliteTable(
 		sent_ts: real("sent_ts").notNull(),
 		queued_ts: real("queued_ts"),
 		delivered_ts: real("delivered_ts"),
+		// The write's sight (outboxSights): the drain filters the event with it for a subscriber
+		// whose role confines it.
+		sight: text("sight"),
 	},
 	(t) => [index("notification_outbox_pending").on(t.account, t.queued_ts)],
 );
@@ -226,11 +232,26 @@ export const streamOutbox = sqliteTable(
 		topics: text("topics").notNull(),
 		entries: text("entries").notNull(),
 		at: real("at").notNull(),
-		// What the rules of a reader whose role confines it read of the write (JSON of a Sight,
-		// rules/reader-filter.ts): the stream object filters its messages with it.
+		// The write's sight (outboxSights), by which the stream object filters its messages for a
+		// reader whose role confines it.
 		sight: text("sight"),
 	},
 	(t) => [index("stream_outbox_account").on(t.account, t.id)],
+);
+
+// What the rules of a reader whose role confines it read of one publishing write (JSON of a
+// Sight, rules/reader-filter.ts: the twin, the ledger before and after; a sticker's twin and
+// recipients), once per write whatever its fan-out. The stream and webhook outbox rows of the
+// write name it; the drain deletes it once no pending row does.
+export const outboxSights = sqliteTable(
+	"outbox_sights",
+	{
+		id: text("id").primaryKey(),
+		account: text("account").notNull(),
+		data: text("data").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [index("outbox_sights_account").on(t.account, t.created_ts)],
 );
 
 // Every delivery attempt of every message to a subscription, newest kept (see

@@ -1,6 +1,6 @@
 import { and, asc, eq, getTableColumns, gt, inArray, lte, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "./client";
-import { subscriptions, webhookDeliveries } from "./schema";
+import { roles, subscriptions, users, webhookDeliveries } from "./schema";
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 // A new row: its confirmation counters are set by the statement that inserts it.
@@ -240,3 +240,33 @@ export async function markFailed(db: Database, uuid: string, message: string, re
 		.set({ status: "failed" satisfies Status, failure_reason: reason, updated_ts: at })
 		.where(and(eq(subscriptions.uuid, uuid), eq(subscriptions.status, "pending"), eq(subscriptions.message, message)));
 }
+
+// The subscribers of `uuids` as their rules read them now: each subscription's user, its role's
+// statement and rules, its description, and the subscription's DICT; one read per drain page.
+// A subscription whose user is gone is left out.
+export async function subscribersOf(db: Database, uuids: string[]) {
+	if (uuids.length === 0) return new Map<string, Subscriber>();
+	const rows = await db
+		.select({
+			subscription: subscriptions.uuid,
+			dict: subscriptions.dict,
+			account: users.account,
+			user: users.uuid,
+			role: users.role,
+			description: users.description,
+			statement: roles.statement,
+			rules: roles.rules,
+		})
+		.from(subscriptions)
+		.innerJoin(users, eq(users.uuid, subscriptions.user))
+		.innerJoin(roles, eq(roles.uuid, users.role))
+		.where(sql`${subscriptions.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+	return new Map(rows.map(({ subscription, ...reader }) => [subscription, reader]));
+}
+
+export type Subscriber = Pick<typeof users.$inferSelect, "account" | "role" | "description"> & {
+	user: string;
+	dict: SubscriptionRow["dict"];
+	statement: typeof roles.$inferSelect.statement;
+	rules: typeof roles.$inferSelect.rules;
+};

@@ -1,6 +1,6 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "./client";
-import { type Description, roles, secretPins, userSecrets, users } from "./schema";
+import { type Description, roles, secretPins, subscriptions, userSecrets, users } from "./schema";
 import { byAccountIndex, columnsOf } from "./scoped";
 
 export type UserRow = typeof users.$inferSelect;
@@ -51,7 +51,9 @@ export async function patchUser(
 }
 
 // The user, its secret and its PINs go together in one transaction.
-export async function removeUser(db: Database, account: string, uuid: string) {
+// `unsubscribe`: the user's live webhook subscriptions end in the same batch.
+export async function removeUser(db: Database, account: string, uuid: string, unsubscribe = false) {
+	const ended = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
 	const [, , deleted] = await db.batch([
 		db.delete(secretPins).where(and(eq(secretPins.account, account), eq(secretPins.user, uuid))),
 		db.delete(userSecrets).where(and(eq(userSecrets.account, account), eq(userSecrets.user, uuid))),
@@ -59,6 +61,14 @@ export async function removeUser(db: Database, account: string, uuid: string) {
 			.delete(users)
 			.where(and(eq(users.account, account), eq(users.uuid, uuid)))
 			.returning(),
+		...(unsubscribe
+			? [
+					db
+						.update(subscriptions)
+						.set(ended)
+						.where(and(eq(subscriptions.account, account), eq(subscriptions.user, uuid), inArray(subscriptions.status, ["pending", "confirmed"]))),
+				]
+			: []),
 	]);
 	return deleted[0];
 }

@@ -1,5 +1,8 @@
 import type { Database } from "../db/client";
-import { deleteStreamRows, markQueued, pendingMessages, pendingStreamRows } from "../db/outbox";
+import { deleteStreamRows, forgetSights, markQueued, pendingMessages, pendingStreamRows, settleFiltered, sightsOf } from "../db/outbox";
+import { subscribersOf } from "../db/subscriptions";
+import type { Caller } from "../base/caller";
+import { filterEvent, readerKey, rowScoped, type Sight } from "../rules/reader-filter";
 import { now } from "../base/time";
 import { RETRY_WINDOW } from "./retry-schedule";
 import type { NotificationJob } from "./jobs";
@@ -28,6 +31,8 @@ type Destinations = { queue: Queue; streams: Env["STREAMS"]; queued?: (messages:
 
 export async function drainOutbox(db: Database, to: Destinations, account: string): Promise<boolean> {
 	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account, to.queued), drainStreams(db, to.streams, account)]);
+	// The writes' sights that no pending row needs any more.
+	await forgetSights(db, account).catch((error) => console.error(JSON.stringify({ outbox: account, sights: String(error) })));
 	return webhooks || streams;
 }
 
@@ -36,8 +41,16 @@ export async function drainOutbox(db: Database, to: Destinations, account: strin
 // message uuid (webhook-id) lets a receiver drop the duplicate.
 async function drainWebhooks(db: Database, queue: Queue, account: string, queued?: (messages: number) => void): Promise<boolean> {
 	for (;;) {
-		const rows = await pendingMessages(db, account, DRAIN_PAGE);
-		if (rows.length === 0) return false;
+		const page = await pendingMessages(db, account, DRAIN_PAGE);
+		if (page.length === 0) return false;
+		// Each as its subscriber may read it: a subscriber whose role confines it gets what is left
+		// of the event, nothing when nothing is (the row is deleted unsent: no delivery, attempt,
+		// record or count). Settled before the queue has them, so a retry sends the same bytes.
+		const rows = await filtered(db, page, now());
+		if (rows.length === 0) {
+			if (page.length < DRAIN_PAGE) return false;
+			continue;
+		}
 		// The time the rows are marked queued is their retry window's start: the outbox keeps
 		// them long enough after it.
 		const at = now();
@@ -52,8 +65,50 @@ async function drainWebhooks(db: Database, queue: Queue, account: string, queued
 		}
 		queued?.(rows.length);
 		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
-		if (rows.length < DRAIN_PAGE) return false;
+		if (page.length < DRAIN_PAGE) return false;
 	}
+}
+
+type Pending = Awaited<ReturnType<typeof pendingMessages>>[number];
+
+// The page's rows as their subscribers may read them (rules/reader-filter.ts), the others
+// deleted; one read of the subscribers and one of the sights, and one evaluation per group of
+// subscribers whose rules read equal values and per message.
+async function filtered(db: Database, page: Pending[], at: number): Promise<Pending[]> {
+	const subscribers = await subscribersOf(db, [...new Set(page.map((row) => row.subscription))]);
+	const readers = new Map<string, Caller>();
+	for (const [subscription, s] of subscribers) {
+		const reader: Caller = { ...s, description: s.description, dict: s.dict ?? null };
+		if (rowScoped(reader)) readers.set(subscription, reader);
+	}
+	if (readers.size === 0) return page;
+	const sights = await sightsOf(db, [...new Set(page.filter((row) => readers.has(row.subscription) && row.sight).map((row) => row.sight!))]);
+	const shown = new Map<string, string | null>();
+	const kept: Pending[] = [];
+	const dropped: string[] = [];
+	const narrowed: { message: string; event: string }[] = [];
+	for (const row of page) {
+		const reader = readers.get(row.subscription);
+		if (!reader) {
+			kept.push(row);
+			continue;
+		}
+		const key = `${readerKey(reader)}\n${row.sight}\n${row.trigger}\n${row.event}`;
+		if (!shown.has(key)) {
+			// A message whose write recorded no sight cannot be decided: it is not sent.
+			const sight = row.sight ? sights.get(row.sight) : undefined;
+			const event = sight ? filterEvent(reader, JSON.parse(sight) as Sight, row.trigger, JSON.parse(row.event), at).event : null;
+			shown.set(key, event === null ? null : JSON.stringify(event));
+		}
+		const event = shown.get(key) ?? null;
+		if (event === null) dropped.push(row.message);
+		else {
+			if (event !== row.event) narrowed.push({ message: row.message, event });
+			kept.push({ ...row, event });
+		}
+	}
+	await settleFiltered(db, dropped, narrowed);
+	return kept;
 }
 
 // The stream rows in the order they committed, deleted once the object has taken them. The

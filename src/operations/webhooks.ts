@@ -66,8 +66,8 @@ export const webhookSubscribe = defineOperation({
 	// With a client_secret the answer holds the server_secret of the signing key: not kept.
 	replays: (body) => body.client_secret === undefined,
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
-	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
-	refuses: ["escalation", "topic_not_granted", "subscription_limit", "webhooks_unconfigured"],
+	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule subscribes too: each message reaches it only as it could read it (of twins it sees, with the entries it sees; filtered to nothing, it is not sent), its DICT the subscribing request's.",
+	refuses: ["topic_not_granted", "subscription_limit", "webhooks_unconfigured"],
 	example: { callback_url: "https://example.com/hooks/twins", topic: "alerts", expires: 86400 },
 	auth: "secret",
 	status: 201,
@@ -80,7 +80,6 @@ export const webhookSubscribe = defineOperation({
 		account: withMeta(z.optional(uuid), { description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
 	}),
 	async run({ body }, ctx) {
-		requireNotificationStanding(ctx.caller, "subscribe");
 		const publisher = body.account ?? ctx.caller.account;
 		const granted = publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
 		if (granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");
@@ -116,6 +115,8 @@ export const webhookSubscribe = defineOperation({
 			previous_key_until: null,
 			created_ts: at,
 			updated_ts: at,
+			// What its subscriber's rules read as DICT when its messages are filtered.
+			dict: ctx.caller.dict ?? null,
 		}, limit, at, granted);
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
 		if (!row && granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");

@@ -155,7 +155,7 @@ describe("what background work logs", () => {
 		await writeLines(admin.account, Date.now() / 1000, Array.from({ length: KEPT_MESSAGES }, (_, i) => `Line: n=[${i}].`));
 		const truncation = async (limit: number) => {
 			await confirmedSubscription(admin, "busy", crypto.randomUUID());
-			const p = { account: admin.account, trigger: "ledger.entry.added", messages: [{ twin: crypto.randomUUID(), topic: "busy", event: {} }], at: Date.now() / 1000, limit };
+			const p = { account: admin.account, trigger: "ledger.entry.added", messages: [{ twin: crypto.randomUUID(), topic: "busy", event: {}, sight: null }], at: Date.now() / 1000, limit };
 			const statements = truncationLog(database(env.DB), p).map((statement) => {
 				const query = statement.toSQL();
 				return env.DB.prepare(query.sql).bind(...query.params);

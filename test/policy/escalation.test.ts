@@ -136,14 +136,16 @@ describe("a user shown other accounts' entries", () => {
 });
 
 describe("notifications", () => {
-	it("are not open to a role confined by a twin or entry rule: messages carry what its rules hide", async () => {
+	it("are granted to other accounts only by a role that sees its account's data whole: a grantee reads with its own rules", async () => {
 		const { admin, confined } = await confinedSetup();
 		const entryConfined = await member(admin, await role(admin, everything, { entry: "entry_name == 'public'" }, "Entries"));
-		const body = { callback_url: "https://example.com/hook", topic: "entries" };
+		const grantee = await bootstrap();
 		for (const user of [confined, entryConfined]) {
-			expectError(await call("POST", "/notifications/webhooks", { secret: user.secret, body }), 403, 403102);
+			const res = await call("PATCH", `/notifications/webhooks/access/accounts/${grantee.account}`, { secret: user.secret, body: { topics: ["entries"] } });
+			expectError(res, 403, 403102);
 		}
-		expect(Object.keys((await call("GET", "/notifications/webhooks", { secret: admin.secret })).body.subscriptions)).toEqual([]);
+		expect((await call("GET", "/notifications/webhooks/access", { secret: admin.secret })).body.accounts).toEqual({});
+		// Subscribing is theirs: what each message shows them is filtered (notifications/confined.test.ts).
 	});
 });
 

@@ -1,1 +1,0 @@
-ALTER TABLE `stream_outbox` ADD `sight` text;

@@ -1,0 +1,92 @@
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { describe, expect, it } from "vitest";
+import {
+	bodies,
+	bootstrap,
+	call,
+	CLIENT_SECRET,
+	confirmedSubscription,
+	ledger,
+	member,
+	messagesFor,
+	newTwin,
+	outboxOf,
+	received,
+	role,
+	storedSubscription,
+} from "../fixtures";
+
+// Webhook subscriptions of a subscriber whose role confines it (docs/notifications.md): each
+// message reaches it only as it could read it, filtered when the account's object hands it to
+// the queue; one filtered to nothing is deleted unsent.
+
+const whsec = (key: string) => `whsec_${btoa(key)}`;
+
+async function fleet(entry: string | null = null) {
+	const admin = await bootstrap();
+	const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user", entry }, "Driver");
+	const ann = await member(admin, driverRole);
+	const annsVan = await newTwin(admin.secret, { driver: ann.user });
+	const bobsVan = await newTwin(admin.secret, { driver: "bob" });
+	return { admin, ann, annsVan, bobsVan };
+}
+
+// A write of `entries` on `van`, each published to `vans`: added, or updated when the van has
+// them already.
+async function report(secret: string, van: string, entries: Record<string, unknown>) {
+	const body = { entries: Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, { value, publish: { vans: "true" } }])) };
+	const added = await call("POST", ledger(van), { secret, body });
+	if (added.status === 201) return;
+	const updated = await call("PATCH", ledger(van), { secret, body });
+	expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+}
+
+describe("a confined subscriber's webhook", () => {
+	it("gets its vans' messages only, with the entries it sees, and nothing is kept for the others", async () => {
+		const { admin, ann, annsVan, bobsVan } = await fleet("entry_name !~ '^cost'");
+		const id = crypto.randomUUID();
+		const sub = await confirmedSubscription(ann, "vans", id, { client_secret: CLIENT_SECRET });
+		await report(admin.secret, bobsVan, { mileage: 1 });
+		await report(admin.secret, annsVan, { cost: 7 });
+		await report(admin.secret, annsVan, { mileage: 2, cost_toll: 8 });
+		const [delivery] = await messagesFor(id, 1);
+		const message = JSON.parse(delivery.body);
+		expect(message).toMatchObject({ twin: annsVan, event: { mileage: { new_value: 2 } } });
+		expect(Object.keys(message.event)).toEqual(["mileage"]);
+		// Signed over what it was sent.
+		expect(new Webhook(whsec(CLIENT_SECRET + sub.serverSecret)).verify(delivery.body, delivery.headers)).toEqual(message);
+		// The messages filtered to nothing were deleted unsent: one row, one delivery.
+		expect(await outboxOf(sub.uuid)).toHaveLength(1);
+		const deliveries = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: ann.secret });
+		expect(deliveries.status).toBe(200);
+		expect(bodies(await received(id))).toHaveLength(1);
+		// The writes' sights go once every row that named them is handed over.
+		const sights = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		expect(sights?.n).toBe(0);
+	});
+
+	it("reads DICT as the subscribing request sent it", async () => {
+		const admin = await bootstrap();
+		const siteRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.site == DICT.site" }, "On site");
+		const dave = await member(admin, siteRole);
+		const here = await newTwin(admin.secret, { site: "dock-4" });
+		const there = await newTwin(admin.secret, { site: "dock-9" });
+		const id = crypto.randomUUID();
+		const sub = await confirmedSubscription(dave, "vans", id, {}, { "x-trustedtwin": btoa(JSON.stringify({ site: "dock-4" })) });
+		expect((await storedSubscription(sub.uuid))?.dict).toBe(JSON.stringify({ site: "dock-4" }));
+		await report(admin.secret, there, { n: 1 });
+		await report(admin.secret, here, { n: 2 });
+		const log = bodies(await messagesFor(id, 1));
+		expect(log.map((m) => m.twin)).toEqual([here]);
+	});
+
+	it("ends with its user: deleting a confined user unsubscribes it, another user's stays", async () => {
+		const { admin, ann } = await fleet();
+		const sub = await confirmedSubscription(ann, "vans", crypto.randomUUID());
+		const own = await confirmedSubscription(admin, "vans", crypto.randomUUID());
+		expect((await call("DELETE", `/users/${ann.user}`, { secret: admin.secret })).status).toBe(200);
+		expect((await storedSubscription(sub.uuid))?.status).toBe("unsubscribed");
+		expect((await storedSubscription(own.uuid))?.status).toBe("confirmed");
+	});
+});
