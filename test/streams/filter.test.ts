@@ -81,6 +81,27 @@ describe("a driver's stream", () => {
 		await annSse.close();
 	});
 
+	it("shows a hidden van's message exactly as no message at all, but for the gap in ids", async () => {
+		// Two fleets alike; in the first another driver's van reports between Ann's two reports.
+		const seen = [];
+		for (const hidden of [true, false]) {
+			const { admin, ann, annsVan, bobsVan } = await fleet();
+			const socket = await openSocket(streamPath("vans"), { secret: ann.secret });
+			await report(admin, annsVan, { mileage: 1 });
+			if (hidden) await report(admin, bobsVan, { mileage: 2, secret: "x".repeat(1000) });
+			await report(admin, annsVan, { mileage: 3 });
+			const frames = await drained(socket);
+			const normal = (text: string) =>
+				text
+					.replaceAll(annsVan, "van")
+					.replaceAll(admin.account, "account")
+					.replace(/"(id|message)":"[^"]+"/g, '"$1":"x"')
+					.replace(/"(changed_ts|sent_ts)":[\d.]+/g, '"$1":0');
+			seen.push(normal(JSON.stringify(frames)));
+		}
+		expect(seen[0]).toBe(seen[1]);
+	});
+
 	it("replays on resume exactly what the live stream showed", async () => {
 		const { admin, ann, annsVan, bobsVan } = await fleet();
 		await report(admin, annsVan, { mileage: 1 });
