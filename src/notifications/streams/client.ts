@@ -26,10 +26,10 @@ export type StreamOpen = {
 };
 
 // What changes streams of an account's users: `code` closes them (all of `user`'s, or the
-// holders of `role`, or those of `user` opened under another role than `exceptRole`);
-// `validity_ts` is `user`'s secret's new validity; `reader` is what `user`, or the holders of
-// `role`, now are (the streams stay open, and read as that from the next message).
-export type StreamChange = { account: string; user?: string; role?: string; exceptRole?: string } & (
+// holders of `role`); `validity_ts` is `user`'s secret's new validity; `reader` is what `user`,
+// or the holders of `role`, now are (the streams stay open, and read as that from the next
+// message).
+export type StreamChange = { account: string; user?: string; role?: string } & (
 	| { code: CloseCode }
 	| { user: string; validity_ts: number | null }
 	| { reader: Partial<ReaderOf> }

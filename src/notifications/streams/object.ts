@@ -273,7 +273,7 @@ export class StreamObject {
 		}
 		for (const ws of this.open(change.user ? `user:${change.user}` : `acct:${change.account}`)) {
 			const s = ws.deserializeAttachment() as Stream;
-			if (s.account !== change.account || (change.role !== undefined && s.role !== change.role) || s.role === change.exceptRole) continue;
+			if (s.account !== change.account || (change.role !== undefined && s.role !== change.role)) continue;
 			if ("code" in change) {
 				this.end(ws, change.code);
 				continue;
