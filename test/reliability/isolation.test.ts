@@ -458,3 +458,28 @@ describe("the tenant-isolation matrix", () => {
 		expect(ledger.body.entries.first_entry.value).toBe(1);
 	});
 });
+
+// A reader whose role confines it, against a twin it may not see: its index page, its stream and
+// its webhook answer as if the twin had no row and sent no message. What is accepted apart: the
+// rows a page examines (a table's size, in Server-Timing) and gaps in event ids. The streams' and
+// webhooks' cases are in test/streams/filter.test.ts and test/notifications/confined.test.ts.
+describe("a confined reader, against a twin it may not see", () => {
+	it("reads an index page as if the hidden twin had no row, but for the rows it examined", async () => {
+		const pages = [];
+		for (const hiddenRow of [true, false]) {
+			const admin = await bootstrap();
+			const created = await call("POST", "/account/services/indexes", { secret: admin.secret, body: { indexes: { vans: INDEX } } });
+			expect(created.status).toBe(201);
+			const driver = await member(admin, await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user" }, "Driver"));
+			const mine = (await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: driver.user } } })).body.uuid as string;
+			const hidden = (await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: "someone else" } } })).body.uuid as string;
+			const write = (twin: string) => call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries: { first_entry: { value: "v" } } } });
+			expect((await write(mine)).status).toBe(201);
+			if (hiddenRow) expect((await write(hidden)).status).toBe(201);
+			const page = await call("GET", "/account/services/indexes/vans/data?count=10", { secret: driver.secret });
+			const swap = (text: string) => text.replaceAll(mine, "mine").replace(/"updated_ts":[\d.]+/g, '"updated_ts":0').replace(/rows_read=\d+/, "rows_read=n");
+			pages.push(JSON.stringify(fingerprint(page, swap)));
+		}
+		expect(pages[0]).toBe(pages[1]);
+	});
+});
