@@ -7,7 +7,7 @@ import { Budget, WORK_UNITS } from "./strings";
 import { isVisible } from "./visibility";
 
 // What a reader whose role has a twin or an entry rule may see of a ledger write's message
-// (docs/streams.md, "Row-scoped readers"): nothing unless it sees the twin as the write left
+// (docs/streams.md, "Confined readers"): nothing unless it sees the twin as the write left
 // it, and of the event's entries only those it sees as the write left the ledger (for a
 // delete, as it was before) and, for an update, also before: every value shown, new or old, is
 // one a read showed the reader at its time. Pure: the stream object and the webhook fan-out
