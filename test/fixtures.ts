@@ -808,13 +808,33 @@ export const streamPath = (topics: string, query = "") => `/notifications/stream
 
 // An entry that publishes every change to `topics`, written (or, when it exists, updated) on
 // `twin`'s personal ledger.
-export async function publish(secret: string, twin: string, name: string, value: unknown, topics: string[]) {
+export function publish(secret: string, twin: string, name: string, value: unknown, topics: string[]) {
+	return publishEntries(secret, twin, { [name]: value }, topics);
+}
+
+// Entries (name to value) that publish every change to `topics`, written in one request, or, when
+// they exist, their values updated in one.
+export async function publishEntries(secret: string, twin: string, values: Record<string, unknown>, topics: string[]) {
 	const publish = Object.fromEntries(topics.map((topic) => [topic, "true"]));
-	const added = await call("POST", ledger(twin), { secret, body: { entries: { [name]: { value, publish } } } });
+	const entries = (withPublish: boolean) => Object.fromEntries(Object.entries(values).map(([name, value]) => [name, withPublish ? { value, publish } : { value }]));
+	const added = await call("POST", ledger(twin), { secret, body: { entries: entries(true) } });
 	if (added.status === 201) return added;
-	const updated = await call("PATCH", ledger(twin, "personal", "/value"), { secret, body: { entries: { [name]: { value } } } });
+	const updated = await call("PATCH", ledger(twin, "personal", "/value"), { secret, body: { entries: entries(false) } });
 	expect(updated.status, JSON.stringify(updated.body)).toBe(200);
 	return updated;
+}
+
+// Everything the stream object sent a socket so far: the runtime answers `ping` after every
+// frame sent before it (at once, without the object: what an acknowledgement makes the object
+// send may come later).
+export async function drained(socket: Awaited<ReturnType<typeof openSocket>>) {
+	socket.send("ping");
+	const frames = [];
+	for (;;) {
+		const frame = await socket.next("the frames before pong");
+		if (frame === "pong") return frames;
+		frames.push(frame);
+	}
 }
 
 // `count` messages of `topic` on `twin`, written into the account's stream outbox as its

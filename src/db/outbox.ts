@@ -1,5 +1,4 @@
 import { and, asc, eq, isNull, lt, lte, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
 import { accountLog, notificationOutbox, outboxSights, streamOutbox } from "./schema";
 import { pruneAfterInsert, tsText } from "./log";
@@ -85,6 +84,7 @@ export async function markQueued(db: Database, account: string, messages: string
 			.set({ queued_ts: at })
 			.where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(messages)}))`),
 		db.delete(o).where(and(eq(o.account, account), lt(o.queued_ts, keptSince))),
+		forgetSights(db, account),
 	]);
 }
 
@@ -144,26 +144,28 @@ export async function sightsOf(db: Database, ids: string[]): Promise<Map<string,
 }
 
 // The account's sights no pending row names any more: every stream row that named one was
-// handed over, every webhook row queued. A write that commits meanwhile adds its sight and its
+// handed over, every webhook row queued or dropped. It closes each batch of the drain that lets
+// rows go, at no round trip of its own. A write that commits meanwhile adds its sight and its
 // rows in one batch, which this statement sees whole or not at all.
-export async function forgetSights(db: Database, account: string) {
+function forgetSights(db: Database, account: string) {
 	const named = sql`SELECT ${streamOutbox.sight} FROM ${streamOutbox} WHERE ${streamOutbox.account} = ${account} AND ${streamOutbox.sight} IS NOT NULL
 		UNION SELECT ${notificationOutbox.sight} FROM ${notificationOutbox}
 		WHERE ${notificationOutbox.account} = ${account} AND ${notificationOutbox.queued_ts} IS NULL AND ${notificationOutbox.sight} IS NOT NULL`;
-	await db.delete(outboxSights).where(and(eq(outboxSights.account, account), sql`${outboxSights.id} NOT IN (${named})`));
+	return db.delete(outboxSights).where(and(eq(outboxSights.account, account), sql`${outboxSights.id} NOT IN (${named})`));
 }
 
 // Webhook rows as their subscribers may read them: those filtered to nothing deleted unsent,
 // the others' events replaced by what is left of them; one batch.
-export async function settleFiltered(db: Database, dropped: string[], narrowed: { message: string; event: string }[]) {
+export async function settleFiltered(db: Database, account: string, dropped: string[], narrowed: { message: string; event: string }[]) {
+	if (dropped.length === 0 && narrowed.length === 0) return;
 	const o = notificationOutbox;
-	const statements = [
-		...(dropped.length ? [db.delete(o).where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(dropped)}))`)] : []),
+	await db.batch([
+		db.delete(o).where(sql`${o.message} IN (SELECT value FROM json_each(${JSON.stringify(dropped)}))`),
 		...narrowed.map(({ message, event }) => db.update(o).set({ event }).where(eq(o.message, message))),
-	];
-	if (statements.length) await db.batch(statements as unknown as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+		forgetSights(db, account),
+	]);
 }
 
 export async function deleteStreamRows(db: Database, account: string, upTo: number) {
-	await db.delete(streamOutbox).where(and(eq(streamOutbox.account, account), lte(streamOutbox.id, upTo)));
+	await db.batch([db.delete(streamOutbox).where(and(eq(streamOutbox.account, account), lte(streamOutbox.id, upTo))), forgetSights(db, account)]);
 }

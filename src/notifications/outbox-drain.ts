@@ -1,8 +1,8 @@
 import type { Database } from "../db/client";
-import { deleteStreamRows, forgetSights, markQueued, pendingMessages, pendingStreamRows, settleFiltered, sightsOf } from "../db/outbox";
+import { deleteStreamRows, markQueued, pendingMessages, pendingStreamRows, settleFiltered, sightsOf } from "../db/outbox";
 import { subscribersOf } from "../db/subscriptions";
 import type { Caller } from "../base/caller";
-import { filterEvent, readerKey, rowScoped, type Sight } from "../rules/reader-filter";
+import { FILTER_TURN_UNITS, filterEvent, readerKey, rowScoped, type Sight } from "../rules/reader-filter";
 import { now } from "../base/time";
 import { RETRY_WINDOW } from "./retry-schedule";
 import type { NotificationJob } from "./jobs";
@@ -31,8 +31,6 @@ type Destinations = { queue: Queue; streams: Env["STREAMS"]; queued?: (messages:
 
 export async function drainOutbox(db: Database, to: Destinations, account: string): Promise<boolean> {
 	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account, to.queued), drainStreams(db, to.streams, account)]);
-	// The writes' sights that no pending row needs any more.
-	await forgetSights(db, account).catch((error) => console.error(JSON.stringify({ outbox: account, sights: String(error) })));
 	return webhooks || streams;
 }
 
@@ -46,8 +44,10 @@ async function drainWebhooks(db: Database, queue: Queue, account: string, queued
 		// Each as its subscriber may read it: a subscriber whose role confines it gets what is left
 		// of the event, nothing when nothing is (the row is deleted unsent: no delivery, attempt,
 		// record or count). Settled before the queue has them, so a retry sends the same bytes.
-		const rows = await filtered(db, page, now());
+		// Past a turn's filter work the page's rest waits: the alarm comes back for it.
+		const { rows, more } = await filtered(db, account, page, now());
 		if (rows.length === 0) {
+			if (more) return true;
 			if (page.length < DRAIN_PAGE) return false;
 			continue;
 		}
@@ -65,6 +65,7 @@ async function drainWebhooks(db: Database, queue: Queue, account: string, queued
 		}
 		queued?.(rows.length);
 		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
+		if (more) return true;
 		if (page.length < DRAIN_PAGE) return false;
 	}
 }
@@ -73,32 +74,39 @@ type Pending = Awaited<ReturnType<typeof pendingMessages>>[number];
 
 // The page's rows as their subscribers may read them (rules/reader-filter.ts), the others
 // deleted; one read of the subscribers and one of the sights, and one evaluation per group of
-// subscribers whose rules read equal values and per message.
-async function filtered(db: Database, page: Pending[], at: number): Promise<Pending[]> {
+// subscribers whose rules read equal values and per message, within a turn's work: `more` when
+// the rest of the page waits for the next turn, untouched.
+async function filtered(db: Database, account: string, page: Pending[], at: number): Promise<{ rows: Pending[]; more: boolean }> {
 	const subscribers = await subscribersOf(db, [...new Set(page.map((row) => row.subscription))]);
-	const readers = new Map<string, Caller>();
+	const readers = new Map<string, { reader: Caller; key: string }>();
 	for (const [subscription, s] of subscribers) {
-		const reader: Caller = { ...s, description: s.description, dict: s.dict ?? null };
-		if (rowScoped(reader)) readers.set(subscription, reader);
+		const reader: Caller = { ...s, dict: s.dict ?? null };
+		if (rowScoped(reader)) readers.set(subscription, { reader, key: readerKey(reader) });
 	}
-	if (readers.size === 0) return page;
+	if (readers.size === 0) return { rows: page, more: false };
 	const sights = await sightsOf(db, [...new Set(page.filter((row) => readers.has(row.subscription) && row.sight).map((row) => row.sight!))]);
 	const shown = new Map<string, string | null>();
+	let units = 0;
 	const kept: Pending[] = [];
 	const dropped: string[] = [];
 	const narrowed: { message: string; event: string }[] = [];
 	for (const row of page) {
-		const reader = readers.get(row.subscription);
-		if (!reader) {
+		const subscriber = readers.get(row.subscription);
+		if (!subscriber) {
 			kept.push(row);
 			continue;
 		}
-		const key = `${readerKey(reader)}\n${row.sight}\n${row.trigger}\n${row.event}`;
+		const key = `${subscriber.key}\n${row.sight}\n${row.trigger}\n${row.event}`;
 		if (!shown.has(key)) {
+			if (units >= FILTER_TURN_UNITS) {
+				await settleFiltered(db, account, dropped, narrowed);
+				return { rows: kept, more: true };
+			}
 			// A message whose write recorded no sight cannot be decided: it is not sent.
 			const sight = row.sight ? sights.get(row.sight) : undefined;
-			const event = sight ? filterEvent(reader, JSON.parse(sight) as Sight, row.trigger, JSON.parse(row.event), at).event : null;
-			shown.set(key, event === null ? null : JSON.stringify(event));
+			const result = sight ? filterEvent(subscriber.reader, JSON.parse(sight) as Sight, row.trigger, JSON.parse(row.event), at) : { event: null, units: 0 };
+			units += result.units;
+			shown.set(key, result.event === null ? null : JSON.stringify(result.event));
 		}
 		const event = shown.get(key) ?? null;
 		if (event === null) dropped.push(row.message);
@@ -107,8 +115,8 @@ async function filtered(db: Database, page: Pending[], at: number): Promise<Pend
 			kept.push({ ...row, event });
 		}
 	}
-	await settleFiltered(db, dropped, narrowed);
-	return kept;
+	await settleFiltered(db, account, dropped, narrowed);
+	return { rows: kept, more: false };
 }
 
 // The stream rows in the order they committed, deleted once the object has taken them. The

@@ -39,6 +39,10 @@ export function filterEvent(reader: Caller, sight: Sight, trigger: string, event
 	return { event: shown ? event : null, units: WORK_UNITS - budget.remaining };
 }
 
+// What one turn of filtering may spend (a stream object's append or pump, a page of the webhook
+// drain): ten requests' work. Past it, what is left waits for the next turn, in order.
+export const FILTER_TURN_UNITS = 10 * WORK_UNITS;
+
 // A role that confines what its users see: a message reaches them filtered.
 export const rowScoped = (reader: Pick<Caller, "rules">) => reader.rules.twin !== null || reader.rules.entry !== null;
 

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
+import { database } from "../../src/db/client";
+import { drainOutbox } from "../../src/notifications/outbox-drain";
 import { describe, expect, it } from "vitest";
 import {
 	bodies,
@@ -7,11 +9,11 @@ import {
 	call,
 	CLIENT_SECRET,
 	confirmedSubscription,
-	ledger,
 	member,
 	messagesFor,
 	newTwin,
 	outboxOf,
+	publishEntries,
 	received,
 	role,
 	storedSubscription,
@@ -32,15 +34,8 @@ async function fleet(entry: string | null = null) {
 	return { admin, ann, annsVan, bobsVan };
 }
 
-// A write of `entries` on `van`, each published to `vans`: added, or updated when the van has
-// them already.
-async function report(secret: string, van: string, entries: Record<string, unknown>) {
-	const body = { entries: Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, { value, publish: { vans: "true" } }])) };
-	const added = await call("POST", ledger(van), { secret, body });
-	if (added.status === 201) return;
-	const updated = await call("PATCH", ledger(van), { secret, body });
-	expect(updated.status, JSON.stringify(updated.body)).toBe(200);
-}
+// A write of `entries` on `van`, each published to `vans`.
+const report = (secret: string, van: string, entries: Record<string, unknown>) => publishEntries(secret, van, entries, ["vans"]);
 
 describe("a confined subscriber's webhook", () => {
 	it("gets its vans' messages only, with the entries it sees, and nothing is kept for the others", async () => {
@@ -89,4 +84,38 @@ describe("a confined subscriber's webhook", () => {
 		expect((await storedSubscription(sub.uuid))?.status).toBe("unsubscribed");
 		expect((await storedSubscription(own.uuid))?.status).toBe("confirmed");
 	});
+
+	it("are filtered within a turn's work a drain page: the rest waits for the next turn, untouched, and nothing is lost", async () => {
+		// Fourteen subscribers whose rule first spends some 900,000 units on a long description,
+		// each its own group (the rule reads `user`): past ten budgets the page's rest waits.
+		const admin = await bootstrap();
+		const heavy = Array.from({ length: 3 }, () => `(${Array(10).fill("TWIN.s < 'a'").join(" or ")})`).join(" or ");
+		const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: `${heavy} or TWIN.driver != user` }, "Driver");
+		const subscriptions = [];
+		for (let i = 0; i < 14; i++) subscriptions.push((await confirmedSubscription(await member(admin, driverRole), "vans", crypto.randomUUID())).uuid);
+		// One write's messages, as its batch leaves them: the sight, and a row per subscription.
+		const twin = { uuid: crypto.randomUUID(), owner: admin.account, status: "alive", description: { driver: "nobody", s: "b".repeat(30_000) } };
+		const after = [{ name: "n", value: 1, visibility: null, entry_created_ts: 1, entry_updated_ts: 1, value_changed_ts: 1 }];
+		const sight = crypto.randomUUID();
+		const at = Date.now() / 1000;
+		await env.DB.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
+			.bind(sight, admin.account, JSON.stringify({ kind: "ledger", twin, ledger: admin.account, before: [], after }), at)
+			.run();
+		const row = env.DB.prepare(
+			"INSERT INTO notification_outbox (message, account, subscription, trigger, twin, event, subscription_view, sent_ts, sight) VALUES (?, ?, ?, 'ledger.entry.added', ?, ?, '{}', ?, ?)",
+		);
+		const event = JSON.stringify({ n: { new_value: 1, old_value: null, changed_ts: at } });
+		await env.DB.batch(subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)));
+		const queued: unknown[] = [];
+		const to = { queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue, streams: env.STREAMS };
+		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(true);
+		expect(queued.length).toBeGreaterThan(0);
+		expect(queued.length).toBeLessThan(14);
+		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(false);
+		expect(queued).toHaveLength(14);
+		// Every row queued whole, and the sight forgotten with the last of them.
+		const left = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?").bind(sight).first<{ n: number }>();
+		expect(left?.n).toBe(0);
+	}, 60_000);
 });
+

@@ -1,6 +1,5 @@
 import type { Caller, Description, Principal } from "../../base/caller";
-import { filterEvent, readerKey, rowScoped, type Sight } from "../../rules/reader-filter";
-import { WORK_UNITS } from "../../rules/strings";
+import { FILTER_TURN_UNITS, filterEvent, readerKey, rowScoped, type Sight } from "../../rules/reader-filter";
 import type { Message, StreamLog } from "./log";
 
 // Who each stream reads as, and what a confined reader is sent of a message (docs/streams.md,
@@ -13,10 +12,6 @@ import type { Message, StreamLog } from "./log";
 export type ReaderOf = Principal & { dict: Description | null };
 
 type Reader = { caller: Caller; key: string; scoped: boolean };
-
-// A turn (one append, one pump) spends at most this on filters; past it, a confined reader's
-// messages wait in the log for the next turn, in order.
-export const TURN_UNITS = 10 * WORK_UNITS;
 
 // The readers of an object's streams, one row per stream in the object's SQLite storage (a
 // principal may be far larger than a socket's attachment), changed in place when its user or
@@ -80,7 +75,8 @@ export class Turn {
 		if (!reader.scoped) return m.data;
 		const key = `${reader.key}\n${m.id}`;
 		if (this.shown.has(key)) return this.shown.get(key) as string | null;
-		if (this.units >= TURN_UNITS) {
+		// Past the turn's work, a confined reader's messages wait in the log for the next turn.
+		if (this.units >= FILTER_TURN_UNITS) {
 			this.deferred = true;
 			return undefined;
 		}
