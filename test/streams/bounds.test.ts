@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, newTwin, openSocket, openSse, seedStreamMessages, streamPath } from "../fixtures";
+import { bootstrap, drained, newTwin, openSocket, openSse, seedStreamMessages, streamPath } from "../fixtures";
 
 // What a stream may cost: a reader is sent at most 1000 messages or 4 MiB it has not
 // acknowledged, the rest waits in the log, and one that lets more than that pile up live is
@@ -16,19 +16,6 @@ async function take(socket: Socket, count: number) {
 	return frames;
 }
 
-// Everything the object sent so far, from within an append (the API call that caused it has
-// answered): the runtime answers a `ping` after every frame sent before it. (It answers at
-// once, without the object: what an acknowledgement makes the object send may come later.)
-async function drained(socket: Socket) {
-	socket.send("ping");
-	const frames = [];
-	for (;;) {
-		const frame = await socket.next("the frames before pong");
-		if (frame === "pong") return frames;
-		frames.push(frame);
-	}
-}
-
 const ids = (frames: { id: string }[]) => frames.map((f) => Number(f.id));
 
 // Three messages on the socket's topic, each from its own write (whose draining puts messages
@@ -37,6 +24,7 @@ async function seedAndDrain(socket: Socket, admin: Awaited<ReturnType<typeof boo
 	for (let i = 0; i < 3; i++) await seedStreamMessages(admin, twin, "alerts", 1);
 	return drained(socket);
 }
+
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe("a WebSocket reader", () => {

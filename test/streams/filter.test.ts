@@ -3,11 +3,12 @@ import {
 	type Account,
 	bootstrap,
 	call,
-	ledger,
+	drained,
 	member,
 	newTwin,
 	openSocket,
 	openSse,
+	publishEntries,
 	putStickers,
 	role,
 	streamPath,
@@ -17,20 +18,6 @@ import {
 // who sees his vans gets their messages only, each with the entries he sees, live and on
 // resume, over both transports; a change of his role or description applies to the next
 // message, and his streams stay open while he may still stream.
-
-type Socket = Awaited<ReturnType<typeof openSocket>>;
-
-// Everything the object sent the socket so far: the runtime answers `ping` after every frame
-// sent before it.
-async function drained(socket: Socket) {
-	socket.send("ping");
-	const frames = [];
-	for (;;) {
-		const frame = await socket.next("the frames before pong");
-		if (frame === "pong") return frames;
-		frames.push(frame);
-	}
-}
 
 // A fleet: a Driver role (a twin rule: his vans), two drivers and a dispatcher (the account's
 // administrator), and a van of each driver.
@@ -45,14 +32,7 @@ async function fleet(rules: { twin?: string; entry?: string } = {}) {
 }
 
 // A write of `entries` on `van` that publishes each of them to `vans`.
-async function report(admin: Account, van: string, entries: Record<string, unknown>) {
-	const body = { entries: Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, { value, publish: { vans: "true" } }])) };
-	const added = await call("POST", ledger(van), { secret: admin.secret, body });
-	if (added.status === 201) return added;
-	const updated = await call("PATCH", ledger(van), { secret: admin.secret, body: { entries: Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, { value }])) } });
-	expect(updated.status, JSON.stringify(updated.body)).toBe(200);
-	return updated;
-}
+const report = (admin: Account, van: string, entries: Record<string, unknown>) => publishEntries(admin.secret, van, entries, ["vans"]);
 
 const eventOf = (frame: { data: { twin: string; event: Record<string, { new_value: unknown }> } }) => ({
 	twin: frame.data.twin,
