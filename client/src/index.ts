@@ -2,7 +2,8 @@
 // (schema.d.ts, by openapi-typescript), the requests are openapi-fetch's. This file adds what
 // a generated client cannot know: the credential on every request, lists in a query as one
 // comma-separated value (as the document states), answers unwrapped with every refusal thrown
-// as a TwinRegistryError, and scan_twins' cursor walked as an async iterator.
+// as a TwinRegistryError, scan_twins' cursor walked as an async iterator, and exchangeToken,
+// the sign-in's trade of an ID token for a User Token.
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import type { components, operations, paths } from "./schema";
 
@@ -103,4 +104,66 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 	}
 
 	return { get, post: call("post"), patch: call("patch"), put: call("put"), delete: call("delete"), scanTwins: scanTwins as TwinRegistryClient["scanTwins"], api };
+}
+
+// exchange_user_token, POST /token/exchange: an identity provider's ID token traded for a User
+// Token of the user linked to its subject (made at the first exchange when the provider
+// provisions users). It takes no credential, so it is a function of its own rather than a call
+// of a client that holds one. The body and the answer are written out here rather than read
+// from schema.d.ts, so that the helper does not depend on the generated path types; with the
+// route in the document, `registry.post("/token/exchange", { body })` is typed as well.
+export type TokenExchange = {
+	// The service's origin, as in ClientOptions.
+	baseUrl: string;
+	// The account whose identity providers verify the token (a uuid).
+	account: string;
+	// The provider's ID token, as it came.
+	subjectToken: string;
+	subjectTokenType?: "urn:ietf:params:oauth:token-type:id_token" | "urn:ietf:params:oauth:token-type:jwt";
+	// As create_user_token's: what the User Token may do, and when it should end at the latest.
+	options?: ("create" | "refresh")[];
+	validityTs?: number | null;
+	fetch?: (request: Request) => Promise<Response>;
+	headers?: Record<string, string>;
+};
+
+export type ExchangedToken = {
+	// The User Token: `Authorization: Bearer <token>`, or createClient's credential.
+	token: string;
+	options: ("create" | "refresh")[];
+	validity_ts: number;
+	account: string;
+	user: string;
+	// True when this exchange made the user.
+	provisioned: boolean;
+};
+
+// The answer of a 201; any refusal (401261 to 401266, 403101, 429101, 503261...) is thrown as a
+// TwinRegistryError.
+export async function exchangeToken(request: TokenExchange): Promise<ExchangedToken> {
+	const { baseUrl, account, subjectToken, subjectTokenType, options, validityTs, headers } = request;
+	const send = request.fetch ?? ((r: Request) => fetch(r));
+	const body = {
+		account,
+		subject_token: subjectToken,
+		...(subjectTokenType === undefined ? {} : { subject_token_type: subjectTokenType }),
+		...(options === undefined ? {} : { options }),
+		...(validityTs === undefined ? {} : { validity_ts: validityTs }),
+	};
+	const response = await send(
+		new Request(`${baseUrl.replace(/\/+$/, "")}/token/exchange`, {
+			method: "POST",
+			headers: { ...headers, "content-type": "application/json" },
+			body: JSON.stringify(body),
+		}),
+	);
+	const text = await response.text();
+	let answer: unknown = text;
+	try {
+		answer = JSON.parse(text);
+	} catch {
+		// Not JSON: kept as text for the error.
+	}
+	if (!response.ok) throw TwinRegistryError.of(response, answer);
+	return answer as ExchangedToken;
 }

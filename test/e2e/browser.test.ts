@@ -1,10 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { exchangeToken } from "../../client/src/index";
+import { startIdentityProvider } from "../../scripts/dev/identity-provider.mjs";
 import { startDevServer } from "../../scripts/test/dev-server.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -23,7 +25,9 @@ describe.skipIf(!available)("in a real browser", () => {
 
 	beforeAll(async () => {
 		state = mkdtempSync(join(tmpdir(), "twin-registry-browser-"));
-		server = await startDevServer({ port: 8798, persistTo: state, vars: { ADMIN_TOKEN } });
+		// CALLBACK_POLICY "any", as `npm start` sets it: the sign-in test's identity provider serves
+		// its keys on loopback.
+		server = await startDevServer({ port: 8798, persistTo: state, vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" } });
 		// A fresh, empty profile for every run.
 		browser = await chromium.launchPersistentContext(join(state, "profile"), { executablePath: CHROMIUM, args: FLAGS });
 	}, 120_000);
@@ -174,5 +178,72 @@ describe.skipIf(!available)("in a real browser", () => {
 			pageServer.close();
 		}
 	}, 60_000);
-});
 
+	// docs/sign-in.md's example, as a person would try it: the local identity provider, the
+	// account trusting it with provisioning, and docs/examples/sign-in.html on its own origin.
+	it("signs a person in on the example page with an identity provider's ID token, and streams to the user it made", async () => {
+		const provider = await startIdentityProvider({ audience: "twin-registry-browser-test" });
+		const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
+		const account = (await created.json()) as { account: string; secret: string };
+		const asAdmin = async (method: string, path: string, body?: unknown) => {
+			const answer = await fetch(`${server.url}${path}`, { method, headers: { authorization: account.secret, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+			return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+		};
+		// The role the people who sign in get: who they are, and the live stream.
+		const actions = ["exchange_user_token", "who_am_i", "create_stream_token", "stream_notifications"];
+		const role = await asAdmin("POST", "/roles", { name: "Signed in", statement: { effect: "allow", actions } });
+		expect(role.status, JSON.stringify(role.body)).toBe(201);
+		const registered = await asAdmin("POST", "/account/identity-providers", {
+			issuer: provider.issuer,
+			audiences: [provider.audience],
+			jwks_uri: provider.jwksUri,
+			provisioning: { role: role.body.uuid },
+		});
+		expect(registered.status, JSON.stringify(registered.body)).toBe(201);
+
+		const html = readFileSync(new URL("../../docs/examples/sign-in.html", import.meta.url), "utf8");
+		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end(html));
+		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
+		try {
+			const page = await browser.newPage();
+			const problems: string[] = [];
+			page.on("pageerror", (error) => problems.push(error.message));
+			page.on("console", (message) => message.type() === "error" && problems.push(message.text()));
+			const query = new URLSearchParams({ api: server.url, account: account.account, provider: `${provider.issuer}/token`, sub: "alice", name: "Alice", topics: "alerts" });
+			await page.goto(`http://127.0.0.1:${(pageServer.address() as AddressInfo).port}/?${query}`);
+			await page.getByRole("button", { name: "Sign in" }).click();
+			await page.locator('body[data-state="streaming"], body[data-state="failed"]').waitFor({ timeout: 20_000 });
+			expect(await page.locator("#status").textContent()).toBe("Following alerts live.");
+
+			// whoami answers the user the first exchange made, named from the token's name claim.
+			const whoami = JSON.parse((await page.locator("#whoami").textContent()) ?? "") as { account: string; user: string; role: string };
+			expect(whoami).toEqual({ account: account.account, user: expect.any(String), role: role.body.uuid });
+			expect(await page.locator("#signed-in").textContent()).toContain("made at this first sign-in");
+			expect((await asAdmin("GET", `/users/${whoami.user}`)).body).toMatchObject({ uuid: whoami.user, name: "Alice", role: role.body.uuid });
+
+			// The administrator writes an entry that publishes to the page's topic: the page shows it.
+			const twin = (await asAdmin("POST", "/twins", {})).body.uuid as string;
+			const entries = { pressure: { value: 4.2, publish: { alerts: "true" } } };
+			expect((await asAdmin("POST", `/twins/${twin}/ledgers/personal`, { entries })).status).toBe(201);
+			const item = page.locator('#events li[data-event="ledger.entry.added"]').first();
+			await item.waitFor({ timeout: 20_000 });
+			expect(JSON.parse((await item.locator("code").textContent()) ?? "")).toMatchObject({
+				type: "Notification",
+				trigger: "ledger.entry.added",
+				twin,
+				topic: "alerts",
+				account: account.account,
+				event: { pressure: { new_value: 4.2, old_value: null } },
+			});
+			expect(problems).toEqual([]);
+
+			// The typed client's exchange, for the same person again: the same user, not a new one.
+			const again = await exchangeToken({ baseUrl: server.url, account: account.account, subjectToken: await provider.token({ sub: "alice", name: "Alice" }) });
+			expect(again).toMatchObject({ account: account.account, user: whoami.user, provisioned: false });
+		} finally {
+			pageServer.close();
+			await provider.stop();
+		}
+	}, 60_000);
+});
