@@ -363,6 +363,171 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/token/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in: an ID token from a trusted identity provider for a User Token of its user
+         * @description Trades an ID token signed by an identity provider the account trusts for a User Token of the user linked to its subject (or of a user made for it, when the provider provisions). No credential is needed. Any refusal that could tell which accounts exist or whom they trust is one answer, 401261; every 401 spends one of the address's attempts.
+         *
+         *     **Who may call it:** Anyone holding an ID token of an identity provider the account trusts; no credential (Authorization is ignored), and the linked user's statement must allow it.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401261 (401): No identity provider of the named account accepts the token
+         *     - 401262 (401): Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss)
+         *     - 401263 (401): The ID token has expired, or the token it would give ends by now
+         *     - 401264 (401): The ID token is not valid yet
+         *     - 401265 (401): The ID token names no usable subject, or its mapped DICT is over 2 KiB
+         *     - 401266 (401): No user of the account is linked to this subject, and the provider provisions none
+         *     - 403101 (403): The role does not allow this operation
+         *     - 409104 (409): The account has reached its limit of users (MAX_USERS)
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         *     - 500103 (500): User Tokens are not configured on this server (TOKEN_KEY)
+         *     - 503261 (503): The identity provider's keys could not be fetched; retry in 30 seconds
+         */
+        post: operations["exchange_user_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/identity-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The identity providers the account trusts
+         * @description Every identity provider of the caller's account by uuid, with its issuer and timestamps.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_identity_providers`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_identity_providers"];
+        put?: never;
+        /**
+         * Trust an OpenID Connect issuer to sign the account's users in
+         * @description Registers an identity provider: its issuer, audiences, algorithms and keys (an inline JWK Set, or a jwks_uri under the callback URL policy), clock skew, subject claim, claims mapped into DICT, and optionally a role to provision unknown subjects with. Only the account's administrator (its role allows everything and has no rule) may call it.
+         *
+         *     **Who may call it:** A user whose role's statement allows `create_identity_provider`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 409101 (409): The request conflicts with the resource's state
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 409261 (409): The account has reached its limit of identity providers (MAX_IDENTITY_PROVIDERS)
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        post: operations["create_identity_provider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/identity-providers/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An identity provider the account trusts
+         * @description An identity provider of the caller's account: its whole record.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_identity_provider`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_identity_provider"];
+        put?: never;
+        post?: never;
+        /**
+         * Stop trusting an identity provider (its links and the tokens its exchanges gave end)
+         * @description Deletes an identity provider and its links: the User Tokens its exchanges gave end at once. Only the account's administrator (its role allows everything and has no rule) may call it.
+         *
+         *     **Who may call it:** A user whose role's statement allows `delete_identity_provider`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_identity_provider"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an identity provider (the tokens its exchanges gave end)
+         * @description Replaces the given fields of an identity provider (jwks replaces jwks_uri and back). Every change ends the User Tokens its exchanges gave and drops its cached keys: the way to stop trusting a compromised key at once. Only the account's administrator (its role allows everything and has no rule) may call it.
+         *
+         *     **Who may call it:** A user whose role's statement allows `update_identity_provider`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 409101 (409): The request conflicts with the resource's state
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        patch: operations["update_identity_provider"];
+        trace?: never;
+    };
     "/users": {
         parameters: {
             query?: never;
@@ -579,6 +744,139 @@ export interface paths {
          *     - 500101 (500): Internal error
          */
         patch: operations["update_user_secret"];
+        trace?: never;
+    };
+    "/users/{user}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A User Token for a user the caller manages, made with the caller's secret (a day at most)
+         * @description Issues a User Token that acts as the user (the caller itself, or a user whose role and description the caller could give it) with the user's role as it is at each request, until validity_ts: a day at most, never past the caller's secret or the user's. It names the caller as its actor and ends when either secret is deleted or replaced, or either user deleted. Needs a User Secret (a User Token is refused).
+         *
+         *     **Who may call it:** A user whose role's statement allows `issue_user_token`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 403105 (403): The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN
+         *     - 404102 (404): No such resource
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         *     - 500103 (500): User Tokens are not configured on this server (TOKEN_KEY)
+         */
+        post: operations["issue_user_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{user}/external-ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's links to identity providers' subjects
+         * @description The user's links, by provider. The user is the caller itself or one the caller could manage (give its role and description).
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_user_external_ids`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_user_external_ids"];
+        put?: never;
+        /**
+         * Link a user to a subject of an identity provider
+         * @description Links the user to a subject of one of the account's identity providers, so that the subject's ID tokens sign in as the user. The user is the caller itself or one the caller could manage (give its role and description). A user other than the administrator links itself with subject_token, an ID token of the subject, never with subject. Needs a User Secret.
+         *
+         *     **Who may call it:** A user whose role's statement allows `create_user_external_id`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 401261 (401): No identity provider of the named account accepts the token
+         *     - 401262 (401): Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss)
+         *     - 401263 (401): The ID token has expired, or the token it would give ends by now
+         *     - 401264 (401): The ID token is not valid yet
+         *     - 401265 (401): The ID token names no usable subject, or its mapped DICT is over 2 KiB
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 403105 (403): The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN
+         *     - 404102 (404): No such resource
+         *     - 409101 (409): The request conflicts with the resource's state
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         *     - 503261 (503): The identity provider's keys could not be fetched; retry in 30 seconds
+         */
+        post: operations["create_user_external_id"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{user}/external-ids/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unlink a user from an identity provider (the tokens signed in through the link end)
+         * @description Deletes the user's link at the provider: the User Tokens its exchanges gave end at once. The user is the caller itself or one the caller could manage (give its role and description). A User Token may do it: revoking widens nothing.
+         *
+         *     **Who may call it:** A user whose role's statement allows `delete_user_external_id`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_user_external_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/secrets/{account}/{pin}": {
@@ -2141,6 +2439,35 @@ export interface components {
         };
         /** @description Any JSON value */
         JsonValue: unknown;
+        IdentityProvider: {
+            /** Format: uuid */
+            uuid: string;
+            issuer: string;
+            audiences: string[];
+            algorithms: ("RS256" | "ES256" | "EdDSA")[];
+            jwks_uri: string | null;
+            jwks: {
+                keys: {
+                    [key: string]: components["schemas"]["JsonValue"];
+                }[];
+            } | null;
+            clock_skew: number;
+            subject_claim: string;
+            dict_claims: {
+                [key: string]: string;
+            };
+            provisioning: {
+                /** Format: uuid */
+                role: string;
+                name_claim: string;
+            } | null;
+            token_validity: number;
+            exp_extension: number;
+            /** @description Seconds since the Unix epoch, three decimals */
+            created_ts: number;
+            /** @description Seconds since the Unix epoch, three decimals */
+            updated_ts: number;
+        };
         User: {
             /** Format: uuid */
             uuid: string;
@@ -2170,6 +2497,13 @@ export interface components {
             created_ts: number;
             /** @description Seconds since the Unix epoch, three decimals */
             updated_ts: number;
+        };
+        ExternalId: {
+            /** Format: uuid */
+            provider: string;
+            subject: string;
+            /** @description Seconds since the Unix epoch, three decimals */
+            created_ts: number;
         };
         Role: {
             /** Format: uuid */
@@ -2570,9 +2904,14 @@ export interface operations {
                         credential: {
                             /** @enum {string} */
                             type: "secret" | "token";
-                            fingerprint: string;
+                            fingerprint: string | null;
                             validity_ts: number | null;
                             options?: ("create" | "refresh")[];
+                            /** Format: uuid */
+                            actor?: string;
+                            /** Format: uuid */
+                            provider?: string;
+                            subject?: string;
                         };
                         dict: {
                             [key: string]: components["schemas"]["JsonValue"];
@@ -3742,6 +4081,704 @@ export interface operations {
             };
         };
     };
+    exchange_user_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "account": "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b",
+                 *       "subject_token": "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJpc3MiOiJodHRwczovL2xvZ2luLmV4YW1wbGUuY29tLyJ9.c2lnbmF0dXJl"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: uuid */
+                    account: string;
+                    subject_token: string;
+                    /**
+                     * @description urn:ietf:params:oauth:token-type:id_token (the default) or urn:ietf:params:oauth:token-type:jwt
+                     * @enum {string}
+                     */
+                    subject_token_type?: "urn:ietf:params:oauth:token-type:id_token" | "urn:ietf:params:oauth:token-type:jwt";
+                    /** @constant */
+                    grant_type?: "urn:ietf:params:oauth:grant-type:token-exchange";
+                    /** @default [] */
+                    options?: ("create" | "refresh")[];
+                    validity_ts?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                        options: ("create" | "refresh")[];
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        validity_ts: number;
+                        /** Format: uuid */
+                        account: string;
+                        /** Format: uuid */
+                        user: string;
+                        provisioned: boolean;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401261: No identity provider of the named account accepts the token; 401262: Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss); 401263: The ID token has expired, or the token it would give ends by now; 401264: The ID token is not valid yet; 401265: The ID token names no usable subject, or its mapped DICT is over 2 KiB; 401266: No user of the account is linked to this subject, and the provider provisions none */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409104: The account has reached its limit of users (MAX_USERS) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error; 500103: User Tokens are not configured on this server (TOKEN_KEY) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 503261: The identity provider's keys could not be fetched; retry in 30 seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_identity_providers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        providers: {
+                            [key: string]: {
+                                issuer: string;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                updated_ts: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_identity_provider: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "issuer": "https://login.example.com/",
+                 *       "audiences": [
+                 *         "my-app"
+                 *       ],
+                 *       "jwks_uri": "https://login.example.com/.well-known/jwks.json",
+                 *       "dict_claims": {
+                 *         "site": "site"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    issuer: string;
+                    audiences: string[];
+                    algorithms?: ("RS256" | "ES256" | "EdDSA")[];
+                    jwks_uri?: string | null;
+                    jwks?: {
+                        keys: {
+                            [key: string]: components["schemas"]["JsonValue"];
+                        }[];
+                    } | null;
+                    clock_skew?: number;
+                    subject_claim?: string;
+                    dict_claims?: {
+                        [key: string]: string;
+                    };
+                    provisioning?: {
+                        /** Format: uuid */
+                        role: string;
+                        name_claim?: string;
+                    } | null;
+                    token_validity?: number;
+                    exp_extension?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityProvider"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done; 409261: The account has reached its limit of identity providers (MAX_IDENTITY_PROVIDERS) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_identity_provider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityProvider"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_identity_provider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityProvider"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_identity_provider: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audiences": [
+                 *         "my-app",
+                 *         "my-mobile-app"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    issuer?: string;
+                    audiences?: string[];
+                    algorithms?: ("RS256" | "ES256" | "EdDSA")[];
+                    jwks_uri?: string | null;
+                    jwks?: {
+                        keys: {
+                            [key: string]: components["schemas"]["JsonValue"];
+                        }[];
+                    } | null;
+                    clock_skew?: number;
+                    subject_claim?: string;
+                    dict_claims?: {
+                        [key: string]: string;
+                    };
+                    provisioning?: {
+                        /** Format: uuid */
+                        role: string;
+                        name_claim?: string;
+                    } | null;
+                    token_validity?: number;
+                    exp_extension?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityProvider"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_users: {
         parameters: {
             query?: never;
@@ -4708,6 +5745,447 @@ export interface operations {
             };
         };
     };
+    issue_user_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "options": [
+                 *         "refresh"
+                 *       ],
+                 *       "secret_dict": {
+                 *         "site": "north"
+                 *       },
+                 *       "validity_ts": 4102444800
+                 *     }
+                 */
+                "application/json": {
+                    secret_dict?: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
+                    /** @default [] */
+                    options?: ("create" | "refresh")[];
+                    validity_ts?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                        options: ("create" | "refresh")[];
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        validity_ts: number;
+                        /** Format: uuid */
+                        user: string;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed; 403105: The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error; 500103: User Tokens are not configured on this server (TOKEN_KEY) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_user_external_ids: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        external_ids: {
+                            [key: string]: {
+                                subject: string;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_user_external_id: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "provider": "0b7a1f4e-2c3d-4e5f-8a9b-0c1d2e3f4a5b",
+                 *       "subject": "auth0|5f1c2b3a4d5e"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: uuid */
+                    provider: string;
+                    subject?: string;
+                    subject_token?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExternalId"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired; 401261: No identity provider of the named account accepts the token; 401262: Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss); 401263: The ID token has expired, or the token it would give ends by now; 401264: The ID token is not valid yet; 401265: The ID token names no usable subject, or its mapped DICT is over 2 KiB */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed; 403105: The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409101: The request conflicts with the resource's state; 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 503261: The identity provider's keys could not be fetched; retry in 30 seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_user_external_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user: string;
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExternalId"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     create_user_secret: {
         parameters: {
             query?: never;
@@ -4908,7 +6386,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -5230,7 +6708,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
                 /**
@@ -5256,7 +6734,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect?: "allow" | "deny";
-                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };

@@ -1,5 +1,5 @@
 import { isVisible, type TwinView } from "../rules/visibility";
-import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
+import { accountLimit, MAX_IDENTITY_PROVIDERS_CEILING, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
@@ -19,6 +19,7 @@ import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
 import * as identities from "./identity-writes";
 import * as writes from "./role-user-writes";
+import * as federation from "./federation-writes";
 import * as docs from "./doc-writes";
 import * as indexes from "./index-tables";
 import type { IndexDefinition } from "../db/indexes";
@@ -139,6 +140,43 @@ export class AccountObject {
 	removeSecret(caller: CallerId, user: string) {
 		const write = this.write(caller, "delete_user_secret", (db, current) => secrets.removeSecret(db, current, user));
 		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
+	}
+
+	// Identity providers and links (docs/sign-in.md). A provider changed or deleted ends the
+	// streams of the tokens its exchanges gave; a link deleted, its user's streams (they
+	// reconnect with what still stands).
+	createProvider(caller: CallerId, input: federation.ProviderInput) {
+		const limit = accountLimit(this.env.MAX_IDENTITY_PROVIDERS, MAX_IDENTITY_PROVIDERS_CEILING);
+		return this.write(caller, "create_identity_provider", (db, current) => federation.createProvider(db, current, input, limit));
+	}
+
+	updateProvider(caller: CallerId, provider: string, changes: Partial<federation.ProviderInput>) {
+		const write = this.write(caller, "update_identity_provider", (db, current) => federation.updateProvider(db, current, provider, changes));
+		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
+	}
+
+	deleteProvider(caller: CallerId, provider: string) {
+		const write = this.write(caller, "delete_identity_provider", (db, current) => federation.deleteProvider(db, current, provider));
+		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
+	}
+
+	createLink(caller: CallerId, user: string, link: { provider: string; subject: string; proven: boolean }) {
+		return this.write(caller, "create_user_external_id", (db, current) => federation.createLink(db, current, user, link));
+	}
+
+	deleteLink(caller: CallerId, user: string, provider: string) {
+		const write = this.write(caller, "delete_user_external_id", (db, current) => federation.deleteLink(db, current, user, provider));
+		return this.tellStreams(write, () => ({ account: caller.account, user, provider, code: CLOSE.credentialEnded }));
+	}
+
+	// An exchange's user for a subject nobody is linked to yet, made once however many exchanges
+	// of it arrive together.
+	provision(provisioning: federation.Provisioning) {
+		return this.serialized(async (db) => {
+			const made = await federation.provision(db, provisioning, this.limits().users);
+			if (made.provisioned) this.lines.record(now(), made.user, "exchange_user_token", made.user);
+			return made;
+		});
 	}
 
 	// Once a change to who a user is, or what it may do, has committed: the streams it touches

@@ -71,7 +71,7 @@ export async function updateRole(db: Database, caller: Caller, uuid: string, pat
 export async function deleteRole(db: Database, caller: Caller, uuid: string) {
 	const role = await grantableRole(db, caller, uuid);
 	const deleted = await deleteUnheldRole(db, caller.account, uuid);
-	if (!deleted) throw new ApiError("conflict", { description: "The role is held by at least one user" });
+	if (!deleted) throw new ApiError("conflict", { description: "The role is held by at least one user, or given by an identity provider that provisions users" });
 	return { ...role, ...deleted };
 }
 

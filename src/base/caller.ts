@@ -17,15 +17,24 @@ export type Principal = {
 
 export type TokenOption = "create" | "refresh";
 
+// What a credential rests on, read again at every request (docs/sign-in.md "Revocation"): a
+// User Secret (by its stored SHA-256; a User Token made from it carries that hash), a token
+// issued for a user by another (the issuer's secret, and the target's secret as it was then, or
+// null for none), or a token given by an exchange (the provider as it was then, the link, and
+// the end of the sign-in). A change to any of these ends the credential.
+export type Binding =
+	| { kind: "secret"; hash: string; created_ts: number }
+	| { kind: "issued"; sec: string; actor: string; tsec: string | null }
+	| { kind: "federated"; provider: string; link: string; pvu: number; end: number; subject: string };
+
 // How the request proved it: a User Secret, or a User Token or a stream token descending from
-// one. `hash` is the stored SHA-256 of that secret (what a token's `sec` claim holds),
-// `fingerprint` its last four characters, `created_ts` when it was issued, `validity_ts` when
-// the secret stops working.
+// what `binding` names. `fingerprint` is the last four characters of the secret it descends
+// from (the issuer's, for an issued token; null for a federated one), `validity_ts` when what
+// it rests on stops working (the secrets', the sign-in's end).
 export type Credential = {
 	type: "secret" | "token" | "stream";
-	hash: string;
-	fingerprint: string;
-	created_ts: number;
+	binding: Binding;
+	fingerprint: string | null;
 	validity_ts: number | null;
 	// A stream token's own expiry, and the dictionary of the request that made it
 	// (stream_notifications only).
@@ -41,7 +50,8 @@ export type Caller = Principal & { dict?: Description | null; credential?: Crede
 
 // Who calls an operation. Without `hash`, `caller` is what the Worker found checking the
 // credential. With it, `caller` is only this isolate's guess from an earlier request, still to
-// be checked against `hash` (the stored hash of the secret the credential descends from) by
+// be checked against `hash` (the stored hash of the secret the credential descends from; only
+// a credential bound to a secret is guessed) by
 // whoever reads on its behalf: the account's object, in the same D1 batch as its read.
 export type Claim = { caller: Caller; hash?: string };
 

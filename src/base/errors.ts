@@ -12,6 +12,29 @@ export const ERRORS = {
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
+	// Signing in with an identity provider's ID token (exchange_user_token, docs/sign-in.md).
+	untrusted_token: {
+		status: 401,
+		subcode: 401261,
+		description: "No identity provider of the named account accepts the token",
+	},
+	unverifiable_token: {
+		status: 401,
+		subcode: 401262,
+		description: "Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss)",
+	},
+	id_token_expired: { status: 401, subcode: 401263, description: "The ID token has expired, or the token it would give ends by now" },
+	id_token_early: { status: 401, subcode: 401264, description: "The ID token is not valid yet" },
+	id_token_subject: {
+		status: 401,
+		subcode: 401265,
+		description: "The ID token names no usable subject, or its mapped DICT is over 2 KiB",
+	},
+	subject_not_linked: {
+		status: 401,
+		subcode: 401266,
+		description: "No user of the account is linked to this subject, and the provider provisions none",
+	},
 	operation_forbidden: { status: 403, subcode: 403101, description: "The role does not allow this operation" },
 	escalation: {
 		status: 403,
@@ -88,6 +111,11 @@ export const ERRORS = {
 		subcode: 409211,
 		description: "The account keeps its limit of answers to Idempotency-Key requests; nothing was done",
 	},
+	identity_provider_limit: {
+		status: 409,
+		subcode: 409261,
+		description: "The account has reached its limit of identity providers (MAX_IDENTITY_PROVIDERS)",
+	},
 	length_required: { status: 411, subcode: 411171, description: "An upload needs a Content-Length header" },
 	precondition_failed: {
 		status: 412,
@@ -115,6 +143,11 @@ export const ERRORS = {
 		description: "Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)",
 	},
 	tokens_unconfigured: { status: 500, subcode: 500103, description: "User Tokens are not configured on this server (TOKEN_KEY)" },
+	provider_keys_unreachable: {
+		status: 503,
+		subcode: 503261,
+		description: "The identity provider's keys could not be fetched; retry in 30 seconds",
+	},
 } as const satisfies Record<string, { status: number; subcode: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -11,6 +11,8 @@ export const MAX_TWIN_DOCS_CEILING = 1_000;
 export function accountLimit(value: string | number, ceiling: number): number {
 	return Math.min(Number(value), ceiling);
 }
+// get_identity_providers answers every provider of the account in one page.
+export const MAX_IDENTITY_PROVIDERS_CEILING = 100;
 // get_indexes_tables answers every table of the account in one page.
 export const MAX_INDEXES_TABLES_CEILING = 100;
 

@@ -12,6 +12,64 @@ const CREDENTIAL = `${SELECT} WHERE user_secrets.hash = ? LIMIT 1`;
 // A stream token names its user, not its secret: the user's one secret, whatever it is now.
 const CREDENTIAL_OF_USER = `${SELECT} WHERE user_secrets.user = ? LIMIT 1`;
 
+// A token issued for a user by another (issue_user_token) rests on the issuer's secret, found by
+// its hash, and on the target's secret as it is now (none is an answer too): one query, as a
+// secret's. The principal is the target's.
+const ISSUED = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules, users.description,
+	issuer.validity_ts, issuer.fingerprint, issuer.hash, issuer.user AS actor, issuer.account AS actor_account,
+	target.hash AS target_hash, target.validity_ts AS target_validity_ts
+	FROM user_secrets AS issuer
+	JOIN users ON users.uuid = ?2
+	JOIN roles ON roles.uuid = users.role
+	LEFT JOIN user_secrets AS target ON target.user = users.uuid
+	WHERE issuer.hash = ?1 LIMIT 1`;
+
+// A token an exchange gave rests on its link (by uuid) and the link's provider as it is now.
+const FEDERATED = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules, users.description,
+	links.provider, links.subject, identity_providers.updated_ts AS provider_updated_ts
+	FROM user_external_ids AS links
+	JOIN identity_providers ON identity_providers.uuid = links.provider
+	JOIN users ON users.uuid = links.user
+	JOIN roles ON roles.uuid = users.role
+	WHERE links.uuid = ? LIMIT 1`;
+
+type PrincipalRow = { account: string; user: string; role: string; statement: string; rules: string; description: string };
+type IssuedRow = PrincipalRow & {
+	validity_ts: number | null;
+	fingerprint: string;
+	hash: string;
+	actor: string;
+	actor_account: string;
+	target_hash: string | null;
+	target_validity_ts: number | null;
+};
+type FederatedRow = PrincipalRow & { provider: string; subject: string; provider_updated_ts: number };
+
+const principalOf = (row: PrincipalRow) => ({
+	account: row.account,
+	user: row.user,
+	role: row.role,
+	statement: JSON.parse(row.statement) as Statement,
+	rules: JSON.parse(row.rules) as RoleRules,
+	description: JSON.parse(row.description) as Description,
+});
+
+export async function findIssuedCredential(d1: D1Database, sec: string, target: string) {
+	const row = await d1.prepare(ISSUED).bind(sec, target).first<IssuedRow>();
+	if (!row) return undefined;
+	const { validity_ts, fingerprint, hash, actor, actor_account, target_hash, target_validity_ts } = row;
+	return { ...principalOf(row), validity_ts, fingerprint, hash, actor, actor_account, target_hash, target_validity_ts };
+}
+
+export async function findFederatedCredential(d1: D1Database, link: string) {
+	const row = await d1.prepare(FEDERATED).bind(link).first<FederatedRow>();
+	if (!row) return undefined;
+	return { ...principalOf(row), provider: row.provider, subject: row.subject, provider_updated_ts: row.provider_updated_ts };
+}
+
+export type IssuedFound = NonNullable<Awaited<ReturnType<typeof findIssuedCredential>>>;
+export type FederatedFound = NonNullable<Awaited<ReturnType<typeof findFederatedCredential>>>;
+
 export type CredentialRow = {
 	account: string;
 	user: string;
@@ -41,12 +99,7 @@ export function credentialStatement(d1: D1Database, hash: string) {
 export function credentialOf(row: CredentialRow | null | undefined) {
 	if (!row) return undefined;
 	return {
-		account: row.account,
-		user: row.user,
-		role: row.role,
-		statement: JSON.parse(row.statement) as Statement,
-		rules: JSON.parse(row.rules) as RoleRules,
-		description: JSON.parse(row.description) as Description,
+		...principalOf(row),
 		validity_ts: row.validity_ts,
 		fingerprint: row.fingerprint,
 		created_ts: row.created_ts,

@@ -1,6 +1,6 @@
 import { and, eq, inArray, notExists } from "drizzle-orm";
 import type { Database } from "./client";
-import { type RoleRules, roles, secretPins, type Statement, users } from "./schema";
+import { identityProviders, type RoleRules, roles, secretPins, type Statement, users } from "./schema";
 import { byAccountIndex, columnsOf } from "./scoped";
 
 export type RoleRow = typeof roles.$inferSelect;
@@ -58,6 +58,8 @@ export async function deleteUnheldRole(db: Database, account: string, uuid: stri
 				eq(roles.account, account),
 				eq(roles.uuid, uuid),
 				notExists(db.select({ one: users.uuid }).from(users).where(eq(users.role, uuid))),
+				// A provider that provisions users with the role holds it too.
+				notExists(db.select({ one: identityProviders.uuid }).from(identityProviders).where(eq(identityProviders.provisioning_role, uuid))),
 			),
 		)
 		.returning();

@@ -530,3 +530,46 @@ export const idempotencyQuota = sqliteTable("idempotency_quota", {
 	keys: integer("keys").notNull(),
 	bytes: integer("bytes").notNull(),
 });
+
+// An OpenID Connect issuer an account trusts to sign its users in (docs/sign-in.md). Its keys
+// are a JWK Set kept here (`jwks`, public keys only) or fetched from `jwks_uri`; the role
+// `provisioning_role` names is held by it (a role it names cannot be deleted). `updated_ts`
+// binds the tokens an exchange gave: any change to the provider ends them.
+export const identityProviders = sqliteTable(
+	"identity_providers",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		issuer: text("issuer").notNull(),
+		audiences: text("audiences", { mode: "json" }).$type<string[]>().notNull(),
+		algorithms: text("algorithms", { mode: "json" }).$type<string[]>().notNull(),
+		jwks_uri: text("jwks_uri"),
+		jwks: text("jwks", { mode: "json" }).$type<{ keys: Record<string, unknown>[] }>(),
+		clock_skew: integer("clock_skew").notNull(),
+		subject_claim: text("subject_claim").notNull(),
+		dict_claims: text("dict_claims", { mode: "json" }).$type<Record<string, string>>().notNull(),
+		provisioning_role: text("provisioning_role"),
+		provisioning_name_claim: text("provisioning_name_claim"),
+		token_validity: integer("token_validity").notNull(),
+		exp_extension: integer("exp_extension").notNull(),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("identity_providers_issuer").on(t.account, t.issuer), index("identity_providers_role").on(t.provisioning_role)],
+);
+
+// Which user a provider's subject is: one user per (provider, subject), one subject per (user,
+// provider). The uuid binds the tokens an exchange gave through it, so a link deleted and made
+// again does not revive them.
+export const userExternalIds = sqliteTable(
+	"user_external_ids",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		user: text("user").notNull(),
+		provider: text("provider").notNull(),
+		subject: text("subject").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [uniqueIndex("user_external_ids_subject").on(t.provider, t.subject), uniqueIndex("user_external_ids_user").on(t.user, t.provider)],
+);

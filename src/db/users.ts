@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "./client";
-import { type Description, roles, secretPins, subscriptions, userSecrets, users } from "./schema";
+import { type Description, roles, secretPins, subscriptions, userExternalIds, userSecrets, users } from "./schema";
 import { byAccountIndex, columnsOf } from "./scoped";
 
 export type UserRow = typeof users.$inferSelect;
@@ -54,9 +54,11 @@ export async function patchUser(
 // `unsubscribe`: the user's live webhook subscriptions end in the same batch.
 export async function removeUser(db: Database, account: string, uuid: string, unsubscribe = false) {
 	const ended = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
-	const [, , deleted] = await db.batch([
+	const [, , , deleted] = await db.batch([
 		db.delete(secretPins).where(and(eq(secretPins.account, account), eq(secretPins.user, uuid))),
 		db.delete(userSecrets).where(and(eq(userSecrets.account, account), eq(userSecrets.user, uuid))),
+		// Its links go with it: a subject linked again later makes another link.
+		db.delete(userExternalIds).where(and(eq(userExternalIds.account, account), eq(userExternalIds.user, uuid))),
 		db
 			.delete(users)
 			.where(and(eq(users.account, account), eq(users.uuid, uuid)))

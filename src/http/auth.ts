@@ -1,10 +1,10 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
-import { findCredential, findCredentialOfUser } from "../db/auth";
-import type { Caller, Credential } from "../base/caller";
+import { findCredential, findCredentialOfUser, findFederatedCredential, findIssuedCredential } from "../db/auth";
+import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
-import { CHALLENGE as challenge, checkCredential, type CredentialFound } from "../policy/credential";
+import { CHALLENGE as challenge, checkCredential, checkFederated, checkIssued, type CredentialFound, type Standing } from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
 import { verifyStreamToken } from "../base/stream-token";
 
@@ -19,9 +19,10 @@ function credentialFrom(request: Request): string | null {
 }
 
 // What the request presents, before any D1 read: a secret (64 characters), or a token (three
-// base64url segments) whose signature and expiry hold. Both lead to one stored secret, by its
-// hash. The two shapes cannot be taken for each other; anything else is 401.
-export type Presented = { type: "secret"; hash: string } | { type: "token"; hash: string; claims: TokenClaims };
+// base64url segments) whose signature and expiry hold. A secret, or a token made from one, leads
+// to one stored secret by its hash; a token issued for a user or given by an exchange to what
+// its claims name (TokenBasis). The two shapes cannot be taken for each other; anything else is 401.
+export type Presented = { type: "secret"; hash: string } | { type: "token"; claims: TokenClaims };
 
 export async function presentedCredential(request: Request, env: Env): Promise<Presented> {
 	const text = credentialFrom(request);
@@ -34,24 +35,44 @@ export async function presentedCredential(request: Request, env: Env): Promise<P
 	const claims = payload && claimsOf(payload);
 	if (!claims) throw new ApiError("unknown_credential", { headers: challenge });
 	if (claims.exp <= now()) throw new ApiError("expired_credential", { headers: challenge });
-	return { type: "token", hash: claims.sec, claims };
+	return { type: "token", claims };
+}
+
+// The hash of the secret a credential is a secret or a plain token of: the isolate's guesses of
+// callers are kept by it. Undefined for a token that rests on more (issued, federated).
+export function secretHashOf(presented: Presented): string | undefined {
+	if (presented.type === "secret") return presented.hash;
+	return presented.claims.basis.kind === "secret" ? presented.claims.basis.sec : undefined;
 }
 
 // The caller a credential row stands for, checked as the presented credential requires: alive,
 // and for a token the user and account it was made for.
 export function callerOf(presented: Presented, found: CredentialFound | undefined, at: number): Caller {
 	const principal = checkCredential(found, at);
-	if (presented.type === "token" && (presented.claims.sub !== principal.user || presented.claims.acc !== principal.account)) {
-		throw new ApiError("unknown_credential", { headers: challenge });
-	}
-	return { ...principal, credential: credentialInfo(presented, found!) };
+	const { fingerprint, validity_ts, created_ts, hash } = found!;
+	return callerFrom(presented, { principal, binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts });
 }
 
-function credentialInfo(presented: Presented, found: CredentialFound): Credential {
-	const { fingerprint, validity_ts, created_ts } = found;
-	if (presented.type === "secret") return { type: "secret", hash: presented.hash, fingerprint, created_ts, validity_ts };
-	const { opt, exp, dict } = presented.claims;
-	return { type: "token", hash: presented.hash, fingerprint, created_ts, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } };
+function callerFrom(presented: Presented, standing: Standing): Caller {
+	const { principal, binding, fingerprint, validity_ts } = standing;
+	if (presented.type === "secret") return { ...principal, credential: { type: "secret", binding, fingerprint, validity_ts } };
+	const { sub, acc, opt, exp, dict } = presented.claims;
+	if (sub !== principal.user || acc !== principal.account) throw new ApiError("unknown_credential", { headers: challenge });
+	return { ...principal, credential: { type: "token", binding, fingerprint, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } } };
+}
+
+// The rows a credential rests on, read in one D1 query whatever its kind, and checked.
+async function standingOf(d1: D1Database, presented: Presented, at: number): Promise<Caller> {
+	if (presented.type === "secret") return callerOf(presented, await findCredential(d1, presented.hash), at);
+	const { basis, sub } = presented.claims;
+	switch (basis.kind) {
+		case "secret":
+			return callerOf(presented, await findCredential(d1, basis.sec), at);
+		case "issued":
+			return callerFrom(presented, checkIssued(await findIssuedCredential(d1, basis.sec, sub), basis, at));
+		case "federated":
+			return callerFrom(presented, checkFederated(await findFederatedCredential(d1, basis.link), basis, at));
+	}
 }
 
 // `streamToken`: the operation also takes a stream token in its `access_token` parameter
@@ -59,12 +80,12 @@ function credentialInfo(presented: Presented, found: CredentialFound): Credentia
 export async function authenticate(request: Request, d1: D1Database, env: Env, accepts: { streamToken?: true } = {}): Promise<Caller> {
 	const streamToken = accepts.streamToken ? new URL(request.url).searchParams.get("access_token") : null;
 	if (streamToken !== null) return authenticateStream(request, streamToken, d1, env);
-	const presented = await presentedCredential(request, env);
-	return callerOf(presented, await findCredential(d1, presented.hash), now());
+	return standingOf(d1, await presentedCredential(request, env), now());
 }
 
-// A stream token: its mac first (a forgery reads nothing), then its expiry, then the user's
-// secret as it is now, which must be the one the token was made from.
+// A stream token: its mac first (a forgery reads nothing), then its expiry, then what it rests
+// on as it is now. One made with a secret or a plain User Token names the user's secret by when
+// it was made: the user's one secret must still be that one.
 async function authenticateStream(request: Request, token: string, d1: D1Database, env: Env): Promise<Caller> {
 	if (request.headers.has("authorization")) {
 		const message = "Give the credential in the Authorization header or in access_token, not both";
@@ -74,13 +95,21 @@ async function authenticateStream(request: Request, token: string, d1: D1Databas
 	if (!claim) throw new ApiError("unknown_credential", { headers: challenge });
 	const at = now();
 	if (claim.validityMs <= at * 1000) throw new ApiError("expired_credential", { headers: challenge });
+	const stream = { exp: claim.validityMs / 1000, dict: claim.dict };
+	const named = { user: claim.user, account: claim.account };
+	if (claim.binding.kind !== "secret") {
+		// Loaded with the first such stream token: few isolates ever meet one.
+		const { standingOfBinding } = await import("../operations/standing");
+		const { principal, binding, fingerprint, validity_ts } = await standingOfBinding(d1, claim.binding, named, at);
+		return { ...principal, credential: { type: "stream", binding, fingerprint, validity_ts, stream } };
+	}
 	const found = await findCredentialOfUser(d1, claim.user);
-	if (!found || found.account !== claim.account || Math.round(found.created_ts * 1000) !== claim.secretCreatedMs) {
+	if (!found || found.account !== claim.account || Math.round(found.created_ts * 1000) !== Math.round(claim.binding.created_ts * 1000)) {
 		throw new ApiError("unknown_credential", { headers: challenge });
 	}
 	const principal = checkCredential(found, at);
 	const { fingerprint, validity_ts, created_ts, hash } = found;
-	return { ...principal, credential: { type: "stream", hash, fingerprint, created_ts, validity_ts, stream: { exp: claim.validityMs / 1000, dict: claim.dict } } };
+	return { ...principal, credential: { type: "stream", binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts, stream } };
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

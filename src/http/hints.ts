@@ -12,9 +12,13 @@ export function guessCaller(hash: string): CredentialFound | undefined {
 	return guesses.get(hash);
 }
 
-// Only what the credential's row said: a request's dictionary and token are its own.
-export function rememberCaller(hash: string, caller: Caller) {
-	const { fingerprint, validity_ts, created_ts } = caller.credential!;
+// Only what the credential's row said: a request's dictionary and token are its own. Only a
+// credential that rests on a secret alone is remembered: the object checks the guess by the
+// secret's hash.
+export function rememberCaller(caller: Caller) {
+	const { binding, fingerprint, validity_ts } = caller.credential!;
+	if (binding.kind !== "secret" || fingerprint === null) return;
+	const { hash, created_ts } = binding;
 	guesses.delete(hash);
 	guesses.set(hash, { ...principalOf(caller), fingerprint, validity_ts, created_ts, hash });
 	// Insertion order: the first key is the one remembered longest ago.

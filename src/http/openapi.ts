@@ -99,6 +99,7 @@ const SHARED_REFUSALS: Record<AuthKind, ErrorCode[]> = {
 	admin: ["missing_credential", "unknown_credential", "rate_limited"],
 	none: ["rate_limited"],
 	capability: ["upload_not_found", "rate_limited"],
+	exchange: ["rate_limited"],
 };
 
 // A POST or PATCH with a user's credential takes an Idempotency-Key, unless its answer carries
@@ -155,6 +156,7 @@ const CALLERS: Record<AuthKind, (operation: Operation) => string> = {
 	admin: () => "The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies",
 	none: () => "Anyone holding the secret value in the URL (a PIN, or a subscription's token); no credential or statement",
 	capability: () => "Anyone holding the URL (an upload or download URL); no credential or statement",
+	exchange: () => "Anyone holding an ID token of an identity provider the account trusts; no credential (Authorization is ignored), and the linked user's statement must allow it",
 };
 
 // The operation's own text, then who may call it and every refusal with its subcode.

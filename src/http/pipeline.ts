@@ -2,7 +2,7 @@ import type { IRequest } from "itty-router";
 import type { D1Meter } from "../db/meter";
 import { type Claim, type Context, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
 import type { Caller } from "../base/caller";
-import { authenticate, authenticateAdmin, callerOf, presentedCredential, refusedCredential } from "./auth";
+import { authenticate, authenticateAdmin, callerOf, presentedCredential, refusedCredential, secretHashOf } from "./auth";
 import { dictOf } from "./dict";
 import { now } from "../base/time";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
@@ -63,14 +63,16 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "statement");
 			key = presentedKey(request, operation);
 			caller.dict = dictOf(request, caller.credential!);
-			if (operation.checksCredential) rememberCaller(caller.credential!.hash, caller);
+			if (operation.checksCredential) rememberCaller(caller);
 			claim = { caller };
 		} else if (operation.auth === "admin") {
 			await countingFailures(env, request, async () => authenticateAdmin(request, env.ADMIN_TOKEN));
 			state.admin = true;
 			mark(state, "authenticate");
 		} else if (operation.auth === "capability") {
-			await refuseIfLimited(request);
+			await refuseIfLimited(request, "capability");
+		} else if (operation.auth === "exchange") {
+			await refuseIfLimited(request, "exchange");
 		} else {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
@@ -86,7 +88,8 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			}
 			return await run(operation, input, ctx);
 		} catch (error) {
-			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404) await spendFailedLookup(env.SECRET_ATTEMPTS, request);
+			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404) await spendFailedLookup(env.SECRET_ATTEMPTS, request, "capability");
+			if (operation.auth === "exchange" && error instanceof ApiError && error.status === 401) await spendFailedLookup(env.AUTH_FAILURES, request, "exchange");
 			throw error;
 		}
 	};
@@ -164,14 +167,15 @@ function answer(operation: Operation, result: unknown) {
 // order (after the credential and the statement), or a guess the object found outdated.
 async function runOnGuess(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState, d1: D1Database, body: Uint8Array | undefined) {
 	const presented = await presentedCredential(request, env).catch(() => undefined);
-	const found = presented && guessCaller(presented.hash);
-	if (presented === undefined || found === undefined) return undefined;
+	const hash = presented && secretHashOf(presented);
+	const found = hash === undefined ? undefined : guessCaller(hash);
+	if (presented === undefined || hash === undefined || found === undefined) return undefined;
 	let caller, input, ctx;
 	try {
 		// The same checks as on the usual path, on the row as last seen; the object reads it again.
 		caller = callerOf(presented, found, now());
 		caller.dict = dictOf(request, caller.credential!);
-		ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, { caller, hash: presented.hash });
+		ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, { caller, hash });
 		input = await readInput(operation, request, url, body, ctx);
 	} catch {
 		return undefined;
@@ -185,7 +189,7 @@ async function runOnGuess(operation: Operation, request: IRequest, env: Env, url
 		// Another refusal comes after the object found the credential standing for the guess.
 		if (error instanceof ApiError && error.status !== 401) countAs(state, operation, caller);
 		if (!(error instanceof ApiError) || error.status !== 401) throw error;
-		forgetCaller(presented.hash);
+		forgetCaller(hash);
 		await spendAttempt(env.AUTH_FAILURES, request);
 		throw refusedCredential(error);
 	}

@@ -29,23 +29,25 @@ export async function spendAttempt(limiter: RateLimit, request: Request): Promis
 	if (!success) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
 
-// A capability route (an upload or download URL) spends an attempt only when its lookup fails.
-// An address refused for that is then refused before any lookup, by this isolate, for the
-// rest of the minute: else a guess that happened to be right would still be answered.
+// A capability route (an upload or download URL) spends an attempt only when its lookup fails,
+// and the token exchange only when it refuses (401). An address refused for that is then refused
+// before any lookup, by this isolate, for the rest of the minute: else a guess that happened to
+// be right would still be answered. Each kind of route remembers its own refusals.
+export type Refusing = "capability" | "exchange";
 const refusedUntil = new Map<string, number>();
 const MAX_REMEMBERED = 10_000;
 
-export async function refuseIfLimited(request: Request): Promise<void> {
-	const until = refusedUntil.get(await clientKey(request));
+export async function refuseIfLimited(request: Request, kind: Refusing): Promise<void> {
+	const until = refusedUntil.get(`${kind} ${await clientKey(request)}`);
 	if (until !== undefined && until > Date.now()) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
 
-export async function spendFailedLookup(limiter: RateLimit, request: Request): Promise<void> {
+export async function spendFailedLookup(limiter: RateLimit, request: Request, kind: Refusing): Promise<void> {
 	try {
 		await spendAttempt(limiter, request);
 	} catch (error) {
 		if (refusedUntil.size >= MAX_REMEMBERED) refusedUntil.clear();
-		refusedUntil.set(await clientKey(request), Date.now() + 60_000);
+		refusedUntil.set(`${kind} ${await clientKey(request)}`, Date.now() + 60_000);
 		throw error;
 	}
 }

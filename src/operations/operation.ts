@@ -7,8 +7,10 @@ import type { OperationName } from "../policy/names";
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
 // (the PIN, webhook token and documentation routes carry their own proof or need none: every
 // request to them counts against the address), or a capability URL (an upload or download
-// URL: only a lookup that fails, 404, counts, since transfers are traffic).
-export type AuthKind = "secret" | "admin" | "none" | "capability";
+// URL: only a lookup that fails, 404, counts, since transfers are traffic), or an identity
+// provider's ID token in the body (the exchange: only a refusal, 401, counts, as a failed
+// authentication does).
+export type AuthKind = "secret" | "admin" | "none" | "capability" | "exchange";
 
 export type Context = {
 	env: Env;

@@ -1,11 +1,11 @@
 import * as z from "zod/mini";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
-import type { Caller } from "../base/caller";
-import { signStreamToken } from "../base/stream-token";
+import type { Binding, Caller } from "../base/caller";
+import { signStreamToken, type StreamBinding } from "../base/stream-token";
 import { database, dbOf } from "../db/client";
-import { findCredential } from "../db/auth";
-import { checkCredential, checkStatement } from "../policy/credential";
+import { checkStatement } from "../policy/credential";
+import { recheck } from "./standing";
 import { madeUntil } from "../policy/token";
 import { connectStream, type StreamOpen } from "../notifications/streams/client";
 import { CLOSE, EVENT_ID } from "../notifications/streams/frames";
@@ -94,12 +94,10 @@ async function requireAccess(ctx: Context, caller: Caller, publisher: string, to
 	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db))) throw new ApiError("topic_not_granted");
 }
 
-// The credential's row, the statement and the access again, read at the primary.
+// The credential's rows, the statement and the access again, read at the primary.
 async function checkedAgain(ctx: Context, caller: Caller, publisher: string, topics: string[]): Promise<Caller> {
 	const primary = ctx.meter.wrap(ctx.env.DB.withSession("first-primary"));
-	const credential = caller.credential!;
-	const found = await findCredential(primary, credential.hash);
-	const fresh: Caller = { ...checkCredential(found, now()), credential: { ...credential, validity_ts: found!.validity_ts } };
+	const fresh = await recheck(primary, caller, now());
 	checkStatement(fresh, "stream_notifications");
 	await requireAccess(ctx, fresh, publisher, topics, database(primary));
 	return fresh;
@@ -110,7 +108,8 @@ function openOf(caller: Caller, publisher: string, topics: string[], since: Stre
 	const own = credential?.stream?.exp ?? credential?.token?.exp ?? null;
 	const { account, user, role, statement, rules, description } = caller;
 	const reader = { account, user, role, statement, rules, description, dict: caller.dict ?? null };
-	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null }, reader };
+	const provider = credential?.binding.kind === "federated" ? { provider: credential.binding.provider } : {};
+	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null }, reader, ...provider };
 }
 
 // What a registered stream rests on, the same before and after its registration or it
@@ -146,9 +145,21 @@ export const createStreamToken = defineOperation({
 		// Nothing made with a credential outlives it: the secret's validity, and a User Token's expiry.
 		const ends = [now() + body.expires, credential.validity_ts, madeUntil(credential)].filter((t): t is number => typeof t === "number");
 		const validityMs = Math.floor(Math.min(...ends) * 1000);
-		const claim = { account: ctx.caller.account, user: ctx.caller.user, secretCreatedMs: Math.round(credential.created_ts * 1000), validityMs, dict: ctx.caller.dict ?? null };
+		const claim = { account: ctx.caller.account, user: ctx.caller.user, binding: streamBinding(credential.binding), validityMs, dict: ctx.caller.dict ?? null };
 		const token = await signStreamToken(ctx.env.WEBHOOK_KEY, claim);
 		if (!token) throw new ApiError("webhooks_unconfigured", { description: "Stream tokens are not configured on this server (WEBHOOK_KEY)" });
 		return { token, validity_ts: validityMs / 1000 };
 	},
 });
+
+// A stream token rests on what the credential that made it rests on (base/stream-token.ts).
+function streamBinding(binding: Binding): StreamBinding {
+	switch (binding.kind) {
+		case "secret":
+			return { kind: "secret", created_ts: binding.created_ts };
+		case "issued":
+			return { kind: "issued", sec: binding.sec, actor: binding.actor, tsec: binding.tsec };
+		case "federated":
+			return { kind: "federated", provider: binding.provider, link: binding.link, pvu: binding.pvu, end: binding.end };
+	}
+}

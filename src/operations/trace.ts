@@ -19,9 +19,16 @@ export const trace = defineOperation({
 		role: uuidOut,
 		credential: z.object({
 			type: z.enum(["secret", "token"]),
-			fingerprint: z.string(),
+			// The secret's last four characters: the issuer's for a token issued for the user,
+			// none for a token an exchange gave.
+			fingerprint: z.nullable(z.string()),
 			validity_ts: z.nullable(timestampOut),
 			options: z.optional(z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(TOKEN_OPTIONS.length))),
+			// Who issued a token for the user (issue_user_token).
+			actor: z.optional(uuidOut),
+			// The identity provider and subject a token's exchange signed in with.
+			provider: z.optional(uuidOut),
+			subject: z.optional(z.string()),
 		}),
 		// At most 4096 characters of header (or 2 KiB of secret_dict), 6 bytes a member at least.
 		dict: z.nullable(mapOf(jsonValue, Math.floor(4096 / 6))),
@@ -44,6 +51,8 @@ export const trace = defineOperation({
 				fingerprint: credential.fingerprint,
 				validity_ts: ends.length ? Math.min(...ends) : null,
 				...(token ? { options: token.options } : {}),
+				...(credential.binding.kind === "issued" ? { actor: credential.binding.actor } : {}),
+				...(credential.binding.kind === "federated" ? { provider: credential.binding.provider, subject: credential.binding.subject } : {}),
 			},
 			dict: caller.dict ?? null,
 			stages: [...steps, { name: "handler", at: Date.now() }].map((stage) => ({ name: stage.name, ms: stage.at - start })),

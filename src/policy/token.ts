@@ -1,4 +1,4 @@
-import type { Credential, Description, TokenOption } from "../base/caller";
+import type { Binding, Credential, Description, TokenOption } from "../base/caller";
 import { deepEqual } from "../rules/equal";
 import type { Json } from "../rules/ast";
 
@@ -9,10 +9,18 @@ import type { Json } from "../rules/ast";
 export const MAX_TOKEN_SECONDS = 86_400;
 export const TOKEN_OPTIONS = ["create", "refresh"] as const satisfies readonly TokenOption[];
 
+// What a token rests on, as its claims name it (see Binding in base/caller.ts): a secret (`sec`);
+// an issuer's secret and the target's as it was (`sec`, `act`, `tsec`); or a provider, a link
+// and the sign-in's end (`prv`, `lnk`, `pvu`, `end`).
+export type TokenBasis =
+	| { kind: "secret"; sec: string }
+	| { kind: "issued"; sec: string; actor: string; tsec: string | null }
+	| { kind: "federated"; provider: string; link: string; pvu: number; end: number };
+
 export type TokenClaims = {
 	sub: string;
 	acc: string;
-	sec: string;
+	basis: TokenBasis;
 	iat: number;
 	exp: number;
 	opt: TokenOption[];
@@ -24,14 +32,51 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 const isText = (value: unknown): value is string => typeof value === "string" && value.length > 0;
 const isTime = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
+function basisOf(payload: Record<string, unknown>): TokenBasis | undefined {
+	const { sec, act, tsec, prv, lnk, pvu, end } = payload;
+	if (prv !== undefined || lnk !== undefined || pvu !== undefined || end !== undefined) {
+		const only = sec === undefined && act === undefined && tsec === undefined;
+		return only && isText(prv) && isText(lnk) && isTime(pvu) && isTime(end) ? { kind: "federated", provider: prv, link: lnk, pvu, end } : undefined;
+	}
+	if (!isText(sec)) return undefined;
+	if (act === undefined) return tsec === undefined ? { kind: "secret", sec } : undefined;
+	if (!isObject(act) || !isText(act.sub) || !(tsec === null || isText(tsec))) return undefined;
+	return { kind: "issued", sec, actor: act.sub, tsec };
+}
+
 // The claims of a verified payload, or undefined when one is missing or of another type: the
 // key signed it, so this only guards against a payload of another version.
 export function claimsOf(payload: Record<string, unknown>): TokenClaims | undefined {
-	const { sub, acc, sec, iat, exp, opt, dict, jti } = payload;
-	if (!isText(sub) || !isText(acc) || !isText(sec) || !isText(jti) || !isTime(iat) || !isTime(exp)) return undefined;
+	const { sub, acc, iat, exp, opt, dict, jti } = payload;
+	const basis = basisOf(payload);
+	if (!basis || !isText(sub) || !isText(acc) || !isText(jti) || !isTime(iat) || !isTime(exp)) return undefined;
 	if (!Array.isArray(opt) || !opt.every((o) => (TOKEN_OPTIONS as readonly unknown[]).includes(o))) return undefined;
 	if (dict !== undefined && !isObject(dict)) return undefined;
-	return { sub, acc, sec, iat, exp, opt: opt as TokenOption[], ...(dict === undefined ? {} : { dict }), jti };
+	return { sub, acc, basis, iat, exp, opt: opt as TokenOption[], ...(dict === undefined ? {} : { dict }), jti };
+}
+
+// The payload signed for these claims: the basis as its claims (RFC 8693's `act` for an issuer).
+export function payloadOf(claims: TokenClaims): Record<string, unknown> {
+	const { basis, sub, acc, iat, exp, opt, dict, jti } = claims;
+	const named =
+		basis.kind === "secret"
+			? { sec: basis.sec }
+			: basis.kind === "issued"
+				? { sec: basis.sec, act: { sub: basis.actor }, tsec: basis.tsec }
+				: { prv: basis.provider, lnk: basis.link, pvu: basis.pvu, end: basis.end };
+	return { sub, acc, ...named, iat, exp, opt, ...(dict === undefined ? {} : { dict }), jti };
+}
+
+// What a new token made with this credential rests on: the same as the credential.
+export function basisFor(binding: Binding): TokenBasis {
+	switch (binding.kind) {
+		case "secret":
+			return { kind: "secret", sec: binding.hash };
+		case "issued":
+			return { kind: "issued", sec: binding.sec, actor: binding.actor, tsec: binding.tsec };
+		case "federated":
+			return { kind: "federated", provider: binding.provider, link: binding.link, pvu: binding.pvu, end: binding.end };
+	}
 }
 
 // When a new token stops working: the time asked for (none, or later than a day from now,

@@ -236,7 +236,7 @@ describe("stream tokens", () => {
 		expect((await open(forged)).headers.get("server-timing")).toContain("queries=0");
 		// Signed, but past its validity.
 		const [account, , created] = token.split(".");
-		const expired = await signStreamToken(env.WEBHOOK_KEY, { account, user, secretCreatedMs: Number(created), validityMs: Date.now() - 1000, dict: null });
+		const expired = await signStreamToken(env.WEBHOOK_KEY, { account, user, binding: { kind: "secret", created_ts: Number(created) / 1000 }, validityMs: Date.now() - 1000, dict: null });
 		expectError(await open(expired!), 401, 401103);
 		// The secret replaced by a redeemed PIN: the token is dead.
 		const working = await openSse(streamPath("alerts", `access_token=${token}`));

@@ -113,7 +113,7 @@ describe("a stream's credential ending", () => {
 		const streamToken = await signStreamToken(env.WEBHOOK_KEY, {
 			account: admin.account,
 			user: admin.user,
-			secretCreatedMs: Math.round(secret.body.created_ts * 1000),
+			binding: { kind: "secret", created_ts: secret.body.created_ts },
 			validityMs: exp * 1000,
 			dict: null,
 		});

@@ -274,6 +274,7 @@ export class StreamObject {
 		for (const ws of this.open(change.user ? `user:${change.user}` : `acct:${change.account}`)) {
 			const s = ws.deserializeAttachment() as Stream;
 			if (s.account !== change.account || (change.role !== undefined && s.role !== change.role)) continue;
+			if (change.provider !== undefined && s.provider !== change.provider) continue;
 			if ("code" in change) {
 				this.end(ws, change.code);
 				continue;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { signStreamToken, verifyStreamToken } from "../../../src/base/stream-token";
+import { type StreamClaim, signStreamToken, verifyStreamToken } from "../../../src/base/stream-token";
 
 // Stream tokens: signed, read back, and refused when anything in them changes.
 
 const KEY = "a-webhook-key-of-at-least-32-characters";
-const claim = { account: crypto.randomUUID(), user: crypto.randomUUID(), secretCreatedMs: 1795661407725, validityMs: 1795662020733, dict: null };
+const claim: StreamClaim = { account: crypto.randomUUID(), user: crypto.randomUUID(), binding: { kind: "secret", created_ts: 1795661407.725 }, validityMs: 1795662020733, dict: null };
+const HASH = "ab".repeat(32);
 
 describe("stream tokens", () => {
 	it("read back as the claim they were signed for, and are URL-safe", async () => {
@@ -19,13 +20,29 @@ describe("stream tokens", () => {
 		expect(await verifyStreamToken(KEY, withDict)).toEqual({ ...claim, dict });
 	});
 
+	it("carry what a token issued for the user, or given by an exchange, rests on", async () => {
+		const bindings: StreamClaim["binding"][] = [
+			{ kind: "issued", sec: HASH, actor: crypto.randomUUID(), tsec: null },
+			{ kind: "issued", sec: HASH, actor: crypto.randomUUID(), tsec: "cd".repeat(32) },
+			{ kind: "federated", provider: crypto.randomUUID(), link: crypto.randomUUID(), pvu: 1795661400.5, end: 1795665000.123 },
+		];
+		for (const binding of bindings) {
+			const token = (await signStreamToken(KEY, { ...claim, binding }))!;
+			expect(encodeURIComponent(token)).toBe(token);
+			expect(await verifyStreamToken(KEY, token)).toEqual({ ...claim, binding });
+			// Another binding under the first mac is refused.
+			const parts = token.split(".");
+			expect(await verifyStreamToken(KEY, [...parts.slice(0, 2), "1795661407725", ...parts.slice(3)].join("."))).toBeUndefined();
+		}
+	});
+
 	it("are refused when a part changes, under another key, or in another shape", async () => {
 		const token = (await signStreamToken(KEY, claim))!;
 		const parts = token.split(".");
 		const changed = [
 			[claim.user, ...parts.slice(1)].join("."),
 			[parts[0], claim.account, ...parts.slice(2)].join("."),
-			[...parts.slice(0, 2), String(claim.secretCreatedMs + 1), ...parts.slice(3)].join("."),
+			[...parts.slice(0, 2), "1795661407726", ...parts.slice(3)].join("."),
 			[...parts.slice(0, 3), String(claim.validityMs + 1), ...parts.slice(4)].join("."),
 			// Another dictionary, or the absent one claimed, under the first mac.
 			[...parts.slice(0, 4), "e30", parts[5]].join("."),

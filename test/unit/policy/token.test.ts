@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Credential } from "../../../src/base/caller";
-import { claimsOf, deriveToken, lastingAtMost, madeUntil, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
+import { claimsOf, deriveToken, payloadOf, lastingAtMost, madeUntil, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
 
-const secret: Credential = { type: "secret", hash: "h", fingerprint: "abcd", created_ts: 1000, validity_ts: null };
+const secret: Credential = { type: "secret", binding: { kind: "secret", hash: "h", created_ts: 1000 }, fingerprint: "abcd", validity_ts: null };
 const token = (options: ("create" | "refresh")[], dict?: Record<string, unknown>): Credential => ({
 	...secret,
 	type: "token",
@@ -63,10 +63,26 @@ describe("mayRefresh", () => {
 
 describe("claimsOf", () => {
 	const claims = { sub: "u", acc: "a", sec: "s", iat: 1, exp: 2, opt: ["create"], jti: "j" };
+	const read = { sub: "u", acc: "a", basis: { kind: "secret", sec: "s" }, iat: 1, exp: 2, opt: ["create"], jti: "j" };
 
-	it("takes a payload with every claim of its type", () => {
-		expect(claimsOf(claims)).toEqual(claims);
-		expect(claimsOf({ ...claims, dict: { x: 1 } })).toEqual({ ...claims, dict: { x: 1 } });
+	it("takes a payload with every claim of its type, and signs what it read as it was", () => {
+		expect(claimsOf(claims)).toEqual(read);
+		expect(claimsOf({ ...claims, dict: { x: 1 } })).toEqual({ ...read, dict: { x: 1 } });
+		expect(payloadOf(claimsOf(claims)!)).toEqual(claims);
+	});
+
+	it("tells a token issued for a user and one an exchange gave by their claims", () => {
+		const issued = { ...claims, act: { sub: "i" }, tsec: null };
+		expect(claimsOf(issued)?.basis).toEqual({ kind: "issued", sec: "s", actor: "i", tsec: null });
+		expect(payloadOf(claimsOf(issued)!)).toEqual(issued);
+		const { sec: _, ...noSecret } = claims;
+		const federated = { ...noSecret, prv: "p", lnk: "l", pvu: 5.5, end: 9 };
+		expect(claimsOf(federated)?.basis).toEqual({ kind: "federated", provider: "p", link: "l", pvu: 5.5, end: 9 });
+		expect(payloadOf(claimsOf(federated)!)).toEqual(federated);
+		// A mix of both, or an actor without the target's secret, is no token of this service.
+		for (const broken of [{ ...federated, sec: "s" }, { ...claims, act: { sub: "i" } }, { ...claims, act: "i", tsec: null }, { ...noSecret, prv: "p", lnk: "l", pvu: 5.5 }]) {
+			expect(claimsOf(broken)).toBeUndefined();
+		}
 	});
 
 	it("refuses a missing or mistyped claim, an unknown option and a dictionary that is no object", () => {
