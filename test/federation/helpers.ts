@@ -86,8 +86,8 @@ export async function exchanged(account: string, subject_token: string, extra: R
 
 // An account trusting a new identity provider (inline keys unless remote), with a user of the
 // account's default role linked to `subject` at it.
-export async function federated(options: { algs?: Alg[]; fields?: Record<string, unknown>; remote?: boolean; subject?: string; role?: string } = {}) {
-	const admin = await bootstrap();
+export async function federated(options: { admin?: Account; algs?: Alg[]; fields?: Record<string, unknown>; remote?: boolean; subject?: string; role?: string } = {}) {
+	const admin = options.admin ?? (await bootstrap());
 	const idp = await IdentityProvider.create(options.algs);
 	const provider = await addProvider(admin, idp, options.fields, options.remote);
 	const user = await createUser(admin, options.role ?? admin.role, "linked user");
