@@ -1,5 +1,5 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { host, IdentityProvider, notJws } from "./identity-provider";
 
 // The test identity provider and the receiver's JWK Sets themselves: what the other files in
@@ -78,5 +78,26 @@ describe("the test identity provider", () => {
 		expect([moved.status, moved.headers.get("location")]).toEqual([302, `/jwks/${id}-moved`]);
 		await host(id, { text: "not json" });
 		expect(await (await fetch(url())).text()).toBe("not json");
+	});
+
+	// What test/federation/keys.test.ts relies on to pass jose's 30 s cooldown without waiting:
+	// a faked Date reaches jose's cache in this isolate.
+	it("lets a faked clock pass jose's cooldown: an unknown kid refetches only once the set is 30 s old", async () => {
+		const idp = await IdentityProvider.create(["ES256"]);
+		await idp.publish();
+		vi.useFakeTimers({ toFake: ["Date"] });
+		try {
+			const keys = createRemoteJWKSet(new URL(idp.jwksUri), { cacheMaxAge: 600_000, cooldownDuration: 30_000 });
+			await jwtVerify(await idp.idToken(), keys);
+			const added = await idp.addKey("ES256");
+			await idp.publish();
+			await expect(jwtVerify(await idp.idToken({}, { key: added }), keys)).rejects.toThrow();
+			expect(await idp.fetches()).toBe(1);
+			vi.setSystemTime(Date.now() + 31_000);
+			await expect(jwtVerify(await idp.idToken({}, { key: added }), keys)).resolves.toBeTruthy();
+			expect(await idp.fetches()).toBe(2);
+		} finally {
+			vi.useRealTimers();
+		}
 	});
 });
