@@ -101,6 +101,15 @@ export async function signIn(world: { admin: Account; idp: IdentityProvider; sub
 	return exchanged(world.admin.account, await world.idp.idToken({ sub: world.subject, ...claims }), extra);
 }
 
+export const issuePath = (user: string) => `/users/${user}/token`;
+
+// issue_user_token, expected to answer 201.
+export async function issue(secret: string, user: string, body: Record<string, unknown> = {}) {
+	const res = await call("POST", issuePath(user), { secret, body });
+	expect(res.status, JSON.stringify(res.body)).toBe(201);
+	return res.body as { token: string; options: string[]; validity_ts: number; user: string };
+}
+
 export async function whoami(secret: string) {
 	return call("GET", "/whoami", { secret });
 }
