@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
+import { IdentityProvider } from "../federation/identity-provider";
 import { type Account, bootstrap, call, createUser, fingerprint, issueSecret, member, pathOf, role, type Statement, subscribeRecording } from "../fixtures";
 
 // For every operation: the second account's credentials (or paths) with the first account's
@@ -23,6 +24,13 @@ type World = {
 	firstHandler: string;
 	firstUploadToken: string;
 	firstDownload: string;
+	// Identity providers of each account, the first's linked to firstUser, and an ID token of
+	// each for its linked subject.
+	firstProvider: string;
+	secondProvider: string;
+	firstIdToken: string;
+	secondIdToken: string;
+	secondJwks: { keys: unknown[] };
 };
 
 type Attempt = { method: string; path: string; body?: unknown; secret?: string; headers?: Record<string, string>; expect: number[] };
@@ -216,6 +224,45 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
+	// The second account's own provider may trust the first's issuer; it may not provision with
+	// the first account's role.
+	create_identity_provider: (w) => [
+		{ method: "POST", path: "/account/identity-providers", body: { issuer: "https://first-issuer.example.com/", audiences: ["x"], jwks: w.secondJwks }, secret: w.second.secret, expect: [201] },
+		{
+			method: "POST",
+			path: "/account/identity-providers",
+			body: { issuer: "https://provisioning.example.com/", audiences: ["x"], jwks: w.secondJwks, provisioning: { role: w.first.role } },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	get_identity_providers: (w) => [{ method: "GET", path: "/account/identity-providers", secret: w.second.secret, expect: [200] }],
+	get_identity_provider: (w) => [{ method: "GET", path: `/account/identity-providers/${w.firstProvider}`, secret: w.second.secret, expect: [404] }],
+	update_identity_provider: (w) => [
+		{ method: "PATCH", path: `/account/identity-providers/${w.firstProvider}`, body: { clock_skew: 1 }, secret: w.second.secret, expect: [404] },
+		{ method: "PATCH", path: `/account/identity-providers/${w.secondProvider}`, body: { provisioning: { role: w.first.role } }, secret: w.second.secret, expect: [404] },
+	],
+	delete_identity_provider: (w) => [{ method: "DELETE", path: `/account/identity-providers/${w.firstProvider}`, secret: w.second.secret, expect: [404] }],
+	create_user_external_id: (w) => [
+		{ method: "POST", path: `/users/${w.firstUser}/external-ids`, body: { provider: w.secondProvider, subject: "taken" }, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/users/${w.second.user}/external-ids`, body: { provider: w.firstProvider, subject: "first-subject" }, secret: w.second.secret, expect: [404] },
+	],
+	get_user_external_ids: (w) => [{ method: "GET", path: `/users/${w.firstUser}/external-ids`, secret: w.second.secret, expect: [404] }],
+	delete_user_external_id: (w) => [
+		{ method: "DELETE", path: `/users/${w.firstUser}/external-ids/${w.firstProvider}`, secret: w.second.secret, expect: [404] },
+		{ method: "DELETE", path: `/users/${w.second.user}/external-ids/${w.firstProvider}`, secret: w.second.secret, expect: [404] },
+	],
+	// The second account's ID token naming the first account, and the first's naming the second:
+	// no provider of the named account accepts it, as for an account that exists nowhere.
+	exchange_user_token: (w) => [
+		{ method: "POST", path: "/token/exchange", body: { account: w.first.account, subject_token: w.secondIdToken }, expect: [401] },
+		{ method: "POST", path: "/token/exchange", body: { account: w.second.account, subject_token: w.firstIdToken }, expect: [401] },
+	],
+	issue_user_token: (w) => [
+		{ method: "POST", path: `/users/${w.firstUser}/token`, body: {}, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/users/${w.first.user}/token`, body: {}, secret: w.second.secret, expect: [404] },
+		{ method: "POST", path: `/users/${w.firstUser}/token`, body: {}, secret: w.secondToken, expect: [403, 404] },
+	],
 };
 
 describe("the tenant-isolation matrix", () => {
@@ -257,13 +304,25 @@ describe("the tenant-isolation matrix", () => {
 		const firstDownload = download.split("/").at(-1) as string;
 		const stuck = await call("POST", `/twins/${firstTwin}/stickers`, { secret: first.secret, body: { stickers: { "first-color": { recipients: [second.account, first.user] } } } });
 		expect(stuck.status).toBe(201);
+		const [firstIdp, secondIdp] = [await IdentityProvider.create(["ES256"]), await IdentityProvider.create(["ES256"])];
+		const trust = async (account: Account, idp: IdentityProvider) => {
+			const res = await call("POST", "/account/identity-providers", { secret: account.secret, body: { issuer: idp.issuer, audiences: [idp.audience], algorithms: ["ES256"], jwks: idp.jwks() } });
+			expect(res.status).toBe(201);
+			return res.body.uuid as string;
+		};
+		const [firstProvider, secondProvider] = [await trust(first, firstIdp), await trust(second, secondIdp)];
+		const linked = await call("POST", `/users/${firstUser}/external-ids`, { secret: first.secret, body: { provider: firstProvider, subject: "first-subject" } });
+		expect(linked.status).toBe(201);
+		const [firstIdToken, secondIdToken] = [await firstIdp.idToken({ sub: "first-subject" }), await secondIdp.idToken({ sub: "second-subject" })];
 		const world: World = {
 			...{ first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken },
 			...{ firstHandler, firstUploadToken, firstDownload },
+			...{ firstProvider, secondProvider, firstIdToken, secondIdToken, secondJwks: secondIdp.jwks() },
 		};
 		const secrets = [
 			...[first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken],
 			...[firstSubscription, "example.com/first", "first-doc", "first-account-doc", firstHandler, firstUploadToken, firstDownload, "first-color"],
+			...[firstProvider, "first-subject", firstIdp.issuer],
 		];
 
 		let cases = 0;
@@ -305,6 +364,7 @@ describe("the tenant-isolation matrix", () => {
 			["first-doc", "other-doc"],
 			["first_index", "other_index"],
 			["first-color", "other-color"],
+			[firstProvider, crypto.randomUUID()],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;
