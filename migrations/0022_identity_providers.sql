@@ -18,6 +18,7 @@ CREATE TABLE `identity_providers` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `identity_providers_issuer` ON `identity_providers` (`account`,`issuer`);--> statement-breakpoint
+CREATE INDEX `identity_providers_account` ON `identity_providers` (`account`,`uuid`);--> statement-breakpoint
 CREATE INDEX `identity_providers_role` ON `identity_providers` (`provisioning_role`);--> statement-breakpoint
 CREATE TABLE `user_external_ids` (
 	`uuid` text PRIMARY KEY NOT NULL,

@@ -58,6 +58,8 @@ export async function updateProvider(db: Database, caller: Caller, uuid: string,
 
 export async function deleteProvider(db: Database, caller: Caller, uuid: string) {
 	requireAdministrator(caller);
+	// Found first, as another account's provider is not (db/scoped.ts): the delete reads by key.
+	if (!(await federation.findProvider(db, caller.account, uuid))) throw new ApiError("not_found", { description: "No such identity provider" });
 	const deleted = await federation.deleteProvider(db, caller.account, uuid);
 	if (!deleted) throw new ApiError("not_found", { description: "No such identity provider" });
 	return deleted;

@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "./client";
+import { byAccountIndex, columnsOf } from "./scoped";
 import { identityProviders, roles, userExternalIds, users } from "./schema";
 
 // The identity providers an account trusts and the links from their subjects to its users
@@ -11,8 +12,8 @@ export type LinkRow = typeof userExternalIds.$inferSelect;
 
 export async function findProvider(db: Database, account: string, uuid: string) {
 	const [row] = await db
-		.select()
-		.from(identityProviders)
+		.select(columnsOf(identityProviders))
+		.from(byAccountIndex(identityProviders, "identity_providers_account"))
 		.where(and(eq(identityProviders.account, account), eq(identityProviders.uuid, uuid)))
 		.limit(1);
 	return row;

@@ -555,7 +555,12 @@ export const identityProviders = sqliteTable(
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
 	},
-	(t) => [uniqueIndex("identity_providers_issuer").on(t.account, t.issuer), index("identity_providers_role").on(t.provisioning_role)],
+	(t) => [
+		uniqueIndex("identity_providers_issuer").on(t.account, t.issuer),
+		// Lookups by (account, uuid) go through it: another account's provider reads as none.
+		index("identity_providers_account").on(t.account, t.uuid),
+		index("identity_providers_role").on(t.provisioning_role),
+	],
 );
 
 // Which user a provider's subject is: one user per (provider, subject), one subject per (user,

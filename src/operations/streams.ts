@@ -108,8 +108,9 @@ function openOf(caller: Caller, publisher: string, topics: string[], since: Stre
 	const own = credential?.stream?.exp ?? credential?.token?.exp ?? null;
 	const { account, user, role, statement, rules, description } = caller;
 	const reader = { account, user, role, statement, rules, description, dict: caller.dict ?? null };
-	const provider = credential?.binding.kind === "federated" ? { provider: credential.binding.provider } : {};
-	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null }, reader, ...provider };
+	const binding = credential?.binding;
+	const restsOn = binding?.kind === "federated" ? { provider: binding.provider } : binding?.kind === "issued" ? { actor: binding.actor } : {};
+	return { publisher, account, user, role, topics, since, sse, ends: { own, secret: credential?.validity_ts ?? null }, reader, ...restsOn };
 }
 
 // What a registered stream rests on, the same before and after its registration or it

@@ -118,7 +118,7 @@ describe("create_identity_provider", () => {
 			expect([JSON.stringify(body).slice(0, 80), res.status]).toEqual([JSON.stringify(body).slice(0, 80), 400]);
 			expectInvalid(res, path);
 		}
-		expectInvalid(await call("POST", PROVIDERS, { secret: admin.secret, body: "{not json" }));
+		expectError(await call("POST", PROVIDERS, { secret: admin.secret, body: "{not json" }), 400, 400102);
 		// Nothing was made.
 		expect((await call("GET", PROVIDERS, { secret: admin.secret })).body).toEqual({ providers: {} });
 	});

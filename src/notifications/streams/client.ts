@@ -22,14 +22,17 @@ export type StreamOpen = {
 	// The identity provider a federated credential rests on (docs/sign-in.md): any change to the
 	// provider ends the stream.
 	provider?: string;
+	// Who issued the credential's token for the user (issue_user_token): its secret ending, or
+	// its deletion, ends the stream.
+	actor?: string;
 	// MAX_STREAMS: the subscribing account's streams on this publishing account.
 	limit: number;
 	// Who the stream reads as: a reader its role confines gets each message filtered.
 	reader: ReaderOf;
 };
 
-// What changes streams of an account's users: `code` closes them (all of `user`'s, the holders
-// of `role`, or those resting on `provider`); `validity_ts` is `user`'s secret's new validity; `reader` is what `user`,
+// What changes streams of an account's users: `code` closes them (all of `user`'s and those of
+// the tokens it issued, the holders of `role`, or those resting on `provider`); `validity_ts` is `user`'s secret's new validity; `reader` is what `user`,
 // or the holders of `role`, now are (the streams stay open, and read as that from the next
 // message).
 export type StreamChange = { account: string; user?: string; role?: string; provider?: string } & (

@@ -284,6 +284,16 @@ export class StreamObject {
 			if (end !== null && end <= at) this.end(ws, CLOSE.credentialEnded);
 			else ws.serializeAttachment(s);
 		}
+		// Streams of tokens `user` issued for others rest on its secret too: they end with it (a
+		// later validity leaves them; an ended one ends them).
+		if (change.user && change.provider === undefined) {
+			for (const ws of this.open(`acct:${change.account}`)) {
+				const s = ws.deserializeAttachment() as Stream;
+				if (s.actor !== change.user) continue;
+				if ("code" in change) this.end(ws, change.code);
+				else if ("validity_ts" in change && change.validity_ts !== null && change.validity_ts <= at) this.end(ws, CLOSE.credentialEnded);
+			}
+		}
 		// A later validity may leave the alarm too early, which only sets it again; an earlier
 		// one must move it.
 		if (!("code" in change)) await this.alarm();
