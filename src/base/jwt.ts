@@ -4,7 +4,7 @@ import { loadOnce } from "./load-once";
 // (TOKEN_KEY). jose signs and verifies them, as it verifies identity providers' ID tokens
 // (foreign-jwt.ts): only HS256 is accepted here, so `none` or a public-key algorithm never
 // reaches the key. jose comes with the first token, not with every isolate.
-export const loadJose = loadOnce(() => import("jose"));
+export const loadJose = loadOnce(() => import("./jose"));
 
 export const MAX_TOKEN_LENGTH = 4096;
 // The signing key (TOKEN_KEY): a shorter one would make tokens look safer than they are.
