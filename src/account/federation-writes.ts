@@ -15,7 +15,7 @@ import { manageableUser } from "./guards";
 
 export type ProviderInput = Omit<federation.ProviderRow, "uuid" | "account" | "created_ts" | "updated_ts">;
 
-// A provider's keys are a credential for every user it maps: only the administrator (§3's:
+// A provider's keys are a credential for every user it maps: only the administrator (docs/permission-model.md:
 // allowed everything, no rule) manages them.
 function requireAdministrator(caller: Caller) {
 	if (!isAdministrator(caller)) {
@@ -65,7 +65,7 @@ export async function deleteProvider(db: Database, caller: Caller, uuid: string)
 	return deleted;
 }
 
-// Who may touch a user's links: the user itself, or a caller that could manage it (§3). Another
+// Who may touch a user's links: the user itself, or a caller that could manage it (docs/permission-model.md). Another
 // account's user is not found.
 export async function linkableUser(db: Database, caller: Caller, user: string) {
 	if (user !== caller.user) await manageableUser(db, caller, user);

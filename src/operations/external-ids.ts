@@ -10,7 +10,7 @@ import { defineOperation } from "./operation";
 import { mapOf, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 
 // Links: which user of the account a provider's subject is (docs/sign-in.md). A caller manages
-// its own links and those of the users it could manage (§3 of the permission model); making
+// its own links and those of the users it could manage (docs/permission-model.md); making
 // one needs a User Secret, since a link outlives any token.
 
 const linkRecord = withMeta(z.object({ provider: uuidOut, subject: z.string(), created_ts: timestampOut }), { id: "ExternalId" });
