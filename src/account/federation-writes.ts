@@ -15,8 +15,8 @@ import { manageableUser } from "./guards";
 
 export type ProviderInput = Omit<federation.ProviderRow, "uuid" | "account" | "created_ts" | "updated_ts">;
 
-// A provider's keys are a credential for every user it maps: only the administrator (docs/permission-model.md:
-// allowed everything, no rule) manages them.
+// A provider's keys are a credential for every user it maps: only the administrator (allowed
+// everything, no rule: docs/permission-model.md) manages them.
 function requireAdministrator(caller: Caller) {
 	if (!isAdministrator(caller)) {
 		throw new ApiError("escalation", { description: "Only the account's administrator (a role allowing everything, without rules) manages identity providers" });
@@ -65,8 +65,8 @@ export async function deleteProvider(db: Database, caller: Caller, uuid: string)
 	return deleted;
 }
 
-// Who may touch a user's links: the user itself, or a caller that could manage it (docs/permission-model.md). Another
-// account's user is not found.
+// Who may touch a user's links: the user itself, or a caller that could manage it
+// (docs/permission-model.md). Another account's user is not found.
 export async function linkableUser(db: Database, caller: Caller, user: string) {
 	if (user !== caller.user) await manageableUser(db, caller, user);
 }
