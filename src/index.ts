@@ -65,9 +65,10 @@ export default {
 		const bookmark = meter.latestBookmark();
 		if (bookmark && authenticated(seen.state)) response.headers.set("x-d1-bookmark", bookmark);
 		// A request of a user counts in its account's usage with what Server-Timing reports,
-		// after the answer is built, off its path (buffered, see account/usage-client.ts).
+		// after the answer is built, off its path (buffered, see account/usage-client.ts); a
+		// replayed answer counts nothing.
 		const counted = seen.state?.counted;
-		if (counted) {
+		if (counted && !seen.state?.replayed) {
 			const counts = requestCounts(counted.operation, response.status, meter);
 			countUsage({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted.account, counted.user, counts);
 		}

@@ -5,6 +5,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env, exports } from "cloudflare:workers";
 import { expect, inject, onTestFinished, vi } from "vitest";
 import worker from "../src/index";
+import { ERRORS } from "../src/base/errors";
 import { open } from "../src/base/seal";
 import type { ConfirmationJob } from "../src/notifications/jobs";
 import { tokenUrl } from "../src/notifications/messages";
@@ -52,10 +53,13 @@ export function fetchWithEnv(request: Request, changes: Partial<Record<keyof Env
 	return worker.fetch(request as Incoming, { ...env, ...changes } as Env, createExecutionContext());
 }
 
-// The error envelope, with the trace equal to the response's request id.
+// The error envelope, with the trace equal to the response's request id and the catalogue's
+// string code of the subcode (src/base/errors.ts).
+const CODE_OF = new Map(Object.entries(ERRORS).map(([code, error]) => [error.subcode as number, code]));
+
 export function expectError(res: Awaited<ReturnType<typeof call>>, status: number, subcode: number) {
 	expect(res.status).toBe(status);
-	expect(res.body).toMatchObject({ subcode, trace: res.headers.get("x-request-id") });
+	expect(res.body).toMatchObject({ subcode, code: CODE_OF.get(subcode), trace: res.headers.get("x-request-id") });
 	expect(typeof res.body.description).toBe("string");
 	expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
 }

@@ -2429,6 +2429,11 @@ export interface components {
         Error: {
             /** @description status * 1000 + n; see the catalogue */
             subcode: number;
+            /**
+             * @description The catalogue's stable name of the subcode (not_found, escalation, ...)
+             * @enum {string}
+             */
+            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "provider_keys_unreachable";
             /** @description The request id, as in the x-request-id header */
             trace: string;
             description: string;

@@ -11,6 +11,7 @@ import { withMeta } from "../operations/schemas";
 // The error envelope errorResponse (errors.ts) writes.
 const errorEnvelope = z.object({
 	subcode: withMeta(z.number().check(z.int()), { description: "status * 1000 + n; see the catalogue" }),
+	code: withMeta(z.enum(Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]]), { description: "The catalogue's stable name of the subcode (not_found, escalation, ...)" }),
 	trace: withMeta(z.string(), { description: "The request id, as in the x-request-id header" }),
 	description: z.string(),
 	details: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),

@@ -29,6 +29,9 @@ export type RequestState = {
 	// The route the request matched (its pattern, never its path) and its operation, for the
 	// request's log line.
 	route?: { operation: OperationName; path: string };
+	// The answer is a replay of one kept for its Idempotency-Key: nothing ran, and the account's
+	// usage counts nothing of it (the first request counted what it did).
+	replayed?: true;
 };
 
 // The order is fixed: read a JSON body (at most 64 KiB), authenticate, check the permission
@@ -84,7 +87,9 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			if (key !== undefined && keepsReplay(operation, input.body)) {
 				const caller = claim!.caller;
 				const once = { d1: ctx.d1, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId, quota: quotaOf(env) };
-				return await runOnce(once, () => run(operation, input, ctx));
+				const answered = await runOnce(once, () => run(operation, input, ctx));
+				if (answered.headers.get("idempotent-replayed") === "true") state.replayed = true;
+				return answered;
 			}
 			return await run(operation, input, ctx);
 		} catch (error) {

@@ -14,6 +14,8 @@ export type RequestLine = {
 	route: string | null;
 	status: number;
 	subcode?: number;
+	// A replay of the answer kept for the request's Idempotency-Key: nothing ran.
+	replayed?: true;
 	account?: string;
 	user?: string;
 	ms: number;
@@ -48,6 +50,7 @@ export function requestLine(request: Request, trace: string, state: RequestState
 		route: state?.route?.path ?? null,
 		status: end.status,
 		...(end.subcode !== undefined && { subcode: end.subcode }),
+		...(state?.replayed && { replayed: true as const }),
 		...(counted && { account: counted.account, user: counted.user }),
 		ms: Date.now() - startedAt,
 		d1_rows_read: meter.rowsRead,

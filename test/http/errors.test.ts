@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, expectError, fetchWithEnv, loggedErrors } from "../fixtures";
+import { BASE, bootstrap, call, expectError, fetchWithEnv, loggedErrors, userWith } from "../fixtures";
 
 describe("error envelope", () => {
 	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {
@@ -89,9 +89,23 @@ describe("error envelope", () => {
 		const response = await fetchWithEnv(request, { DB: undefined });
 		expect(response.status).toBe(500);
 		const body = await response.json();
-		expect(body).toEqual({ subcode: 500101, trace: response.headers.get("x-request-id"), description: "Internal error" });
+		expect(body).toEqual({ subcode: 500101, code: "internal", trace: response.headers.get("x-request-id"), description: "Internal error" });
 		// The log has what the answer leaves out, under the same trace.
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining(`"trace":"${response.headers.get("x-request-id")}"`));
+	});
+});
+
+describe("the envelope's code", () => {
+	it("names the refusal with the catalogue's string code, and says what was refused in the caller's terms", async () => {
+		const admin = await bootstrap();
+		const cannotStream = await userWith(admin, { effect: "allow", actions: ["create_stream_token", "who_am_i"] });
+		const stream = await call("GET", "/notifications/stream?topics=vans", { secret: cannotStream.secret });
+		expect(stream.body).toMatchObject({ subcode: 403101, code: "operation_forbidden" });
+		expect(stream.body.description).toContain("stream_notifications");
+		const token = await call("POST", "/notifications/stream/tokens", { secret: cannotStream.secret, body: {} });
+		expect(token.body).toMatchObject({ subcode: 403101, code: "operation_forbidden" });
+		expect(token.body.description).toContain("stream_notifications");
+		expect((await call("GET", `/twins/${crypto.randomUUID()}`, { secret: admin.secret })).body).toMatchObject({ subcode: 404102, code: "not_found" });
 	});
 });
 

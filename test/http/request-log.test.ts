@@ -25,6 +25,16 @@ const lineOf = (res: { headers: Headers }) => {
 };
 
 describe("the request log", () => {
+	it("says replayed: true on the line of an answer replayed for its Idempotency-Key, and only there", async () => {
+		const admin = await bootstrap();
+		const keyed = { "idempotency-key": "log-replay" };
+		const first = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed });
+		const replay = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed });
+		expect(replay.headers.get("idempotent-replayed")).toBe("true");
+		expect(lineOf(first)).not.toHaveProperty("replayed");
+		expect(lineOf(replay)).toMatchObject({ operation: "create_twin", status: 201, replayed: true, account: admin.account });
+	});
+
 	it("writes one line per request with its operation, route pattern, status, caller and D1 cost", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);

@@ -52,6 +52,22 @@ describe("a user's requests", () => {
 		expect(usageTotal(await usageOf(admin.secret, `/usage/${user.user}`))).toEqual(expected);
 	});
 
+	it("count nothing for a replay of an answer kept for an Idempotency-Key", async () => {
+		const admin = await bootstrap();
+		const user = await userWith(admin, { effect: "deny", actions: null });
+		const tally = usageTally();
+		const keyed = { "idempotency-key": "make-one-van" };
+		const first = await tally.call("POST", "/twins", { secret: user.secret, body: { description: { van: 1 } }, headers: keyed });
+		expect(first.status).toBe(201);
+		for (let i = 0; i < 2; i++) {
+			const replay = await call("POST", "/twins", { secret: user.secret, body: { description: { van: 1 } }, headers: keyed });
+			expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body.uuid]).toEqual([201, "true", first.body.uuid]);
+		}
+		const expected = tally.of(user.secret);
+		expect(expected).toMatchObject({ rest_count: 1, twins_created: 1 });
+		expect(usageTotal(await usageOf(admin.secret, `/usage/${user.user}`))).toEqual(expected);
+	});
+
 	it("count for their own user, and all of them for the account, which reads one row per hour", async () => {
 		const admin = await bootstrap();
 		const first = await userWith(admin, { effect: "deny", actions: null });
