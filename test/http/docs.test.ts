@@ -55,7 +55,7 @@ describe("the API document", () => {
 			{ name: "user", in: "path", required: true, schema: expect.objectContaining({ type: "string" }) },
 		]);
 		expect(body.paths["/notifications/webhooks/{account}"].get.security).toEqual([]);
-		expect(body.components.schemas.Error.required).toEqual(["subcode", "trace", "description"]);
+		expect(body.components.schemas.Error.required).toEqual(["subcode", "code", "trace", "description"]);
 	});
 
 	it("serves the reference page and its files as static assets, with their security policy", async () => {
