@@ -425,8 +425,17 @@ export async function transfer(url: string, init: RequestInit & { headers?: Reco
 	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
 	const response = await exports.default.fetch(new Request(url, { ...init, headers }));
 	const bytes = new Uint8Array(await response.arrayBuffer());
+	// An answer of the service, or a downloaded doc that was uploaded as JSON (its bytes may be any).
 	const json = response.headers.get("content-type")?.startsWith("application/json") && bytes.length > 0;
-	return { status: response.status, headers: response.headers, bytes, body: json ? JSON.parse(new TextDecoder().decode(bytes)) : undefined };
+	return { status: response.status, headers: response.headers, bytes, body: json ? parsedOrUndefined(bytes) : undefined };
+}
+
+function parsedOrUndefined(bytes: Uint8Array): unknown {
+	try {
+		return JSON.parse(new TextDecoder().decode(bytes));
+	} catch {
+		return undefined;
+	}
 }
 
 // A PUT on an upload URL. Bytes go with their Content-Length; a stream goes without one

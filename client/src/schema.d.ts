@@ -1723,7 +1723,7 @@ export interface paths {
         get?: never;
         /**
          * The PUT of an upload URL: the file's bytes, streamed into storage and hashed on the way
-         * @description The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL.
+         * @description The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL. Its Content-Type is kept and served with the doc's downloads (application/octet-stream when absent or not a media type).
          *
          *     **Who may call it:** Anyone holding the URL (an upload or download URL); no credential or statement.
          *
@@ -1831,7 +1831,7 @@ export interface paths {
         };
         /**
          * One doc of a twin the caller can see; with download=true, a download URL for it too
-         * @description One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it).
+         * @description One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it). With disposition=inline the URL serves a PDF, a PNG, JPEG, GIF or WebP image, plain text, audio or video for the browser to show (sandboxed); any other type stays an attachment.
          *
          *     **Who may call it:** A user whose role's statement allows `get_twin_doc`, with its User Secret or a User Token in `Authorization`.
          *
@@ -1902,8 +1902,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The GET of a download URL: the doc's bytes, as an attachment, whole or one range
-         * @description The GET of a download URL: the doc's bytes as an attachment, whole or one Range. HEAD answers the same headers without the bytes.
+         * The GET of a download URL: the doc's bytes, whole or one range, with its media type
+         * @description The GET of a download URL: the doc's bytes with its upload's media type, whole or one Range, as an attachment, or inline for a safe type when the URL was made so; always sandboxed (Content-Security-Policy) and never sniffed. HEAD answers the same headers without the bytes.
          *
          *     **Who may call it:** Anyone holding the URL (an upload or download URL); no credential or statement.
          *
@@ -9931,6 +9931,7 @@ export interface operations {
             };
             header?: {
                 "content-length"?: string;
+                "content-type"?: string;
             };
             path: {
                 account: string;
@@ -10194,6 +10195,8 @@ export interface operations {
                                 };
                                 /** @enum {string} */
                                 storage_class: "access_optimized" | "cost_optimized";
+                                /** @description The media type its downloads are served with: its upload's Content-Type */
+                                content_type: string;
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 updated_ts: number;
                                 description?: {
@@ -10403,6 +10406,7 @@ export interface operations {
             query?: {
                 download?: boolean;
                 validity_ts?: number;
+                disposition?: "attachment" | "inline";
             };
             header?: never;
             path: {
@@ -10430,6 +10434,8 @@ export interface operations {
                         };
                         /** @enum {string} */
                         storage_class: "access_optimized" | "cost_optimized";
+                        /** @description The media type its downloads are served with: its upload's Content-Type */
+                        content_type: string;
                         /** @description Seconds since the Unix epoch, three decimals */
                         updated_ts: number;
                         description?: {
@@ -10539,6 +10545,8 @@ export interface operations {
                         };
                         /** @enum {string} */
                         storage_class: "access_optimized" | "cost_optimized";
+                        /** @description The media type its downloads are served with: its upload's Content-Type */
+                        content_type: string;
                         /** @description Seconds since the Unix epoch, three decimals */
                         updated_ts: number;
                         description?: {
@@ -10666,6 +10674,8 @@ export interface operations {
                         };
                         /** @enum {string} */
                         storage_class: "access_optimized" | "cost_optimized";
+                        /** @description The media type its downloads are served with: its upload's Content-Type */
+                        content_type: string;
                         /** @description Seconds since the Unix epoch, three decimals */
                         updated_ts: number;
                         description?: {

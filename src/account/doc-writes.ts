@@ -20,10 +20,13 @@ const noSuchUpload = () => new ApiError("upload_not_found", { description: "No s
 
 // The record the API shows of a doc. The writes add the twin as `uuid` for the object's journal;
 // the response schemas leave it out.
+const OCTET_STREAM = "application/octet-stream";
+
 export function docRecord(row: DocRow) {
 	return {
 		creation_certificate: { size: row.size, hash: row.hash, created_ts: row.created_ts, creator: row.account },
 		storage_class: row.storage_class,
+		content_type: row.content_type,
 		updated_ts: row.updated_ts,
 		...(row.description === null ? {} : { description: row.description }),
 		status: "ok" as const,
@@ -46,6 +49,7 @@ export async function createUpload(db: Database, caller: Caller, upload: { handl
 		validity_ts: upload.validity_ts,
 		created_ts: at,
 		lease_ts: null,
+		content_type: null,
 	});
 	return { uuid: upload.handler, handler: upload.handler, validity_ts: upload.validity_ts };
 }
@@ -106,8 +110,8 @@ export function renewUpload(db: Database, handler: string, object: string, at: n
 
 // The end of a PUT whose bytes are all in R2. When the URL was invalidated or expired while the
 // bytes streamed, its row is gone: the object it made is deleted here, and the PUT is 404171.
-export async function finishUpload(db: Database, bucket: R2Bucket, handler: string, object: string, hash: string) {
-	const row = await rows.finishUpload(db, handler, object, hash);
+export async function finishUpload(db: Database, bucket: R2Bucket, handler: string, object: string, hash: string, contentType: string) {
+	const row = await rows.finishUpload(db, handler, object, hash, contentType);
 	if (!row) {
 		await deleteObjects(bucket, [object]).catch(() => undefined);
 		throw noSuchUpload();
@@ -153,6 +157,7 @@ export async function attachDocs(db: Database, meter: D1Meter, caller: Caller, t
 		description: input[name].description ?? null,
 		created_ts: at,
 		updated_ts: at,
+		content_type: uploads[i]!.content_type ?? OCTET_STREAM,
 	}));
 	const race = await rows.attachDocs(db, docs, handlers, limits.perTwin);
 	if (race === "name_taken") throw nameTaken(names);

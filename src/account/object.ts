@@ -232,8 +232,8 @@ export class AccountObject {
 		return this.serialized((db) => docs.renewUpload(db, handler, object, now()));
 	}
 
-	finishUpload(handler: string, object: string, hash: string) {
-		return this.serialized((db) => docs.finishUpload(db, this.env.DOCS, handler, object, hash));
+	finishUpload(handler: string, object: string, hash: string, contentType: string) {
+		return this.serialized((db) => docs.finishUpload(db, this.env.DOCS, handler, object, hash, contentType));
 	}
 
 	reopenUpload(account: string, handler: string, object: string) {

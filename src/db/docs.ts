@@ -91,10 +91,10 @@ export async function renewUpload(db: Database, handler: string, object: string,
 	return renewed.length === 1;
 }
 
-export async function finishUpload(db: Database, handler: string, object: string, hash: string): Promise<UploadRow | undefined> {
+export async function finishUpload(db: Database, handler: string, object: string, hash: string, content_type: string): Promise<UploadRow | undefined> {
 	const [row] = await db
 		.update(uploads)
-		.set({ state: "uploaded", hash, lease_ts: null })
+		.set({ state: "uploaded", hash, lease_ts: null, content_type })
 		.where(and(eq(uploads.handler, handler), eq(uploads.state, "receiving"), eq(uploads.object, object)))
 		.returning();
 	return row;
@@ -210,7 +210,7 @@ export async function attachDocs(db: Database, rows: DocRow[], handlers: string[
 		// INSERT ... SELECT names every column of the table, in the table's order.
 		return db.insert(docs).select(
 			sql`SELECT ${uuid}, ${row.twin}, ${row.name}, ${row.account}, ${row.object}, ${row.size}, ${row.hash}, ${row.storage_class},
-				${description}, ${row.created_ts}, ${row.updated_ts}`,
+				${description}, ${row.created_ts}, ${row.updated_ts}, ${row.content_type}`,
 		);
 	});
 	try {

@@ -359,6 +359,8 @@ export const uploads = sqliteTable(
 		// stream; past it the PUT is taken to have died with its Worker, and the URL is pending
 		// again (docs/files.md).
 		lease_ts: real("lease_ts"),
+		// The PUT's Content-Type, as docs/files.md says it is kept; the attached doc takes it.
+		content_type: text("content_type"),
 	},
 	// Counting an account's live uploads and finding its expired ones read the first index only;
 	// finding its dead PUTs the second.
@@ -381,6 +383,8 @@ export const docs = sqliteTable(
 		description: text("description", { mode: "json" }).$type<Description>(),
 		created_ts: real("created_ts").notNull(),
 		updated_ts: real("updated_ts").notNull(),
+		// The media type its download is served with: its upload's Content-Type.
+		content_type: text("content_type").notNull().default("application/octet-stream"),
 	},
 	(t) => [uniqueIndex("docs_twin_name").on(t.twin, t.name), index("docs_twin_account").on(t.twin, t.account)],
 );

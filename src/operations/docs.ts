@@ -10,7 +10,8 @@ import { findDoc, findDocByUuid, listTwinDocs } from "../db/docs";
 import { checkStatement } from "../policy/credential";
 import { lastingAtMost, madeUntil } from "../policy/token";
 import { Budget, refuseOverBudget, regexError, search, WORK_UNITS } from "../rules/strings";
-import { canSign, signDownload, verifyDownload } from "../storage/links";
+import { canSign, type Disposition, signDownload, verifyDownload } from "../storage/links";
+import { showsInline } from "../storage/media-type";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
@@ -44,6 +45,7 @@ const STORAGE_CLASSES = ["access_optimized", "cost_optimized"] as const;
 const docOut = z.object({
 	creation_certificate: z.object({ size: z.number().check(z.int()), hash: z.string(), created_ts: timestampOut, creator: uuidOut }),
 	storage_class: z.enum(STORAGE_CLASSES),
+	content_type: withMeta(z.string(), { description: "The media type its downloads are served with: its upload's Content-Type" }),
 	updated_ts: timestampOut,
 	description: z.optional(descriptionOut),
 	status: z.literal("ok"),
@@ -196,14 +198,21 @@ export const deleteTwinDocs = defineOperation({
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",
 	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
-	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it).",
+	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it). With disposition=inline the URL serves a PDF, a PNG, JPEG, GIF or WebP image, plain text, audio or video for the browser to show (sandboxed); any other type stays an attachment.",
 	refuses: ["not_found", "webhooks_unconfigured"],
 	auth: "secret",
 	params: docParams,
 	locate: twinInPath,
 	query: z
-		.strictObject({ download: z._default(z.optional(queryBoolean), false), validity_ts: z.optional(queryTimestamp) })
-		.check(z.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] })),
+		.strictObject({
+			download: z._default(z.optional(queryBoolean), false),
+			validity_ts: z.optional(queryTimestamp),
+			disposition: withMeta(z.optional(z.enum(["attachment", "inline"])), { description: "How the download URL serves the file: attachment (the default), or inline for a safe type" }),
+		})
+		.check(
+			z.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] }),
+			z.refine((q) => q.download || q.disposition === undefined, { message: "Only with download=true", path: ["disposition"] }),
+		),
 	response: docOut,
 	async run({ located: twin, params, query }, ctx) {
 		const at = now();
@@ -211,7 +220,7 @@ export const getTwinDoc = defineOperation({
 		if (query.download) {
 			// Issuing the URL is what download_doc permits: the GET of the URL has no caller.
 			checkStatement(ctx.caller, "download_doc");
-			link = await downloadLink(ctx, at, query.validity_ts);
+			link = await downloadLink(ctx, at, query.validity_ts, query.disposition ?? "attachment");
 		}
 		const row = await findDoc(dbOf(ctx), twin.uuid, params.name);
 		if (!row) throw new ApiError("not_found", { description: "No such doc" });
@@ -221,7 +230,7 @@ export const getTwinDoc = defineOperation({
 
 // Everything a download URL needs is checked before the doc is read: the validity asked for,
 // PUBLIC_URL and the key.
-async function downloadLink(ctx: SecretContext, at: number, asked: number | undefined) {
+async function downloadLink(ctx: SecretContext, at: number, asked: number | undefined, disposition: Disposition) {
 	const wanted = asked ?? at + DOWNLOAD_VALIDITY_SECONDS;
 	if (!(wanted > at && wanted <= at + MAX_DOWNLOAD_VALIDITY_SECONDS)) {
 		const message = `Must be later than now and at most ${MAX_DOWNLOAD_VALIDITY_SECONDS} seconds from now`;
@@ -234,7 +243,7 @@ async function downloadLink(ctx: SecretContext, at: number, asked: number | unde
 	if (!canSign(ctx.env.WEBHOOK_KEY)) {
 		throw new ApiError("webhooks_unconfigured", { description: "Download URLs are not configured on this server (WEBHOOK_KEY)" });
 	}
-	return async (doc: string) => ({ url: `${origin}/download/${account}/${await signDownload(ctx.env.WEBHOOK_KEY, account, doc, expiry)}`, validity_ts: expiry / 1000 });
+	return async (doc: string) => ({ url: `${origin}/download/${account}/${await signDownload(ctx.env.WEBHOOK_KEY, account, doc, expiry, disposition)}`, validity_ts: expiry / 1000 });
 }
 
 export const updateTwinDoc = defineOperation({
@@ -271,8 +280,8 @@ const noSuchDownload = () => new ApiError("upload_not_found", { description: "No
 
 export const downloadDoc = defineOperation({
 	name: "download_doc",
-	summary: "The GET of a download URL: the doc's bytes, as an attachment, whole or one range",
-	description: "The GET of a download URL: the doc's bytes as an attachment, whole or one Range. HEAD answers the same headers without the bytes.",
+	summary: "The GET of a download URL: the doc's bytes, whole or one range, with its media type",
+	description: "The GET of a download URL: the doc's bytes with its upload's media type, whole or one Range, as an attachment, or inline for a safe type when the URL was made so; always sandboxed (Content-Security-Policy) and never sniffed. HEAD answers the same headers without the bytes.",
 	refuses: ["range_unsatisfiable"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: z.string().check(z.maxLength(128)) }),
@@ -280,8 +289,8 @@ export const downloadDoc = defineOperation({
 	answers: "bytes",
 	response: z.never(),
 	async run({ params, headers }, ctx) {
-		const doc = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());
-		const row = doc === undefined ? undefined : await findDocByUuid(dbOf(ctx), doc);
+		const link = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());
+		const row = link === undefined ? undefined : await findDocByUuid(dbOf(ctx), link.doc);
 		if (!row) throw noSuchDownload();
 		const range = readRange(headers.range, row.size);
 		if (range.kind === "unsatisfiable") throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });
@@ -291,14 +300,18 @@ export const downloadDoc = defineOperation({
 		const object = head ? await ctx.env.DOCS.head(row.object) : await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
 		if (!object) throw noSuchDownload();
 		const body = "body" in object ? (object as R2ObjectBody).body : null;
+		// Anyone's bytes on the API's origin: shown only when asked for and of a type that runs
+		// nothing, and never able to run a script or load anything even then.
+		const disposition = link!.disposition === "inline" && showsInline(row.content_type) ? "inline" : "attachment";
 		const out = new Headers({
-			"content-type": "application/octet-stream",
+			"content-type": row.content_type,
 			"content-length": String(part ? part.length : row.size),
 			etag: `"${row.hash}"`,
 			"accept-ranges": "bytes",
-			"content-disposition": `attachment; filename="${row.name.split("/").at(-1)}"`,
+			"content-disposition": `${disposition}; filename="${row.name.split("/").at(-1)}"`,
 			"cache-control": "private, no-store",
 			"x-content-type-options": "nosniff",
+			"content-security-policy": "sandbox; default-src 'none'",
 		});
 		if (part) out.set("content-range", `bytes ${part.offset}-${part.offset + part.length - 1}/${row.size}`);
 		return new Response(body, { status: part ? 206 : 200, headers: out });

@@ -5,6 +5,7 @@ import { ApiError } from "../base/errors";
 import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { lastingAtMost, madeUntil } from "../policy/token";
+import { keptMediaType } from "../storage/media-type";
 import { storeStreaming } from "../storage/objects";
 import { UPLOAD_RENEW_SECONDS } from "../account/doc-writes";
 import { defineOperation } from "./operation";
@@ -67,12 +68,12 @@ function declaredLength(header: string | undefined): number | undefined {
 export const uploadToCache = defineOperation({
 	name: "upload_to_cache",
 	summary: "The PUT of an upload URL: the file's bytes, streamed into storage and hashed on the way",
-	description: "The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL.",
+	description: "The PUT of an upload URL: the file's bytes with a Content-Length, streamed into storage and hashed (SHA-256) on the way. One file per URL. Its Content-Type is kept and served with the doc's downloads (application/octet-stream when absent or not a media type).",
 	refuses: ["length_required", "upload_too_large", "upload_used", "upload_in_progress", "doc_bytes_limit"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: uuid }),
 	query: z.strictObject({ token: z.string().check(z.maxLength(256)) }),
-	headers: ["content-length"],
+	headers: ["content-length", "content-type"],
 	body: "stream",
 	response: z.object({ handler: uuidOut, size: z.number().check(z.int()), hash: withMeta(z.string(), { description: "SHA-256 of the bytes, lowercase hex" }) }),
 	async run({ params, query, headers, body }, ctx) {
@@ -93,6 +94,6 @@ export const uploadToCache = defineOperation({
 			const message = `The body ended before, or ran past, the ${length} bytes of its Content-Length`;
 			throw new ApiError("validation", { description: message, details: [{ path: "body", message }] });
 		}
-		return account.finishUpload(params.handler, object, stored.hash);
+		return account.finishUpload(params.handler, object, stored.hash, keptMediaType(headers["content-type"]));
 	},
 });

@@ -55,11 +55,12 @@ describe("attach_twin_doc", () => {
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body)).toEqual(["docs"]);
 		const record = res.body.docs["report.pdf"];
-		expect(Object.keys(record)).toEqual(["creation_certificate", "storage_class", "updated_ts", "status"]);
+		expect(Object.keys(record)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status"]);
 		expect(Object.keys(record.creation_certificate)).toEqual(["size", "hash", "created_ts", "creator"]);
 		expect(record).toEqual({
 			creation_certificate: { size: 1234, hash: await sha256Hex(bytes), created_ts: expect.any(Number), creator: admin.account },
 			storage_class: "access_optimized",
+			content_type: "application/octet-stream",
 			updated_ts: record.creation_certificate.created_ts,
 			status: "ok",
 		});
@@ -85,7 +86,7 @@ describe("attach_twin_doc", () => {
 		expect(Object.keys(res.body.docs).sort()).toEqual(["a", "b.txt", "c/d"]);
 		expect(res.body.docs.a.storage_class).toBe("access_optimized");
 		expect(res.body.docs["b.txt"]).toMatchObject({ storage_class: "cost_optimized", description: { title: "B", tags: ["x"] } });
-		expect(Object.keys(res.body.docs["b.txt"])).toEqual(["creation_certificate", "storage_class", "updated_ts", "description", "status"]);
+		expect(Object.keys(res.body.docs["b.txt"])).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "description", "status"]);
 		expect(res.body.docs["c/d"]).not.toHaveProperty("description");
 		expect(res.body.docs["c/d"].creation_certificate.size).toBe(30);
 		// An empty description object is shown as it is.

@@ -17,7 +17,7 @@ describe("docs flow", () => {
 		expectError(await putFile(created.url, bytes), 409, 409172);
 		const attached = await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { "manuals/a.pdf": { handler: created.handler, hash: up.body.hash.toUpperCase() } } } });
 		expect(attached.status).toBe(201);
-		expect(Object.keys(attached.body.docs["manuals/a.pdf"])).toEqual(["creation_certificate", "storage_class", "updated_ts", "status"]);
+		expect(Object.keys(attached.body.docs["manuals/a.pdf"])).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status"]);
 		const list = await call("GET", `${docPath(twin)}?view=tree`, { secret: admin.secret });
 		expect(list.body.docs["manuals/"]["a.pdf"][2]).toBe(bytes.length);
 		const got = await call("GET", `${docPath(twin, "manuals/a.pdf")}?download=true`, { secret: admin.secret });

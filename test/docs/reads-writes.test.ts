@@ -203,7 +203,7 @@ describe("get_twin_doc", () => {
 			const before = nowSeconds();
 			const res = await call("GET", `${docPath(twin, "d/file.bin")}?download=${flag}`, { secret: admin.secret });
 			expect(res.status).toBe(200);
-			expect(Object.keys(res.body)).toEqual(["creation_certificate", "storage_class", "updated_ts", "status", "download"]);
+			expect(Object.keys(res.body)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status", "download"]);
 			expect({ ...res.body, download: undefined }).toEqual({ ...record, download: undefined });
 			expect(Object.keys(res.body.download)).toEqual(["url", "validity_ts"]);
 			expect(res.body.download.url).toMatch(new RegExp(`^${BASE}/download/${admin.account}/[0-9a-f-]{36}\\.\\d+\\.[A-Za-z0-9_-]+$`));
@@ -288,7 +288,7 @@ describe("update_twin_doc", () => {
 		const replaced = await patch({ description: { v: 2 } });
 		expect(replaced.status).toBe(200);
 		expect(replaced.body.description).toEqual({ v: 2 });
-		expect(Object.keys(replaced.body)).toEqual(["creation_certificate", "storage_class", "updated_ts", "description", "status"]);
+		expect(Object.keys(replaced.body)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "description", "status"]);
 		expect(replaced.body.creation_certificate).toEqual(attached.creation_certificate);
 		expect(replaced.body.updated_ts).toBeGreaterThanOrEqual(attached.updated_ts);
 

@@ -10,7 +10,7 @@ describe("download links", () => {
 	it("open for the account and doc they were signed for, until they expire", async () => {
 		const handler = (await signDownload(KEY, ACCOUNT, DOC, NOW + 1000))!;
 		expect(handler.startsWith(`${DOC}.${NOW + 1000}.`)).toBe(true);
-		expect(await verifyDownload(KEY, ACCOUNT, handler, NOW)).toBe(DOC);
+		expect(await verifyDownload(KEY, ACCOUNT, handler, NOW)).toEqual({ doc: DOC, disposition: "attachment" });
 		expect(await verifyDownload(KEY, ACCOUNT, handler, NOW + 1000)).toBeUndefined();
 	});
 
@@ -25,6 +25,18 @@ describe("download links", () => {
 		for (const junk of ["", ".", "..", `${doc}.${expiry}`, `${handler}.x`, `${doc}.-1.${mac}`, `${doc}.1e9.${mac}`, `not-a-uuid.${expiry}.${mac}`]) {
 			expect([junk, await verifyDownload(KEY, ACCOUNT, junk, NOW)]).toEqual([junk, undefined]);
 		}
+	});
+
+	it("carry an inline disposition under their mac: it cannot be added to or taken from a handler", async () => {
+		const inline = (await signDownload(KEY, ACCOUNT, DOC, NOW + 1000, "inline"))!;
+		expect(await verifyDownload(KEY, ACCOUNT, inline, NOW)).toEqual({ doc: DOC, disposition: "inline" });
+		const [doc, expiry, word, mac] = inline.split(".");
+		expect(word).toBe("inline");
+		expect(await verifyDownload(KEY, ACCOUNT, `${doc}.${expiry}.${mac}`, NOW)).toBeUndefined();
+		const attachment = (await signDownload(KEY, ACCOUNT, DOC, NOW + 1000))!;
+		const [, , plainMac] = attachment.split(".");
+		expect(await verifyDownload(KEY, ACCOUNT, `${doc}.${expiry}.inline.${plainMac}`, NOW)).toBeUndefined();
+		expect(await verifyDownload(KEY, ACCOUNT, `${doc}.${expiry}.shown.${mac}`, NOW)).toBeUndefined();
 	});
 
 	it("are neither issued nor honoured without a key of at least 32 characters", async () => {
