@@ -1,7 +1,7 @@
 // What the tests inside workerd set up and call: requests through the Worker, accounts, users
 // and roles, twins, identities and ledger entries, injected D1 faults, webhook subscriptions
 // with the test receiver (test/webhooks/receiver.ts), and waiting on what cannot be awaited.
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect, inject, onTestFinished, vi } from "vitest";
 import worker from "../src/index";
@@ -971,4 +971,16 @@ export function storedUsage(account: string, user: string | null) {
 // Hourly rows put into the account's object as an isolate's flush would (hours of the past).
 export function addStoredUsage(account: string, rows: UsageRow[]) {
 	return env.ACCOUNTS.getByName(account).addUsage(rows);
+}
+
+// The account's object's alarm, run as it fires at its time: every timer due by then runs
+// (src/account/timers.ts). A test that moved stored times back (an expired cursor, a lease)
+// so stands for the clock reaching the alarm.
+export async function fireAccountAlarm(account: string): Promise<boolean> {
+	const stub = env.ACCOUNTS.getByName(account);
+	await runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
+		const alarm = await state.storage.getAlarm();
+		if (alarm !== null) state.storage.sql.exec("UPDATE timers SET due_ms = ? WHERE due_ms <= ?", Date.now(), alarm);
+	});
+	return runDurableObjectAlarm(stub);
 }

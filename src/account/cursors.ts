@@ -78,6 +78,17 @@ export class CursorStore {
 	}
 
 	// Drops expired cursors; answers when the next one expires, if any remain.
+	// When the cursors timer is due for a cursor issued at `at`: a second after it would expire.
+	static sweepDue(at: number): number {
+		return at + CURSOR_IDLE_SECONDS + 1;
+	}
+
+	// The cursors timer's step (timers.ts): due a second after the next cursor expires.
+	sweepStep(now: number): number | undefined {
+		const next = this.sweep(now);
+		return next === undefined ? undefined : next + 1;
+	}
+
 	sweep(now: number): number | undefined {
 		this.sql.exec("DELETE FROM cursors WHERE expires_at <= ?", now);
 		const [row] = this.sql.exec<{ next: number | null }>("SELECT min(expires_at) AS next FROM cursors").toArray();

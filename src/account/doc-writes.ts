@@ -6,6 +6,8 @@ import type { Caller, Description } from "../base/caller";
 import type { D1Meter } from "../db/meter";
 import { timingSafeEqualText } from "../base/crypto";
 import { deleteObjects, newObjectKey } from "../storage/objects";
+import { now } from "../base/time";
+import { type Host, RETRY_SECONDS } from "./host";
 
 // An account's upload URLs and docs. The account's object runs these one at a time: the count
 // of live uploads, the account's doc bytes and a handler's state cannot race another write of
@@ -100,7 +102,7 @@ export async function claimUpload(db: Database, meter: D1Meter, account: string,
 	const object = newObjectKey();
 	const lease_ts = at + UPLOAD_LEASE_SECONDS;
 	if (!(await rows.claimUpload(db, row, object, length, at, lease_ts))) throw new ApiError("upload_in_progress");
-	return { object };
+	return { object, lease_ts };
 }
 
 // A sign of life of the PUT of `object`: false once it no longer holds the URL.
@@ -228,4 +230,12 @@ export async function tidyDocs(db: Database, bucket: R2Bucket, account: string, 
 	const next = await rows.nextUploadExpiry(db, account);
 	const due = [next, soon].filter((t): t is number => t !== undefined);
 	return due.length ? Math.min(...due) : undefined;
+}
+
+// The docs timer's step: expired uploads released, dead PUTs' leases ended, unreferenced objects
+// deleted from R2, serialized with the writes (it changes uploads and the account's doc bytes);
+// due again at the next expiry or lease.
+export async function tidyStep(host: Host, account: string): Promise<number | undefined> {
+	const outcome = await host.serialized((db) => tidyDocs(db, host.env.DOCS, account, now()));
+	return outcome.ok ? outcome.value : now() + RETRY_SECONDS;
 }

@@ -3,6 +3,8 @@ import type { Database } from "../db/client";
 import * as db_ from "../db/indexes";
 import type { IndexDefinition, IndexTableRow } from "../db/indexes";
 import { runBatch } from "../db/ledgers";
+import { now } from "../base/time";
+import { type Host, TIMER } from "./host";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
 import type { Caller } from "../base/caller";
@@ -322,4 +324,47 @@ export async function deleteTable(db: Database, catalog: IndexCatalog, caller: C
 
 export function dropRows(db: Database, uuid: string, below: number, limit: number) {
 	return db_.dropOldRows(db, uuid, below, limit);
+}
+
+// Index work left for the indexes timer, in the object's storage: builds by table (the
+// generation and the last twin walked), and generations of rows to delete (all of a deleted
+// table's).
+const INDEX_BUILDS = "index-builds";
+const INDEX_DROPS = "index-drops";
+type Builds = Record<string, { generation: number; after: string }>;
+type Drops = { uuid: string; below: number }[];
+// Old rows deleted per step.
+const DROP_ROWS = 1000;
+
+// Beside a table write: new builds start from the first twin; `stop` ends a table's build
+// (truncate, delete); the timer is due at once.
+export async function queueIndexWork(host: Host, account: string, builds: { uuid: string; generation: number }[], drop: { uuid: string; below: number } | undefined, stop?: string) {
+	const pending = (await host.storage.get<Builds>(INDEX_BUILDS)) ?? {};
+	if (stop) delete pending[stop];
+	for (const build of builds) pending[build.uuid] = { generation: build.generation, after: "" };
+	await host.storage.put(INDEX_BUILDS, pending);
+	if (drop) await host.storage.put(INDEX_DROPS, [...((await host.storage.get<Drops>(INDEX_DROPS)) ?? []), drop]);
+	if (builds.length || drop) await host.timers.by(TIMER.indexes, account, now());
+}
+
+// The indexes timer's step, queued between writes like a write: a step of one build, and a
+// round of old rows deleted. Due again at once while work is left.
+export async function indexStep(host: Host, catalog: IndexCatalog, account: string, limits: IndexLimits): Promise<number | undefined> {
+	const outcome = await host.serialized(async (db) => {
+		const builds = (await host.storage.get<Builds>(INDEX_BUILDS)) ?? {};
+		const [uuid, build] = Object.entries(builds)[0] ?? [];
+		if (uuid && build) {
+			const next = await buildStep(db, catalog, account, uuid, build.after, now(), limits);
+			if (next === null) delete builds[uuid];
+			else builds[uuid] = { ...build, after: next };
+			await host.storage.put(INDEX_BUILDS, builds);
+		}
+		const drops = (await host.storage.get<Drops>(INDEX_DROPS)) ?? [];
+		if (drops.length) {
+			const deleted = await dropRows(db, drops[0]!.uuid, drops[0]!.below, DROP_ROWS);
+			if (deleted < DROP_ROWS) await host.storage.put(INDEX_DROPS, drops.slice(1));
+		}
+		return Object.keys(builds).length > 0 || ((await host.storage.get<Drops>(INDEX_DROPS)) ?? []).length > 0;
+	});
+	return !outcome.ok || outcome.value ? now() : undefined;
 }

@@ -6,10 +6,12 @@ import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
 import { type Caller, type Claim, type Principal, principalOf } from "../base/caller";
 import { now } from "../base/time";
-import { bindingOf, CURSOR_IDLE_SECONDS, CursorStore } from "./cursors";
+import { bindingOf, CursorStore } from "./cursors";
 import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
-import { DRAIN_GRACE_SECONDS, drainOutbox } from "../notifications/outbox-drain";
+import { drainOutbox, drainRetryAt } from "../notifications/outbox-drain";
+import { Timers } from "./timers";
+import { type Host, TIMER } from "./host";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -27,24 +29,13 @@ import { checkIndexAccess } from "../policy/indexes";
 import { revokeStreams, type StreamChange } from "../notifications/streams/client";
 import { CLOSE } from "../notifications/streams/frames";
 import * as stickers from "./sticker-writes";
-import { nextExpiry, type StickerKey } from "../db/stickers";
+import type { StickerKey } from "../db/stickers";
 import { UsageStore } from "./usage-store";
 import { type Bucket, bucketed, type UsageRow } from "../base/usage";
 
-// The object's account (its name), kept where the alarm finds it: the alarm drains its outbox
-// and tidies its uploads and doc objects. (The key's name is older than docs.)
-const ACCOUNT = "outbox-account";
-// Index work the alarm has left: builds by table (the generation and the last twin walked), and
-// generations of rows to delete (all of a deleted table's).
-const INDEX_BUILDS = "index-builds";
-const INDEX_DROPS = "index-drops";
-type Builds = Record<string, { generation: number; after: string }>;
-type Drops = { uuid: string; below: number }[];
-// When the account's earliest sticker expires (seconds), as far as the object knows: absent
-// when it has none, so an alarm for other work reads nothing of stickers.
-const STICKER_DUE = "sticker-due";
-// Old rows deleted per alarm step.
-const DROP_ROWS = 1000;
+// Objects from before the schedule (timers.ts) kept their account under this key, and the
+// earliest sticker expiry under the other: their first alarm runs every step once.
+const LEGACY_KEYS = ["outbox-account", "sticker-due"];
 
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
@@ -72,6 +63,10 @@ export class AccountObject {
 	// The account's usage by hour (§20): the Worker's counts arrive by addUsage, the object's
 	// own (ledger bytes, published messages, stickers) are added where they happen.
 	private readonly usage: UsageStore;
+	// Every kind of background work, each a timer with its step (timers.ts).
+	private readonly timers: Timers;
+	// What the features' background steps borrow from the object (host.ts).
+	private readonly host: Host;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
@@ -81,6 +76,27 @@ export class AccountObject {
 		this.lines = new Journal(ctx.storage.sql);
 		this.usage = new UsageStore(ctx.storage.sql);
 		this.catalog = new indexes.IndexCatalog(() => database(env.DB));
+		this.timers = new Timers(ctx.storage, {
+			[TIMER.outbox]: async (account) => ((await this.drain(account)) ? drainRetryAt(now()) : undefined),
+			[TIMER.cursors]: async () => this.cursors.sweepStep(now()),
+			[TIMER.docs]: (account) => docs.tidyStep(this.host, account),
+			[TIMER.indexes]: (account) => indexes.indexStep(this.host, this.catalog, account, this.indexLimits()),
+			[TIMER.stickers]: (account) => stickers.expiryStep(this.host, account),
+		});
+		const object = this;
+		const host: Host = {
+			// Read at each use: the object's env is the one it runs with now.
+			get env() {
+				return object.env;
+			},
+			storage: ctx.storage,
+			timers: this.timers,
+			usage: this.usage,
+			serialized: (work) => this.serialized(work),
+			drain: (account) => this.drain(account),
+			armDrain: (account) => this.timers.by(TIMER.outbox, account, drainRetryAt(now())),
+		};
+		this.host = host;
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {
@@ -206,7 +222,7 @@ export class AccountObject {
 	createUpload(caller: CallerId, upload: { handler: string; tokenHash: string; validity_ts: number }) {
 		return this.write(caller, "create_upload_url", async (db, current) => {
 			const created = await docs.createUpload(db, current, upload, this.docLimits(), now());
-			await this.wakeBy(caller.account, upload.validity_ts);
+			await this.timers.by(TIMER.docs, caller.account, upload.validity_ts);
 			return created;
 		});
 	}
@@ -222,8 +238,9 @@ export class AccountObject {
 	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
 		return this.serialized(async (db, meter) => {
 			const at = now();
-			const claimed = await docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
-			await this.wakeBy(account, at + docs.UPLOAD_LEASE_SECONDS);
+			const { lease_ts, ...claimed } = await docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
+			// The docs timer ends the lease unless the PUT renews it meanwhile.
+			await this.timers.by(TIMER.docs, account, lease_ts);
 			return claimed;
 		});
 	}
@@ -262,8 +279,7 @@ export class AccountObject {
 	putStickers(caller: CallerId, twin: string, input: stickers.StickerInput) {
 		return this.write(caller, "put_sticker", async (db, current, meter) => {
 			const account = current.account;
-			// A default validity (a year) is later than any given one; a year from now is early enough.
-			await this.expectExpiry(account, Math.min(...Object.values(input).map((s) => s.validity_ts ?? now() + stickers.MAX_STICKER_SECONDS)));
+			await this.timers.by(TIMER.stickers, account, stickers.earliestExpiry(input, now()));
 			const limit = Number(this.env.MAX_STICKERS);
 			const at = now();
 			const { published, expired, ...value } = await stickers.putStickers(db, meter, current, twin, input, limit, this.stickerContext(account), at);
@@ -287,40 +303,7 @@ export class AccountObject {
 	}
 
 	private stickerContext(account: string): stickers.StickerContext {
-		return { plain: database(this.env.DB), fanOut: Number(this.env.MAX_SUBSCRIPTIONS), beforeCommit: () => this.armDrain(account) };
-	}
-
-	// An alarm by `atSeconds`, and the object's note of the earliest expiry.
-	private async expectExpiry(account: string, atSeconds: number) {
-		const known = await this.ctx.storage.get<number>(STICKER_DUE);
-		if (known === undefined || atSeconds < known) await this.ctx.storage.put(STICKER_DUE, atSeconds);
-		await this.wakeBy(account, atSeconds);
-	}
-
-	// The alarm's expiry runs, serialized with the writes, until no sticker is due: answers when
-	// the next one is (seconds; undefined when the account has none left), and whether messages
-	// they published are left for the alarm to drain.
-	private async expiry(account: string): Promise<{ next?: number; left: boolean }> {
-		const due = await this.ctx.storage.get<number>(STICKER_DUE);
-		if (due === undefined || due > now()) return { next: due, left: false };
-		const outcome = await this.serialized(async () => {
-			const db = database(this.env.DB);
-			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
-			let left = false;
-			for (;;) {
-				const at = now();
-				const run = await stickers.expireStickers(db, account, fanOut, () => this.armDrain(account), at);
-				if (run.expired) this.usage.add(at, null, { stickers_expired: run.expired });
-				if (run.published && (await this.drain(account))) left = true;
-				if (!run.more) break;
-			}
-			const next = await nextExpiry(db, account);
-			if (next === undefined) await this.ctx.storage.delete(STICKER_DUE);
-			else await this.ctx.storage.put(STICKER_DUE, next);
-			return { next, left };
-		});
-		// D1 failed us: try again in a minute.
-		return outcome.ok ? outcome.value : { next: now() + 60, left: false };
+		return { plain: database(this.env.DB), fanOut: Number(this.env.MAX_SUBSCRIPTIONS), beforeCommit: () => this.host.armDrain(account) };
 	}
 
 	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
@@ -329,7 +312,7 @@ export class AccountObject {
 		return this.write(caller, "create_indexes_table", async (db, current) => {
 			checkIndexAccess(current, "define");
 			const { builds, ...value } = await indexes.createTables(db, this.catalog, current, input, this.indexLimits(), now());
-			await this.scheduleIndexWork(caller.account, builds, undefined);
+			await indexes.queueIndexWork(this.host, caller.account, builds, undefined);
 			return value;
 		});
 	}
@@ -338,7 +321,7 @@ export class AccountObject {
 		return this.write(caller, "update_indexes_table", async (db, current) => {
 			checkIndexAccess(current, "define");
 			const { builds, drop, ...value } = await indexes.updateTable(db, this.catalog, current, name, changes, now());
-			await this.scheduleIndexWork(caller.account, builds, drop);
+			await indexes.queueIndexWork(this.host, caller.account, builds, drop);
 			return value;
 		});
 	}
@@ -347,7 +330,7 @@ export class AccountObject {
 		return this.write(caller, "truncate_indexes_table", async (db, current) => {
 			checkIndexAccess(current, "define");
 			const { builds, drop, ...value } = await indexes.truncateTable(db, this.catalog, current, name, now());
-			await this.scheduleIndexWork(caller.account, builds, drop, value.uuid);
+			await indexes.queueIndexWork(this.host, caller.account, builds, drop, value.uuid);
 			return value;
 		});
 	}
@@ -356,41 +339,9 @@ export class AccountObject {
 		return this.write(caller, "delete_indexes_table", async (db, current) => {
 			checkIndexAccess(current, "define");
 			const { drop, ...value } = await indexes.deleteTable(db, this.catalog, current, name);
-			await this.scheduleIndexWork(caller.account, [], drop, value.uuid);
+			await indexes.queueIndexWork(this.host, caller.account, [], drop, value.uuid);
 			return value;
 		});
-	}
-
-	// New builds start from the first twin; `stop` ends a table's build (truncate, delete).
-	private async scheduleIndexWork(account: string, builds: { uuid: string; generation: number }[], drop: { uuid: string; below: number } | undefined, stop?: string) {
-		const pending = (await this.ctx.storage.get<Builds>(INDEX_BUILDS)) ?? {};
-		if (stop) delete pending[stop];
-		for (const build of builds) pending[build.uuid] = { generation: build.generation, after: "" };
-		await this.ctx.storage.put(INDEX_BUILDS, pending);
-		if (drop) await this.ctx.storage.put(INDEX_DROPS, [...((await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? []), drop]);
-		if (builds.length || drop) await this.wakeBy(account, now());
-	}
-
-	// One step of index work, queued between writes like a write: a step of one build, and a
-	// round of old rows deleted. Answers whether work is left.
-	private async indexWork(account: string): Promise<boolean> {
-		const outcome = await this.serialized(async (db) => {
-			const builds = (await this.ctx.storage.get<Builds>(INDEX_BUILDS)) ?? {};
-			const [uuid, build] = Object.entries(builds)[0] ?? [];
-			if (uuid && build) {
-				const next = await indexes.buildStep(db, this.catalog, account, uuid, build.after, now(), this.indexLimits());
-				if (next === null) delete builds[uuid];
-				else builds[uuid] = { ...build, after: next };
-				await this.ctx.storage.put(INDEX_BUILDS, builds);
-			}
-			const drops = (await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? [];
-			if (drops.length) {
-				const deleted = await indexes.dropRows(db, drops[0].uuid, drops[0].below, DROP_ROWS);
-				if (deleted < DROP_ROWS) await this.ctx.storage.put(INDEX_DROPS, drops.slice(1));
-			}
-			return Object.keys(builds).length > 0 || ((await this.ctx.storage.get<Drops>(INDEX_DROPS)) ?? []).length > 0;
-		});
-		return outcome.ok ? outcome.value : true;
 	}
 
 	// After a write that let go of objects: delete them from R2 now, or from the alarm when R2
@@ -400,7 +351,7 @@ export class AccountObject {
 	private async tidyingAfter<T>(account: string, write: Promise<T>): Promise<T> {
 		const value = await write;
 		const next = await docs.tidyDocs(database(this.env.DB), this.env.DOCS, account, now());
-		if (next !== undefined) await this.wakeBy(account, next);
+		if (next !== undefined) await this.timers.by(TIMER.docs, account, next);
 		return value;
 	}
 
@@ -440,7 +391,7 @@ export class AccountObject {
 
 	private async finish(caller: Caller, request: ScanRequest, at: number, page: ReturnType<typeof cutPage>): Promise<string> {
 		const next = page.done || !page.last ? null : this.cursors.issue(ownerOf(caller, request), page.last, at);
-		if (next?.created && (await this.ctx.storage.getAlarm()) === null) await this.scheduleSweep(at + CURSOR_IDLE_SECONDS);
+		if (next?.created) await this.timers.by(TIMER.cursors, caller.account, CursorStore.sweepDue(at));
 		return pageJson(next?.id ?? null, page.twins);
 	}
 
@@ -467,54 +418,14 @@ export class AccountObject {
 		return { roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING), users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING) };
 	}
 
-	// One alarm serves every timed need: sweeping expired cursors, draining notification
-	// messages a write committed but could not hand to the queue, releasing expired uploads and
-	// deleting the R2 objects no row refers to, index builds, and ending expired stickers. It is
-	// set for the earliest of them.
+	// The one alarm runs every timer that is due (timers.ts).
 	async alarm() {
-		const sweep = this.cursors.sweep(now());
-		const account = await this.ctx.storage.get<string>(ACCOUNT);
-		const left = account !== undefined && (await this.drain(account));
-		const tidy = account === undefined ? undefined : await this.tidy(account);
-		const indexing = account !== undefined && (await this.indexWork(account));
-		const expiry = account === undefined ? undefined : await this.expiry(account);
-		const due = [
-			indexing ? Date.now() : undefined,
-			expiry?.next === undefined ? undefined : Math.ceil(expiry.next * 1000),
-			expiry?.left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
-			sweep === undefined ? undefined : Math.ceil(sweep * 1000) + 1000,
-			left ? Date.now() + DRAIN_GRACE_SECONDS * 1000 : undefined,
-			tidy === undefined ? undefined : Math.ceil(tidy * 1000),
-		];
-		const next = Math.min(...due.filter((t) => t !== undefined));
-		if (Number.isFinite(next)) await this.ctx.storage.setAlarm(next);
-	}
-
-	// Serialized with the writes: it changes uploads and the account's doc bytes too.
-	private async tidy(account: string): Promise<number | undefined> {
-		const outcome = await this.serialized((db) => docs.tidyDocs(db, this.env.DOCS, account, now()));
-		return outcome.ok ? outcome.value : now() + 60;
-	}
-
-	// An alarm no later than `atSeconds`, which will know the account.
-	private async wakeBy(account: string, atSeconds: number) {
-		await this.ctx.storage.put(ACCOUNT, account);
-		const target = Math.ceil(atSeconds * 1000);
-		const current = await this.ctx.storage.getAlarm();
-		if (current === null || current > target) await this.ctx.storage.setAlarm(target);
-	}
-
-	private scheduleSweep(atSeconds: number) {
-		return this.ctx.storage.setAlarm(Math.ceil(atSeconds * 1000) + 1000);
-	}
-
-	// Before a batch with notification messages commits: an alarm at most DRAIN_GRACE_SECONDS
-	// away, so a crash right after the commit leaves nothing behind for good.
-	private async armDrain(account: string) {
-		await this.ctx.storage.put(ACCOUNT, account);
-		const target = Date.now() + DRAIN_GRACE_SECONDS * 1000;
-		const current = await this.ctx.storage.getAlarm();
-		if (current === null || current > target) await this.ctx.storage.setAlarm(target);
+		const legacy = await this.ctx.storage.get<string>(LEGACY_KEYS[0]!);
+		if (legacy !== undefined) {
+			for (const name of Object.values(TIMER)) await this.timers.by(name, legacy, 0);
+			await this.ctx.storage.delete(LEGACY_KEYS);
+		}
+		await this.timers.run();
 	}
 
 	// Drains run one at a time; answers whether messages are left for the alarm.
@@ -563,7 +474,7 @@ export class AccountObject {
 			// A writer that may not see the whole ledger must not see what its rows cost either.
 			const indexDb = writer.rules.entry === null ? db : database(this.env.DB);
 			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
-			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, { fanOut, beforeCommit: () => this.armDrain(account), meter, index });
+			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, { fanOut, beforeCommit: () => this.host.armDrain(account), meter, index });
 			// The account's, not the writer's: ledger bytes are what the account keeps.
 			if (grown) this.usage.add(at, null, { ledger_size_delta: grown });
 			if (published) await this.drain(account);

@@ -4,7 +4,10 @@ import type { D1Meter } from "../db/meter";
 import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
 import { fanOut, insertSight, type Published, streamPublication, truncationLog } from "../db/outbox";
-import { deleteStickers, dueStickers, findSticker, insertStickers, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
+import { deleteStickers, dueStickers, findSticker, insertStickers, nextExpiry, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
+import { database } from "../db/client";
+import { now } from "../base/time";
+import { type Host, RETRY_SECONDS } from "./host";
 import { findTwins } from "../db/twins";
 import { ApiError } from "../base/errors";
 import type { Caller } from "../base/caller";
@@ -145,4 +148,32 @@ function eventOf(row: StickerRow) {
 
 function keyOf(row: StickerRow): StickerKey {
 	return { twin: row.twin, account: row.account, color: row.color };
+}
+
+// When the first of the stickers a put makes expires: beside the put, the stickers timer is due
+// by then (a default validity, a year, is later than any given one; a year from now is early
+// enough).
+export function earliestExpiry(input: StickerInput, at: number): number {
+	return Math.min(...Object.values(input).map((sticker) => sticker.validity_ts ?? at + MAX_STICKER_SECONDS));
+}
+
+// The stickers timer's step: every sticker due ends, serialized with the writes, until none is
+// left due; then the timer is due at the next expiry (none when the account has no sticker).
+// Messages the expiries published that the drain could not hand on leave the drain due.
+export async function expiryStep(host: Host, account: string): Promise<number | undefined> {
+	const outcome = await host.serialized(async () => {
+		const db = database(host.env.DB);
+		const fanOut = Number(host.env.MAX_SUBSCRIPTIONS);
+		let left = false;
+		for (;;) {
+			const at = now();
+			const run = await expireStickers(db, account, fanOut, () => host.armDrain(account), at);
+			if (run.expired) host.usage.add(at, null, { stickers_expired: run.expired });
+			if (run.published && (await host.drain(account))) left = true;
+			if (!run.more) break;
+		}
+		if (left) await host.armDrain(account);
+		return nextExpiry(db, account);
+	});
+	return outcome.ok ? outcome.value : now() + RETRY_SECONDS;
 }

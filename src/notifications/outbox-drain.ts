@@ -10,6 +10,7 @@ import type { NotificationJob } from "./jobs";
 // How far ahead of a write with notifications the account's alarm is set: if the object goes
 // away between the commit and the drain, the alarm drains what it left.
 export const DRAIN_GRACE_SECONDS = 30;
+export const drainRetryAt = (at: number) => at + DRAIN_GRACE_SECONDS;
 
 // Queued rows are kept this long after they were handed to the queue: every attempt of a
 // message, all within its retry window, reads its row. The slack covers a queue delivering

@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
@@ -27,6 +27,7 @@ import {
 	expireUpload,
 	fingerprint,
 	userWithRules,
+	fireAccountAlarm,
 } from "../fixtures";
 
 // What happens to the bytes over time (CONTRACT §17): the account's alarm releases expired
@@ -135,14 +136,14 @@ describe("objects of deleted docs and uploads", () => {
 		expect(retryAt).toBeLessThanOrEqual(Date.now() + 61_000);
 
 		// An alarm while R2 still fails keeps them, and sets itself again.
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect((await garbageOf(admin.account)).length).toBe(2);
 		expect(await env.DOCS.head(docKey)).not.toBeNull();
 		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toBeGreaterThan(Date.now());
 
 		// Once R2 works, the next alarm deletes both and forgets them.
 		await restore();
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect(await env.DOCS.head(docKey)).toBeNull();
 		expect(await env.DOCS.head(uploadKey)).toBeNull();
 		expect(await garbageOf(admin.account)).toEqual([]);

@@ -1,4 +1,3 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -23,6 +22,7 @@ import {
 	uploadObject,
 	uploadUrl,
 	userWith,
+	fireAccountAlarm,
 } from "../fixtures";
 import { storeStreaming } from "../../src/storage/objects";
 
@@ -507,8 +507,8 @@ describe("an upload in flight", () => {
 		}
 
 		it("is released by the account's alarm once its lease has passed, long before the URL expires", async () => {
-			const { admin, created, stub } = await deadPut(777);
-			await runDurableObjectAlarm(stub);
+			const { admin, created } = await deadPut(777);
+			await fireAccountAlarm(admin.account);
 			const row = await env.DB.prepare("SELECT state, object, size, lease_ts FROM uploads WHERE handler = ?").bind(created.handler).first();
 			expect(row).toEqual({ state: "pending", object: null, size: null, lease_ts: null });
 			expect(await docBytes(admin.account)).toBe(0);

@@ -1,9 +1,9 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
 import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
-import { addEntries, bootstrap, call, confirmedSubscription, consume, inImplementation, loggedErrors, messagesFor, newTwin, outboxOf, received } from "../fixtures";
+import { addEntries, bootstrap, call, confirmedSubscription, consume, inImplementation, loggedErrors, messagesFor, newTwin, outboxOf, received, fireAccountAlarm } from "../fixtures";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.
@@ -40,7 +40,7 @@ describe("the outbox between a committed write and the queue", () => {
 		await inImplementation(stub, (instance) => {
 			(instance as unknown as { env: Env }).env = env;
 		});
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		const [delivery] = await messagesFor(id);
 		expect(delivery.headers["webhook-id"]).toBe(row.message);
 		expect(JSON.parse(delivery.body)).toMatchObject({ message: row.message, event: { level: { new_value: 1, old_value: null } } });
@@ -75,7 +75,7 @@ describe("the outbox between a committed write and the queue", () => {
 		await inImplementation(stub, (instance) => {
 			(instance as unknown as { env: Env }).env = env;
 		});
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		await messagesFor(id);
 		// Nothing left to drain: the alarm is the cursor's sweep again.
 		expect(await alarm()).toBeGreaterThan(Date.now() + 3_600_000);

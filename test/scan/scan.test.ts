@@ -1,8 +1,8 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
-import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins, walk } from "../fixtures";
+import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins, walk, fireAccountAlarm } from "../fixtures";
 
 describe("scan_twins parameters", () => {
 	it.each([
@@ -164,7 +164,7 @@ describe("cursors", () => {
 			state.storage.sql.exec("UPDATE cursors SET expires_at = expires_at - 86401");
 		});
 		expectError(await scan(admin.secret, `count=2&cursor=${cursor}`), 400, 400104);
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect(await count()).toBe(0);
 	});
 });

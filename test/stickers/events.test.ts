@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
@@ -24,6 +24,7 @@ import {
 	until,
 	usageOf,
 	usageTotal,
+	fireAccountAlarm,
 } from "../fixtures";
 
 const everything = { on_put: "stickers", on_remove: "stickers", on_expire: "stickers" };
@@ -107,7 +108,7 @@ describe("sticker expiry", () => {
 		const expired = bodies(await messagesFor(id, 2))[1];
 		expect(expired).toMatchObject({ trigger: "sticker.expired", twin, event: { color: "red", validity_ts: validity } });
 		// The alarm run again (a retry) finds nothing left to end.
-		await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account));
+		await fireAccountAlarm(admin.account);
 		expect(await triggers(sub.uuid)).toEqual(["sticker.put", "sticker.expired"]);
 		const lines = await logLines(admin.secret);
 		expect(lines).toHaveLength(1);
@@ -139,7 +140,7 @@ describe("sticker expiry", () => {
 		expect(again.red.note).toBe("again");
 		expect(await triggers(sub.uuid)).toEqual(["sticker.expired"]);
 		expect(await logLines(admin.secret)).toHaveLength(1);
-		await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account));
+		await fireAccountAlarm(admin.account);
 		expect(await triggers(sub.uuid)).toEqual(["sticker.expired"]);
 		expect((await call("GET", stickerPath(twin, "red"), { secret: admin.secret })).body.note).toBe("again");
 	});
@@ -164,7 +165,7 @@ describe("sticker expiry", () => {
 				return [color, (await call("DELETE", stickerPath(twin, color), { secret: admin.secret })).status] as const;
 			}),
 		);
-		await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account));
+		await fireAccountAlarm(admin.account);
 		await until(() => triggers(sub.uuid), (t) => t.length === 2 * colors.length, "every sticker's end");
 		const ends = (await outboxOf(sub.uuid)).filter((row) => row.trigger !== "sticker.put");
 		for (const [color, status] of removes) {
@@ -199,7 +200,7 @@ describe("sticker expiry", () => {
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		await runInDurableObject(stub, (_instance: AccountDO, state) => state.storage.setAlarm(Date.now() + 86_400_000));
 		await clockPast(validity);
-		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		const [row] = await outboxOf(sub.uuid);
 		expect(row).toMatchObject({ trigger: "sticker.expired", queued_ts: null });
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
@@ -208,7 +209,7 @@ describe("sticker expiry", () => {
 		expect(alarm).not.toBeNull();
 		expect(alarm as number).toBeLessThanOrEqual(Date.now() + 31_000);
 		await objectEnv(admin.account, { WEBHOOKS: env.WEBHOOKS });
-		await runDurableObjectAlarm(stub);
+		await fireAccountAlarm(admin.account);
 		expect(bodies(await messagesFor(id, 1))[0]).toMatchObject({ trigger: "sticker.expired", message: row.message });
 	});
 

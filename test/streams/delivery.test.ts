@@ -1,7 +1,6 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, ledger, loggedErrors, newTwin, objectEnv, openSocket, openSse, publish, streamPath, until } from "../fixtures";
+import { bootstrap, call, ledger, loggedErrors, newTwin, objectEnv, openSocket, openSse, publish, streamPath, until, fireAccountAlarm } from "../fixtures";
 
 // Live delivery through the Worker to real SSE and WebSocket clients: what a stream receives,
 // in which framing, on which topics, and that nothing committed after the headers is missed.
@@ -146,7 +145,7 @@ describe("a live stream", () => {
 		const waiting = await env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?").bind(admin.account).first<{ n: number }>();
 		expect(waiting?.n).toBe(1);
 		await restore();
-		expect(await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account))).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect(await stream.next()).toMatchObject({ id: "1", data: { event: { n: { new_value: 1 } } } });
 	});
 });

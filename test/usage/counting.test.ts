@@ -1,5 +1,3 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { USAGE_FIELDS } from "../../src/base/usage";
 import {
@@ -17,6 +15,7 @@ import {
 	usageTally,
 	usageTotal,
 	userWith,
+	fireAccountAlarm,
 } from "../fixtures";
 
 // What each request of a user counts (§20): itself whatever its answer, the D1 rows its
@@ -165,7 +164,7 @@ describe("the account's object", () => {
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the queue is down"));
 		expect(await published()).toBe(2);
 		down = false;
-		expect(await runDurableObjectAlarm(env.ACCOUNTS.getByName(admin.account))).toBe(true);
+		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect(queued).toHaveLength(4);
 		expect(await published()).toBe(4);
 		expect(usageTotal(await usageOf(admin.secret, `/usage/${admin.user}`)).task_publish_topic_count).toBe(0);
