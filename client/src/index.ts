@@ -1,49 +1,29 @@
 // A typed client of the Twin Registry: the types are generated from the service's API document
 // (schema.d.ts, by openapi-typescript), the requests are openapi-fetch's. This file adds what
-// a generated client cannot know: the credential on every request, lists in a query as one
-// comma-separated value (as the document states), answers unwrapped with every refusal thrown
-// as a TwinRegistryError, scan_twins' cursor walked as an async iterator, and exchangeToken,
-// the sign-in's trade of an ID token for a User Token.
+// a generated client cannot know: the credential on every request (a string, or a function such
+// as userTokenCredential's that refreshes a User Token), lists in a query as one comma-separated
+// value (as the document states), answers unwrapped with every refusal thrown as a
+// TwinRegistryError, retries under an Idempotency-Key, scan_twins' cursor walked as an async
+// iterator, live streams, and the upload-then-attach of docs.
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
-import type { components, operations, paths } from "./schema";
+import { TwinRegistryError } from "./error.js";
+import { retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
+import type { components, operations, paths } from "./schema.js";
+import { openStream, type NotificationStream, type StreamOptions } from "./stream.js";
+import { bytesOf, sha256Hex, type DocUpload } from "./upload.js";
 
 export type { components, operations, paths };
+export { ERRORS, SUBCODES, TwinRegistryError, type ErrorCode, type ErrorDetail, type ErrorEnvelope } from "./error.js";
+export { retryAfterMs, retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
+export { StreamClosedError, type NotificationStream, type StreamEvent, type StreamMessage, type StreamOptions, type WebSocketConstructor, type WebSocketLike } from "./stream.js";
+export { exchangeToken, userTokenCredential, type ExchangedToken, type TokenExchange, type UserToken, type UserTokenCredential, type UserTokenOptions } from "./token.js";
+export { sha256Hex, type DocUpload } from "./upload.js";
+
 export type Twin = components["schemas"]["Twin"];
 export type User = components["schemas"]["User"];
 export type Role = components["schemas"]["Role"];
 export type UserSecret = components["schemas"]["UserSecret"];
 export type Subscription = components["schemas"]["Subscription"];
-export type ErrorEnvelope = components["schemas"]["Error"];
-
-// The service's error envelope, thrown for every answer that is not a success.
-export class TwinRegistryError extends Error {
-	readonly name = "TwinRegistryError";
-	readonly description: string;
-	readonly details?: ErrorEnvelope["details"];
-
-	constructor(
-		readonly status: number,
-		readonly subcode: number,
-		readonly trace: string,
-		description: string,
-		details?: ErrorEnvelope["details"],
-	) {
-		super(`${status} ${subcode}: ${description} (trace ${trace})`);
-		this.description = description;
-		this.details = details;
-	}
-
-	// An answer that is not the envelope (a proxy's page, the platform's plain 405) keeps its
-	// status, with subcode 0 and the request id from the header when there is one.
-	static of(response: Response, body: unknown): TwinRegistryError {
-		const envelope = body as Partial<ErrorEnvelope> | undefined;
-		const trace = envelope?.trace ?? response.headers.get("x-request-id") ?? "";
-		if (typeof envelope?.subcode === "number" && typeof envelope.description === "string") {
-			return new TwinRegistryError(response.status, envelope.subcode, trace, envelope.description, envelope.details);
-		}
-		return new TwinRegistryError(response.status, 0, trace, typeof body === "string" && body ? body : response.statusText);
-	}
-}
 
 type Method = "get" | "post" | "patch" | "put" | "delete";
 type PathsWith<M extends Method> = { [P in keyof paths]: paths[P][M] extends undefined ? never : P }[keyof paths];
@@ -56,14 +36,20 @@ type Call<M extends Method> = <P extends PathsWith<M>, I extends Init<P, M>>(pat
 export type ClientOptions = {
 	// The service's origin, such as "https://registry.example.com".
 	baseUrl: string;
-	// A User Secret or a User Token; the bootstrap route takes "Bearer <ADMIN_TOKEN>".
-	credential?: string;
-	// Another fetch (a test's, or one with retries); the global one by default.
-	fetch?: (request: Request) => Promise<Response>;
+	// A User Secret or a User Token, or a function answering one for each request (such as
+	// userTokenCredential's); the bootstrap route takes "Bearer <ADMIN_TOKEN>".
+	credential?: string | (() => string | Promise<string>);
+	// Another fetch (a test's, or a proxy's); the global one by default.
+	fetch?: Fetch;
 	headers?: Record<string, string>;
+	// Retry failed requests, POST and PATCH under one Idempotency-Key per call (off by default;
+	// true for the defaults of RetryOptions).
+	retry?: boolean | RetryOptions;
 };
 
 export type ScanQuery = NonNullable<operations["scan_twins"]["parameters"]["query"]>;
+// A doc's record, as attach_twin_doc and get_twin_doc answer it.
+export type Doc = operations["attach_twin_doc"]["responses"][201]["content"]["application/json"]["docs"][string];
 
 export type TwinRegistryClient = {
 	get: Call<"get">;
@@ -74,15 +60,33 @@ export type TwinRegistryClient = {
 	// Every twin scan_twins answers, page after page: uuids, or records with details: true.
 	scanTwins(query?: Omit<ScanQuery, "cursor" | "details"> & { details?: false }): AsyncIterable<string>;
 	scanTwins(query: Omit<ScanQuery, "cursor" | "details"> & { details: true }): AsyncIterable<Twin>;
+	// A live stream of notification messages, resumed after each disconnection.
+	stream(options: StreamOptions): NotificationStream;
+	// Uploads bytes and attaches them to a twin under a name, with their SHA-256; answers the
+	// doc's record. A refused attach lets go of the upload URL.
+	uploadDoc(upload: DocUpload): Promise<Doc>;
 	// The openapi-fetch client underneath: answers as { data, error, response }, nothing thrown.
 	api: Client<paths>;
 };
 
 export function createClient(options: ClientOptions): TwinRegistryClient {
+	const baseUrl = options.baseUrl.replace(/\/+$/, "");
+	const { credential } = options;
+	const send: Fetch = options.fetch ?? ((request) => fetch(request));
+	const retry = options.retry === true ? {} : options.retry || undefined;
+	// The credential is read for each attempt, so that a retry goes with a refreshed token; a call
+	// that sets its own Authorization header keeps it.
+	const authorized: Fetch = async (request) => {
+		if (credential !== undefined && !request.headers.has("authorization")) {
+			request.headers.set("authorization", typeof credential === "function" ? await credential() : credential);
+		}
+		return send(request);
+	};
+	const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([name]) => credential === undefined || name.toLowerCase() !== "authorization"));
 	const api = createFetchClient<paths>({
-		baseUrl: options.baseUrl.replace(/\/+$/, ""),
-		fetch: options.fetch,
-		headers: { ...options.headers, ...(options.credential === undefined ? {} : { authorization: options.credential }) },
+		baseUrl,
+		fetch: retry ? retryingFetch(authorized, retry) : authorized,
+		headers,
 		querySerializer: { array: { style: "form", explode: false } },
 	});
 
@@ -93,6 +97,8 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 			return data;
 		}) as unknown as Call<M>;
 	const get = call("get");
+	const post = call("post");
+	const remove = call("delete");
 
 	async function* scanTwins(query: Omit<ScanQuery, "cursor"> = {}): AsyncGenerator<string | Twin> {
 		let cursor: string | undefined;
@@ -103,67 +109,46 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		} while (cursor !== undefined);
 	}
 
-	return { get, post: call("post"), patch: call("patch"), put: call("put"), delete: call("delete"), scanTwins: scanTwins as TwinRegistryClient["scanTwins"], api };
-}
-
-// exchange_user_token, POST /token/exchange: an identity provider's ID token traded for a User
-// Token of the user linked to its subject (made at the first exchange when the provider
-// provisions users). It takes no credential, so it is a function of its own rather than a call
-// of a client that holds one. The body and the answer are written out here rather than read
-// from schema.d.ts, so that the helper does not depend on the generated path types; with the
-// route in the document, `registry.post("/token/exchange", { body })` is typed as well.
-export type TokenExchange = {
-	// The service's origin, as in ClientOptions.
-	baseUrl: string;
-	// The account whose identity providers verify the token (a uuid).
-	account: string;
-	// The provider's ID token, as it came.
-	subjectToken: string;
-	subjectTokenType?: "urn:ietf:params:oauth:token-type:id_token" | "urn:ietf:params:oauth:token-type:jwt";
-	// As create_user_token's: what the User Token may do, and when it should end at the latest.
-	options?: ("create" | "refresh")[];
-	validityTs?: number | null;
-	fetch?: (request: Request) => Promise<Response>;
-	headers?: Record<string, string>;
-};
-
-export type ExchangedToken = {
-	// The User Token: `Authorization: Bearer <token>`, or createClient's credential.
-	token: string;
-	options: ("create" | "refresh")[];
-	validity_ts: number;
-	account: string;
-	user: string;
-	// True when this exchange made the user.
-	provisioned: boolean;
-};
-
-// The answer of a 201; any refusal (401261 to 401266, 403101, 429101, 503261...) is thrown as a
-// TwinRegistryError.
-export async function exchangeToken(request: TokenExchange): Promise<ExchangedToken> {
-	const { baseUrl, account, subjectToken, subjectTokenType, options, validityTs, headers } = request;
-	const send = request.fetch ?? ((r: Request) => fetch(r));
-	const body = {
-		account,
-		subject_token: subjectToken,
-		...(subjectTokenType === undefined ? {} : { subject_token_type: subjectTokenType }),
-		...(options === undefined ? {} : { options }),
-		...(validityTs === undefined ? {} : { validity_ts: validityTs }),
-	};
-	const response = await send(
-		new Request(`${baseUrl.replace(/\/+$/, "")}/token/exchange`, {
-			method: "POST",
-			headers: { ...headers, "content-type": "application/json" },
-			body: JSON.stringify(body),
-		}),
-	);
-	const text = await response.text();
-	let answer: unknown = text;
-	try {
-		answer = JSON.parse(text);
-	} catch {
-		// Not JSON: kept as text for the error.
+	function stream(streamOptions: StreamOptions): NotificationStream {
+		const streamToken = async () => (await post("/notifications/stream/tokens", { body: {} })).token;
+		const withHeaders: Fetch = (request) => {
+			for (const [name, value] of Object.entries(headers)) if (!request.headers.has(name)) request.headers.set(name, value);
+			return authorized(request);
+		};
+		return openStream({ baseUrl, fetch: withHeaders, streamToken }, streamOptions);
 	}
-	if (!response.ok) throw TwinRegistryError.of(response, answer);
-	return answer as ExchangedToken;
+
+	async function uploadDoc(upload: DocUpload): Promise<Doc> {
+		const bytes = await bytesOf(upload.body);
+		const hash = await sha256Hex(bytes);
+		const contentType = upload.contentType ?? (upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+		const { handler, url } = await post("/cache", { body: upload.validityTs === undefined ? {} : { validity_ts: upload.validityTs } });
+		try {
+			// The URL is the credential: the PUT carries none.
+			const putFetch = retry ? retryingFetch(send, retry) : send;
+			const put = await putFetch(
+				new Request(url, { method: "PUT", headers: { "content-type": contentType, "content-length": String(bytes.byteLength) }, body: bytes as Uint8Array<ArrayBuffer> }),
+			);
+			if (!put.ok) {
+				const error = await TwinRegistryError.from(put);
+				// The URL already holds its file: a retried PUT whose first answer was lost.
+				if (!error.is("upload_used")) throw error;
+			} else await put.body?.cancel();
+			const entry = {
+				handler,
+				hash,
+				...(upload.description === undefined ? {} : { description: upload.description }),
+				...(upload.storageClass === undefined ? {} : { storage_class: upload.storageClass }),
+			};
+			const { docs } = await post("/twins/{twin}/docs", { params: { path: { twin: upload.twin } }, body: { docs: { [upload.name]: entry } } });
+			return docs[upload.name] as Doc;
+		} catch (error) {
+			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
+			// the attach may have happened, so the upload is left to expire.
+			if (error instanceof TwinRegistryError) await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
+			throw error;
+		}
+	}
+
+	return { get, post, patch: call("patch"), put: call("put"), delete: remove, scanTwins: scanTwins as TwinRegistryClient["scanTwins"], stream, uploadDoc, api };
 }

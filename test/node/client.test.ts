@@ -3,7 +3,8 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { exchangeToken, TwinRegistryError } from "../../client/src/index";
-import { CLIENT_SCHEMA, clientSchemaText, committedClientSchema } from "../../scripts/build/client.mjs";
+import { CLIENT_CODES, CLIENT_SCHEMA, clientCodesText, clientSchemaText, committedClientCodes, committedClientSchema } from "../../scripts/build/client.mjs";
+import { ERRORS } from "../../src/base/errors";
 import { openApiText } from "../../scripts/build/openapi.mjs";
 
 const document = openApiText();
@@ -42,6 +43,10 @@ function compile(name: string, text: string): string[] {
 describe("the typed client", () => {
 	it("carries the types openapi-typescript generates from the current document (npm run client:generate)", async () => {
 		expect(committedClientSchema() === (await clientSchemaText(document)), `${CLIENT_SCHEMA} is stale: run npm run client:generate`).toBe(true);
+	});
+
+	it("carries the service's error catalogue (npm run client:generate)", () => {
+		expect(committedClientCodes() === clientCodesText(ERRORS), `${CLIENT_CODES} is stale: run npm run client:generate`).toBe(true);
 	});
 
 	it("compiles against every example call of the document", () => {
