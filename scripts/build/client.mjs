@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
+import { parseCli } from "../cli.mjs";
 import { openApiText } from "./openapi.mjs";
 
 export const CLIENT_SCHEMA = fileURLToPath(new URL("../../client/src/schema.d.ts", import.meta.url));
@@ -16,4 +17,16 @@ export function committedClientSchema() {
 	return readFileSync(CLIENT_SCHEMA, "utf8");
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) writeFileSync(CLIENT_SCHEMA, await clientSchemaText());
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+	parseCli({
+		usage: `
+usage: npm run client:generate
+
+Regenerates the typed client's types, client/src/schema.d.ts, from the API document the route
+table builds (test/node/client.test.ts fails while the file is stale).
+
+  -h, --help    this text
+`,
+	});
+	writeFileSync(CLIENT_SCHEMA, await clientSchemaText());
+}
