@@ -2,7 +2,7 @@
 // settings every local command wants (no network look-ups of Cloudflare's metadata, no
 // telemetry) and the static assets in place. npm scripts call it as a command:
 //   node scripts/wrangler.mjs <wrangler|vitest> [args...]
-// and the other scripts import wrangler() and wranglerDone() from it.
+// and the other scripts import wrangler(), wranglerDone() and applyMigrations() from it.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,10 +35,45 @@ export function wranglerDone(args, options = {}) {
 	});
 }
 
+// Applies the local D1 migrations quietly: wrangler reprints its table of migrations after
+// each one it applies, a thousand lines on a first start. Resolves to how many it applied;
+// on a failure, rejects with everything wrangler printed.
+export function applyMigrations({ persistTo } = {}) {
+	const args = ["d1", "migrations", "apply", "DB", "--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
+	return new Promise((resolve, reject) => {
+		const child = wrangler(args, { stdio: ["ignore", "pipe", "pipe"] });
+		let out = "";
+		child.stdout.on("data", (chunk) => (out += chunk));
+		child.stderr.on("data", (chunk) => (out += chunk));
+		child.on("error", reject);
+		child.on("exit", (code) => {
+			if (code !== 0) return reject(new Error(`wrangler d1 migrations apply exited with ${code}:\n${out}`));
+			resolve(countMigrations(out));
+		});
+	});
+}
+
+// The distinct migration files named in wrangler's tables; none when it had nothing to apply.
+export function countMigrations(output) {
+	if (output.includes("No migrations to apply")) return 0;
+	return new Set(output.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? []).size;
+}
+
+const USAGE = `usage: node scripts/wrangler.mjs <${TOOLS.join("|")}> [args...]
+
+Runs the project's own wrangler or vitest on this Node, without Cloudflare metadata look-ups
+or telemetry, with the static assets in place. \`npm test\`, \`npm run build\` and the other
+npm scripts call it; \`node scripts/wrangler.mjs wrangler --help\` is wrangler's own help.
+`;
+
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
 	const [tool, ...args] = process.argv.slice(2);
+	if (tool === "--help" || tool === "-h") {
+		process.stdout.write(USAGE);
+		process.exit(0);
+	}
 	if (!TOOLS.includes(tool)) {
-		console.error(`usage: node scripts/wrangler.mjs <${TOOLS.join("|")}> [args...]`);
+		console.error(USAGE);
 		process.exit(2);
 	}
 	const child = run(tool, args);

@@ -5,16 +5,29 @@
 // `-- --only <text>` runs the cases whose name holds the text (and the ordinary scan).
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseCli } from "../cli.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
-const PORT = Number(process.env.BENCH_PORT ?? 8811);
-const STATE = ".wrangler/bench-abuse-state";
 const RUNS = 5;
 const CASE_SECONDS = 60;
-const { values: args } = parseArgs({ options: { only: { type: "string" } } });
+const { values: args } = parseCli({
+	usage: `
+usage: npm run bench:abuse [-- --only TEXT]
+
+The adversarial requests of the bounded-cost issue against a \`wrangler dev\` of its own, each
+next to an ordinary scan, with another account's /whoami latency meanwhile; every loop bounded
+(${RUNS} runs, ${CASE_SECONDS} s a case). Prints a table and writes bench/abuse.json.
+
+  --only TEXT   only the cases whose name holds TEXT (and the ordinary scan)
+  --port N      its server's port (default: BENCH_PORT, else 8811; the inspector takes N + 1000)
+  -h, --help    this text
+`,
+	options: { only: { type: "string" }, port: { type: "string", default: process.env.BENCH_PORT ?? "8811" } },
+});
+const PORT = Number(args.port);
+const STATE = ".wrangler/bench-abuse-state";
 const chosen = (name) => !args.only || name.includes(args.only);
 
 rmSync(STATE, { recursive: true, force: true });

@@ -13,7 +13,8 @@
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs, promisify } from "node:util";
+import { promisify } from "node:util";
+import { parseCli } from "../cli.mjs";
 import { benchDocs, printDocs } from "./docs.mjs";
 import { benchIndexes, indexesSeed, printIndexes } from "./indexes.mjs";
 import { benchLedger, printLedger } from "./ledger.mjs";
@@ -25,9 +26,23 @@ import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
-const { values: args } = parseArgs({ options: { only: { type: "string" }, port: { type: "string", default: "8799" } } });
-const TWINS = args.only ? 0 : 100_000;
 const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup"];
+const { values: args } = parseCli({
+	usage: `
+usage: npm run bench [-- options]
+
+Seeds a local account with 100,000 twins and measures scans, load, ledgers, notifications,
+docs, indexes, streams, the write ceiling and startup against a \`wrangler dev\` of its own,
+then runs \`npm run bench:compare\`. Prints tables and writes bench/results.json
+(docs/benchmarks.md). It takes a long while.
+
+  --only PART   one part alone: ${PARTS.join(", ")}
+  --port N      its server's port (default: 8799; the inspector takes N + 1000)
+  -h, --help    this text
+`,
+	options: { only: { type: "string" }, port: { type: "string", default: "8799" } },
+});
+const TWINS = args.only ? 0 : 100_000;
 if (args.only && !PARTS.includes(args.only)) throw new Error(`--only takes one of ${PARTS.join(", ")}`);
 const SAMPLES = 100;
 const PORT = Number(args.port);

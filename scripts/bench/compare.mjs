@@ -9,6 +9,19 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { prepareAssets } from "../build/assets.mjs";
 
+// Its options are the shared script's, passed through; only --help is answered here, so that it
+// answers even where ../shared is missing.
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+	process.stdout.write(`usage: npm run bench:compare [-- options of ../shared/perf/compare.mjs]
+
+Measures this project, a plain Worker and the least design with the same promises under
+\`wrangler dev\` in the same run, and prints two tables of ratios (docs/benchmarks.md). It needs
+../shared/perf/compare.mjs beside the project; its options (--twins N, --rounds N, ...) are
+that script's and are passed through.
+`);
+	process.exit(0);
+}
+
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const COMPARE = fileURLToPath(new URL("../../../shared/perf/compare.mjs", import.meta.url));
 

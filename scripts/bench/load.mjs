@@ -1,21 +1,36 @@
 // `npm run load [-- --seconds N]`: a bounded mixed workload (at most 60 s) against a fresh
 // `wrangler dev`, driven from a second process. Reports requests, errors by status, p50, p99.
+// Its server takes a free port unless --port names one.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs, promisify } from "node:util";
+import { promisify } from "node:util";
+import { parseCli } from "../cli.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "30" }, concurrency: { type: "string", default: "8" } } });
+const { values } = parseCli({
+	usage: `
+usage: npm run load [-- options]
+
+A bounded mixed workload against a fresh \`wrangler dev\` of its own (state in a temporary
+folder), driven from a second process; prints requests, statuses, p50 and p99.
+
+  --seconds N       how long, at most 60 (default: 30)
+  --concurrency N   connections, at most 64 (default: 8)
+  --port N          its server's port (default: a free port)
+  -h, --help        this text
+`,
+	options: { seconds: { type: "string", default: "30" }, concurrency: { type: "string", default: "8" }, port: { type: "string" } },
+});
 const seconds = Math.min(60, Math.max(1, Number(values.seconds)));
 const concurrency = Math.min(64, Math.max(1, Number(values.concurrency)));
 
 const state = mkdtempSync(join(tmpdir(), "twin-registry-load-"));
 const adminToken = randomBytes(32).toString("base64url");
-const server = await startDevServer({ port: 8797, persistTo: state, vars: { ADMIN_TOKEN: adminToken, CALLBACK_POLICY: "any" } });
+const server = await startDevServer({ port: values.port === undefined ? undefined : Number(values.port), persistTo: state, vars: { ADMIN_TOKEN: adminToken, CALLBACK_POLICY: "any" } });
 try {
 	const json = async (method, path, secret, body) => {
 		const res = await fetch(server.url + path, {

@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildSync } from "esbuild";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
+import { parseCli } from "../cli.mjs";
 import { openApiText } from "./openapi.mjs";
 
 export const CLIENT_SCHEMA = fileURLToPath(new URL("../../client/src/schema.d.ts", import.meta.url));
@@ -44,6 +45,17 @@ async function serviceCatalogue() {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+	parseCli({
+		usage: `
+usage: npm run client:generate
+
+Regenerates the typed client's generated files from the service: client/src/schema.d.ts from
+the API document the route table builds, and client/src/codes.ts from the error catalogue
+(test/node/client.test.ts fails while either is stale).
+
+  -h, --help    this text
+`,
+	});
 	writeFileSync(CLIENT_SCHEMA, await clientSchemaText());
 	writeFileSync(CLIENT_CODES, clientCodesText(await serviceCatalogue()));
 }

@@ -8,12 +8,25 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { parseCli } from "../cli.mjs";
 import { quietEnv, wrangler, wranglerDone } from "../wrangler.mjs";
 import { readConfig } from "./config.mjs";
 import { chooseAccount, needsSubdomain, planDeploy, queuesOf } from "./plan.mjs";
 
-const { values } = parseArgs({ options: { "public-url": { type: "string" } } });
+const { values } = parseCli({
+	usage: `
+usage: npm run deploy [-- --public-url URL]
+
+Deploys the Worker to the Cloudflare account \`npx wrangler login\` reaches, creating first what
+it lacks: the D1 database, the R2 bucket, the queues and the required secrets (generated and
+printed once); then applies the remote D1 migrations and deploys. Run again, it deploys the
+code and changes nothing else (docs/deploying.md).
+
+  --public-url URL   the service's public origin (default: the Worker's workers.dev origin)
+  -h, --help         this text
+`,
+	options: { "public-url": { type: "string" } },
+});
 const config = readConfig();
 let env = quietEnv;
 

@@ -1,4 +1,4 @@
-// `npm run identity-provider [-- --port N] [--audience A] [--alg RS256|ES256|EdDSA]`
+// `npm run identity-provider` (usage below, or `-- --help`):
 // A stand-in OpenID Connect identity provider for the sign-in example (docs/sign-in.md) and its
 // browser test: a key pair made at start and never written anywhere, its public half served as
 // a JWK Set at /.well-known/jwks.json, and an ID token for whoever asks at
@@ -11,8 +11,9 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { parseCli } from "../cli.mjs";
+import { findServer } from "./served.mjs";
 
 export const DEFAULT_PORT = 8790;
 export const DEFAULT_AUDIENCE = "twin-registry-example";
@@ -74,7 +75,18 @@ export async function startIdentityProvider({ port = 0, audience = DEFAULT_AUDIE
 
 // Run as a script, not imported.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-	const { values } = parseArgs({
+	const { values } = parseCli({
+		usage: `
+usage: npm run identity-provider [-- options]
+
+A stand-in OpenID Connect identity provider on 127.0.0.1 for trying the sign-in example
+(docs/sign-in.md): it signs an ID token for anyone who asks, so trust it only locally.
+
+  --port N          its port (default: ${DEFAULT_PORT})
+  --audience A      the audience of its tokens (default: ${DEFAULT_AUDIENCE})
+  --alg ALG         RS256, ES256 or EdDSA (default: RS256)
+  -h, --help        this text
+`,
 		options: {
 			port: { type: "string", default: String(DEFAULT_PORT) },
 			audience: { type: "string", default: DEFAULT_AUDIENCE },
@@ -92,7 +104,7 @@ an ID token        curl -s '${provider.issuer}/token?sub=alice&name=Alice'
 the example page   ${provider.issuer}/
 
 Trust it in an account (with \`npm start\` running and its administrator's secret in $ADMIN):
-curl -s -X POST http://127.0.0.1:8787/account/identity-providers -H "Authorization: $ADMIN" \\
+curl -s -X POST ${findServer()}/account/identity-providers -H "Authorization: $ADMIN" \\
     -d '${JSON.stringify({ ...body, provisioning: { role: "<role uuid>" } })}'
 
 Its key is new at every start; the service fetches the new JWK Set when it meets the new key id.`);

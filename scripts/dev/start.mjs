@@ -1,15 +1,30 @@
 // `npm start [-- --port N]`, or `npm run dev`: local D1 migrations, an ADMIN_TOKEN, a WEBHOOK_KEY
 // and a TOKEN_KEY in .dev.vars on first start, then `wrangler dev` on 127.0.0.1 with every binding
 // simulated locally and PUBLIC_URL set to that local origin, which it also leaves in .wrangler/
-// for `npm run bootstrap`.
+// for the other dev scripts (served.mjs).
 import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { createInterface } from "node:readline";
+import { parseCli } from "../cli.mjs";
 import { DEV_VARS, readDevVars } from "./dev-vars.mjs";
 import { clearServed, writeServed } from "./served.mjs";
-import { wrangler, wranglerDone } from "../wrangler.mjs";
+import { applyMigrations, quietEnv, wrangler } from "../wrangler.mjs";
 
-const { values } = parseArgs({ options: { port: { type: "string", default: "8787" } } });
+const { values } = parseCli({
+	usage: `
+usage: npm start [-- --port N]      (or npm run dev)
+
+Serves the Worker on http://127.0.0.1:8787 (or port N) with local D1, Durable Objects, Queues
+and R2: applies the D1 migrations to the local database, writes a random ADMIN_TOKEN,
+WEBHOOK_KEY and TOKEN_KEY into .dev.vars the first time, and runs \`wrangler dev\`. Each
+request prints the service's own JSON log line. \`npm run bootstrap\` and the other dev
+scripts find the port it serves on.
+
+  --port N      the port (default: 8787)
+  -h, --help    this text
+`,
+	options: { port: { type: "string", default: "8787" } },
+});
 
 // WEBHOOK_KEY seals stored webhook secrets: kept across starts, or they could not be opened.
 // TOKEN_KEY signs User Tokens: kept too, so that tokens live across a restart.
@@ -19,11 +34,30 @@ for (const name of ["ADMIN_TOKEN", "WEBHOOK_KEY", "TOKEN_KEY"]) {
 	console.log(`Wrote a new ${name} to ${DEV_VARS}`);
 }
 
-await wranglerDone(["d1", "migrations", "apply", "DB", "--local"]);
+try {
+	const applied = await applyMigrations();
+	console.log(applied ? `Applied ${applied} D1 migration${applied === 1 ? "" : "s"} to the local database` : "The local database is up to date");
+} catch (error) {
+	console.error(error.message);
+	process.exit(1);
+}
+
+// wrangler dev logs every request once more after the service's own JSON line, and no log
+// level keeps the one without the other (the Worker's console.log and wrangler's request
+// lines share the "log"/"info" levels): its request lines are dropped here, everything else
+// it prints passes through, with its colours when this is a terminal.
+const REQUEST_LINE = /^\[wrangler:info\] [A-Z]+ \S* \d{3}\b.*\(\d+ms\)/;
+const ANSI = /\x1b\[[0-9;]*m/g;
 
 // Local receivers listen on loopback, so the callback policy is relaxed for development only.
 const origin = `http://127.0.0.1:${values.port}`;
-const dev = wrangler(["dev", "--ip", "127.0.0.1", "--port", values.port, "--var", "CALLBACK_POLICY:any", "--var", `PUBLIC_URL:${origin}`]);
+const dev = wrangler(["dev", "--ip", "127.0.0.1", "--port", values.port, "--var", "CALLBACK_POLICY:any", "--var", `PUBLIC_URL:${origin}`], {
+	stdio: ["inherit", "pipe", "inherit"],
+	env: { ...quietEnv, ...(process.stdout.isTTY && { FORCE_COLOR: "1" }) },
+});
+createInterface({ input: dev.stdout, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (line) => {
+	if (!REQUEST_LINE.test(line.replace(ANSI, ""))) process.stdout.write(`${line}\n`);
+});
 writeServed(origin);
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => {

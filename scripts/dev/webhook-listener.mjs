@@ -1,42 +1,78 @@
-// `npm run webhook-listener -- --secret <API key> [--topic T] [--account A] [--url URL]
-//   [--port N] [--client-secret S] [--no-confirm] [--list]`
-// A local receiver for developers: listens on 127.0.0.1, subscribes itself to a topic on the
-// given server, verifies each message's hash and Standard Webhooks signature, prints what
-// arrives, confirms the subscription (unless --no-confirm), and shows the subscription's state
-// and recorded delivery attempts after each message. Ctrl-C shows them once more and
-// unsubscribes. `--account` subscribes to another account's topic (it must have granted it to
-// the caller's account). `--list` only prints the account's subscriptions and their states.
+// `npm run webhook-listener`: a local receiver for developers (usage below, or `-- --help`).
+// Listens on 127.0.0.1, subscribes itself to a topic on the server, verifies each message's
+// hash and Standard Webhooks signature, prints what arrives, confirms the subscription (unless
+// --no-confirm), and shows the subscription's state and recorded delivery attempts after each
+// message. Ctrl-C shows them once more and unsubscribes. `--account` subscribes to another
+// account's topic (it must have granted it to the caller's account). `--list` only prints the
+// account's subscriptions and their states.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
-import { parseArgs } from "node:util";
 import { blake2b } from "@noble/hashes/blake2.js";
+import { parseCli } from "../cli.mjs";
+import { readSecretFile } from "./secrets.mjs";
+import { findServer } from "./served.mjs";
 
-const { values } = parseArgs({
+const USAGE = `
+usage: TWIN_SECRET=<API key> npm run webhook-listener [-- options]
+
+Subscribes a local receiver to a topic of the running \`npm start\` (found on whatever port it
+serves), verifies and prints each message, and unsubscribes on Ctrl-C.
+
+  --topic T                  the topic (default: twins)
+  --account A                another account's topic, granted to the caller's account
+  --port N                   the receiver's port on 127.0.0.1 (default: any free port)
+  --url URL                  another server than the running \`npm start\`
+  --secret-file F            read the API key from file F instead of TWIN_SECRET
+  --client-secret-file F     the subscription's client_secret, from file F (default: random)
+  --no-confirm               leave the subscription pending, and print how to confirm it
+  --list                     print the account's subscriptions and their states, and exit
+  -h, --help                 this text
+
+The API key (\`npm run bootstrap\` prints one) comes from --secret-file or TWIN_SECRET, never
+from the command line, which npm prints.
+`;
+
+const { values } = parseCli({
+	usage: USAGE,
 	options: {
-		url: { type: "string", default: "http://127.0.0.1:8787" },
-		secret: { type: "string", default: process.env.TWIN_SECRET },
+		url: { type: "string" },
+		"secret-file": { type: "string" },
 		topic: { type: "string", default: "twins" },
 		account: { type: "string" },
 		port: { type: "string", default: "0" },
-		"client-secret": { type: "string", default: randomBytes(12).toString("base64url") },
+		"client-secret-file": { type: "string" },
 		"no-confirm": { type: "boolean", default: false },
 		list: { type: "boolean", default: false },
+		// Refused below with a pointer to the ways that keep secrets out of npm's banner.
+		secret: { type: "string" },
+		"client-secret": { type: "string" },
 	},
 });
-if (!values.secret) {
-	console.error("Pass the API key with --secret (or TWIN_SECRET); `npm run bootstrap` prints one.");
+for (const option of ["secret", "client-secret"]) {
+	if (values[option] === undefined) continue;
+	console.error(`--${option} is not taken: npm prints the command line. Use ${option === "secret" ? "TWIN_SECRET or " : ""}--${option}-file FILE.`);
+	process.exit(2);
+}
+const secret = readSecretFile(values["secret-file"], "--secret-file") ?? process.env.TWIN_SECRET;
+if (!secret) {
+	console.error("No API key: set TWIN_SECRET or pass --secret-file FILE; `npm run bootstrap` prints one.");
 	process.exit(1);
 }
 
-const base = values.url.replace(/\/+$/, "");
-const clientSecret = values["client-secret"];
+const base = findServer(values.url);
+const clientSecret = readSecretFile(values["client-secret-file"], "--client-secret-file") ?? randomBytes(12).toString("base64url");
 let resolveServerSecret;
 const serverSecret = new Promise((resolve) => (resolveServerSecret = resolve));
 let manageUrl;
 let subscription;
 
+function unreachable(error) {
+	console.error(`Cannot reach ${base}: ${error.cause?.message ?? error.message}. Is \`npm start\` running?`);
+	process.exit(1);
+}
+
 async function api(path) {
-	const res = await fetch(`${base}${path}`, { headers: { authorization: values.secret } });
+	const res = await fetch(`${base}${path}`, { headers: { authorization: secret } });
 	return res.json();
 }
 
@@ -53,7 +89,7 @@ async function showState() {
 }
 
 if (values.list) {
-	const { subscriptions = {} } = await api("/notifications/webhooks");
+	const { subscriptions = {} } = await api("/notifications/webhooks").catch(unreachable);
 	for (const [uuid, s] of Object.entries(subscriptions)) console.log(`${uuid}  ${s.status.padEnd(12)} ${s.topic}  ${s.callback_url}`);
 	process.exit(0);
 }
@@ -100,12 +136,9 @@ server.listen(Number(values.port), "127.0.0.1", async () => {
 	const callback = `http://127.0.0.1:${server.address().port}/`;
 	const res = await fetch(`${base}/notifications/webhooks`, {
 		method: "POST",
-		headers: { authorization: values.secret, "content-type": "application/json" },
+		headers: { authorization: secret, "content-type": "application/json" },
 		body: JSON.stringify({ callback_url: callback, topic: values.topic, client_secret: clientSecret, account: values.account }),
-	}).catch((error) => {
-		console.error(`Cannot reach ${base}: ${error.cause?.message ?? error.message}`);
-		process.exit(1);
-	});
+	}).catch(unreachable);
 	const answer = await res.json();
 	if (res.status !== 201) {
 		console.error(`webhook_subscribe answered ${res.status}: ${JSON.stringify(answer)}`);

@@ -1,22 +1,34 @@
-// The browser test drives Debian's chromium. Installs it where it is missing and this
-// machine can (root with apt-get); otherwise says so, and the browser test skips.
+// Run by `npm run test:e2e` before its tests: says which Chromium the browser tests will drive,
+// or why they will skip and how to give them one. It installs nothing unless INSTALL_CHROMIUM=1
+// asks for it (CI does): then, as root, Debian's chromium through apt-get.
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { parseCli } from "../cli.mjs";
+import { planChromium } from "./chromium.mjs";
 
-export const CHROMIUM = "/usr/bin/chromium";
+parseCli({
+	usage: `
+usage: node scripts/test/ensure-chromium.mjs     (run by npm run test:e2e)
 
-if (!existsSync(CHROMIUM)) {
-	const canInstall = process.getuid?.() === 0 && existsSync("/usr/bin/apt-get");
-	if (!canInstall) {
-		console.warn(`${CHROMIUM} is missing and cannot be installed here (needs root and apt-get): the browser test will skip.`);
-	} else {
-		console.log("Installing Debian's chromium for the browser test...");
-		const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-		try {
-			execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
-			execFileSync("apt-get", ["install", "-y", "-qq", "chromium"], { stdio: "inherit", env });
-		} catch {
-			console.warn("Installing chromium failed: the browser test will skip.");
-		}
+Finds the Chromium the browser tests drive: CHROMIUM_PATH, else /usr/bin/chromium and the other
+usual system paths, else Playwright's download cache. Without one the browser tests skip. It
+never installs anything unless INSTALL_CHROMIUM=1: then, as root, apt-get installs Debian's
+chromium.
+
+  -h, --help    this text
+`,
+});
+
+const plan = planChromium();
+if (plan.action === "use") {
+	console.log(`The browser tests drive ${plan.path}.`);
+} else if (plan.action === "skip") {
+	console.warn(plan.message);
+} else {
+	console.log("INSTALL_CHROMIUM=1: installing Debian's chromium for the browser tests...");
+	const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+	try {
+		for (const [command, ...args] of plan.commands) execFileSync(command, args, { stdio: "inherit", env });
+	} catch {
+		console.warn("Installing chromium failed: the browser tests will skip.");
 	}
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -7,11 +7,13 @@ import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exchangeToken } from "../../client/src/index";
 import { startIdentityProvider } from "../../scripts/dev/identity-provider.mjs";
-import { startDevServer } from "../../scripts/test/dev-server.mjs";
+import { findChromium, HOW_TO_GET_ONE } from "../../scripts/test/chromium.mjs";
+import { portFrom, startDevServer } from "../../scripts/test/dev-server.mjs";
 
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available) console.warn(`Skipping the browser test: ${CHROMIUM} is not installed (npm run test:e2e installs it where it can).`);
+// A Chromium already on this machine (scripts/test/chromium.mjs); without one, the tests skip.
+const CHROMIUM = findChromium();
+const available = CHROMIUM !== undefined;
+if (!available) console.warn(`Skipping the browser tests: no Chromium found.\n${HOW_TO_GET_ONE}`);
 
 const ADMIN_TOKEN = "an-admin-token-for-the-browser-test-only";
 
@@ -27,7 +29,7 @@ describe.skipIf(!available)("in a real browser", () => {
 		state = mkdtempSync(join(tmpdir(), "twin-registry-browser-"));
 		// CALLBACK_POLICY "any", as `npm start` sets it: the sign-in test's identity provider serves
 		// its keys on loopback.
-		server = await startDevServer({ port: 8798, persistTo: state, vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" } });
+		server = await startDevServer({ port: await portFrom("E2E_BROWSER_PORT"), persistTo: state, vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" } });
 		// A fresh, empty profile for every run.
 		browser = await chromium.launchPersistentContext(join(state, "profile"), { executablePath: CHROMIUM, args: FLAGS });
 	}, 120_000);

@@ -2,10 +2,12 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, TwinRegistryError } from "../../client/src/index";
+import { portFrom } from "../../scripts/test/dev-server.mjs";
 
 // The README's promise: `npm start`, then `npm run bootstrap`, gives a secret that works on
-// /whoami. Run as a developer would, on a port of its own, which bootstrap finds without --url.
-const PORT = 8796;
+// /whoami. Run as a developer would, on a port of its own (E2E_START_PORT, else a free one),
+// which bootstrap finds without --url.
+const PORT = await portFrom("E2E_START_PORT");
 const URL_BASE = `http://127.0.0.1:${PORT}`;
 
 describe("npm start and npm run bootstrap", () => {
