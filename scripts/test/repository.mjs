@@ -26,3 +26,19 @@ export function markdownFiles() {
 export function loadCommonJs(path) {
 	return createRequire(import.meta.url)(join(ROOT, path));
 }
+
+// The code of the fenced blocks whose info string is `sh tutorial`, in order: the commands of
+// docs/tutorial.md that test/e2e/tutorial.test.ts runs and test/node/reference.test.ts holds to
+// the route table. Other blocks (output, sketches) are left out.
+export function tutorialBlocks(text) {
+	const blocks = [];
+	let current;
+	for (const line of text.split("\n")) {
+		if (current && /^```\s*$/.test(line)) {
+			blocks.push(current.join("\n"));
+			current = undefined;
+		} else if (current) current.push(line);
+		else if (/^```sh tutorial\s*$/.test(line)) current = [];
+	}
+	return blocks;
+}

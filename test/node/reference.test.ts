@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { exists, loadCommonJs, markdownFiles, readText } from "../../scripts/test/repository.mjs";
+import { exists, loadCommonJs, markdownFiles, readText, tutorialBlocks } from "../../scripts/test/repository.mjs";
 import { ERRORS } from "../../src/base/errors";
 import { routes as routeTable } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
@@ -246,6 +246,38 @@ describe("the README and docs/", () => {
 			...scripts.filter((name) => !named.has(name)).map((name) => `package.json has the script ${name}: say what it does in the README or docs/`),
 			...[...named].filter((name) => !scripts.includes(name)).map((name) => `the README or docs/ name \`npm run ${name}\`, which package.json does not have`),
 		];
+		expect(problems).toEqual([]);
+	});
+});
+
+describe("the commands of docs/tutorial.md", () => {
+	const FILE = "docs/tutorial.md";
+	// Each curl command of the runnable blocks, continuation lines joined: its method (-X, else
+	// PUT for -T, POST for -d without -G, else GET) and the path after $B, variables standing
+	// for one segment each.
+	const commands = tutorialBlocks(readText(FILE))
+		.flatMap((block) => block.replace(/\\\n\s*/g, " ").split("\n"))
+		.flatMap((line) => line.split(/\|/))
+		.filter((command) => /\bcurl\b/.test(command) && command.includes("$B"))
+		.map((command) => {
+			const path = (/\$B(\/[^\s"'?]*)/.exec(command)?.[1] ?? "").replace(/\/+$/, "");
+			const method = /-X (\w+)/.exec(command)?.[1] ?? (/ -T /.test(command) ? "PUT" : / -d /.test(command) && !/ -G /.test(command) ? "POST" : "GET");
+			return { method, path, command: command.trim() };
+		});
+	const patterns = routes.map((route) => ({
+		method: route.method,
+		path: route.path,
+		match: new RegExp(`^${route.path.replace(/:\w+\+/g, "[^?]+").replace(/:\w+/g, "[^/?]+")}$`),
+	}));
+
+	it("are there to check", () => {
+		expect(commands.length).toBeGreaterThan(30);
+	});
+
+	it("call only routes of the route table, with their methods (OPTIONS being any route's preflight)", () => {
+		const problems = commands
+			.filter(({ method, path }) => !patterns.some((route) => (method === "OPTIONS" || route.method === method) && route.match.test(path)))
+			.map(({ method, path, command }) => `${FILE}: ${method} ${path} is no route of src/routes.ts (in: ${command})`);
 		expect(problems).toEqual([]);
 	});
 });
