@@ -118,7 +118,7 @@ async function main() {
 	}
 
 	const base = origin ?? config.vars.PUBLIC_URL;
-	console.log(`\nDeployed to ${base}. An account: npm run bootstrap -- --url ${base} --admin-token <ADMIN_TOKEN>`);
+	console.log(`\nDeployed to ${base}. An account: ADMIN_TOKEN=<ADMIN_TOKEN> npm run bootstrap -- --url ${base}`);
 }
 
 // A failed step names itself; wrangler has printed why.
