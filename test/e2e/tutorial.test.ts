@@ -4,17 +4,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readText, tutorialBlocks } from "../../scripts/test/repository.mjs";
-import { startDevServer } from "../../scripts/test/dev-server.mjs";
+import { portFrom, startDevServer } from "../../scripts/test/dev-server.mjs";
 
 // docs/tutorial.md promises that its commands work as printed. This runs every ```sh tutorial
 // block of the page, in order, with bash, against a wrangler dev of its own (its own port and
-// state folder, CALLBACK_POLICY "any" as `npm start` sets it), and checks each ends with status 0
+// state folder, CALLBACK_POLICY "any" as `npm start` sets it; it needs bash, curl and jq, as the
+// page says), and checks each ends with status 0
 // and a few of their outputs. A block runs in a bash of its own: the shell variables it sets are
 // kept in a file the next block sources, as one terminal would keep them. `curl` fails on an
 // answer of 400 or more (--fail-with-body), except in a command that prints the status itself
 // (`-w '... %{http_code}'`), where the refusal is the point and the check reads the status.
 // TUTORIAL_PRINT=1 prints what each block printed, to bring the page's sample outputs up to date.
-const PORT = 8803;
+// E2E_TUTORIAL_PORT, else a free port.
+const PORT = await portFrom("E2E_TUTORIAL_PORT");
 const ADMIN_TOKEN = "an-admin-token-for-the-tutorial-test-only";
 const FILE = "docs/tutorial.md";
 const blocks = tutorialBlocks(readText(FILE));
