@@ -400,8 +400,10 @@ export class AccountObject {
 		try {
 			return { ok: true, value: await work(now()), cost: meter.snapshot() };
 		} catch (error) {
-			if (!(error instanceof ApiError)) throw error;
-			return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() };
+			if (error instanceof ApiError) return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() };
+			// Logged here, with the object's stack; the caller answers 500 (or its step retries).
+			console.error(JSON.stringify({ object: "account", error: String(error), stack: (error as Error)?.stack }));
+			return { ok: false, failure: String(error), cost: meter.snapshot() };
 		}
 	}
 

@@ -1,12 +1,14 @@
 import type { D1Cost, D1Meter } from "../db/meter";
 import { ApiError, type ErrorCode, type ErrorDetail } from "../base/errors";
 
-// What crosses the RPC boundary: a value, or an API error as plain data (class instances and
-// their fields do not survive the trip).
+// What crosses the RPC boundary: a value, an API error as plain data (class instances and
+// their fields do not survive the trip), or a failure of ours as its text: the object never
+// rejects a call, so a failure (D1 down) reaches the caller as its 500 and nothing else.
 // What the object spent in D1 comes back too, to be counted in the request's Server-Timing.
 export type Outcome<T> = { cost: D1Cost } & (
 	| { ok: true; value: T }
 	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] }
+	| { ok: false; failure: string }
 );
 
 // Kept apart from AccountDO so that the operations, and the API document built from them,
@@ -14,6 +16,7 @@ export type Outcome<T> = { cost: D1Cost } & (
 export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 	meter.add(outcome.cost);
 	if (outcome.ok) return outcome.value;
+	if ("failure" in outcome) throw new Error(`The account's object failed: ${outcome.failure}`);
 	throw new ApiError(outcome.code, { description: outcome.description, details: outcome.details });
 }
 

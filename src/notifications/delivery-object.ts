@@ -1,7 +1,8 @@
 import { type Settlement, attemptConfirmation, attemptNotification } from "./attempt";
 import type { WebhookJob } from "./jobs";
 import { DELIVERY_TIMEOUT_MS } from "./post";
-import { RETRY_SCHEDULE } from "./retry-schedule";
+import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./retry-schedule";
+import { now } from "../base/time";
 
 // How long the queue consumer waits for an attempt before leaving it to this object. A queue
 // invocation ends only when its slowest message does, and the next batch waits for it (the
@@ -11,8 +12,16 @@ export const HANDOVER_MS = 2000;
 
 type Pending = { job: WebhookJob; attempt: number };
 
-function attemptJob(env: Env, job: WebhookJob, attempt: number) {
-	return job.kind === "notification" ? attemptNotification(env, job, attempt) : attemptConfirmation(env, job, attempt);
+// An attempt that failed on our side (D1, the configuration), not the receiver's, settles as a
+// retry on the schedule's next delay: the object never rejects a call, so nothing is lost on
+// the way back to the consumer.
+async function attemptJob(env: Env, job: WebhookJob, attempt: number): Promise<Settlement> {
+	try {
+		return await (job.kind === "notification" ? attemptNotification(env, job, attempt) : attemptConfirmation(env, job, attempt));
+	} catch (error) {
+		console.error(JSON.stringify({ delivery: job.message, attempt, error: String(error) }));
+		return { action: "retry", delay: retryDelay(attempt, null, windowLeft(job.since, now())) ?? RETRY_SCHEDULE[0] };
+	}
 }
 
 // One object per message (named by its uuid). It runs that message's attempts; an attempt
