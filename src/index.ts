@@ -61,7 +61,7 @@ export default {
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
 		// Only for a caller whose credential authenticated: to anyone else the shared database's
-		// position would tell how much other accounts write (docs/design.md, "Global callers").
+		// position would tell how much other accounts write (docs/design.md, "Global callers: D1 read replicas").
 		const bookmark = meter.latestBookmark();
 		if (bookmark && authenticated(seen.state)) response.headers.set("x-d1-bookmark", bookmark);
 		// A request of a user counts in its account's usage with what Server-Timing reports,

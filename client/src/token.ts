@@ -1,5 +1,5 @@
 // User Tokens: the sign-in's exchange of an ID token for one, and a credential that keeps one
-// fresh by refreshing it before it ends (docs/operations.md, "User Tokens").
+// fresh by refreshing it before it ends (docs/operations.md, "User Tokens, the account and trace").
 import { readBody, TwinRegistryError } from "./error.js";
 import type { Fetch } from "./retry.js";
 

@@ -3,3 +3,4 @@ export function exists(path: string): boolean;
 export function markdownFiles(): string[];
 export function loadCommonJs(path: string): unknown;
 export function tutorialBlocks(text: string): string[];
+export function sourceFiles(folder: string): string[];

@@ -22,6 +22,22 @@ export function markdownFiles() {
 	return ["README.md", ...docs.sort().map((name) => `docs/${name}`)];
 }
 
+// The source files under `folder` (TypeScript and JavaScript, node_modules and builds left out),
+// for the tests that hold the code's comments to the documentation.
+export function sourceFiles(folder) {
+	const found = [];
+	const walk = (dir) => {
+		for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+			const path = `${dir}/${entry.name}`;
+			if (entry.isDirectory()) {
+				if (!["node_modules", "dist", "build"].includes(entry.name)) walk(path);
+			} else if (/\.(ts|mts|mjs|js|cjs)$/.test(entry.name)) found.push(path);
+		}
+	};
+	walk(folder);
+	return found.sort();
+}
+
 // A CommonJS configuration file (.dependency-cruiser.cjs), loaded as its tool loads it.
 export function loadCommonJs(path) {
 	return createRequire(import.meta.url)(join(ROOT, path));

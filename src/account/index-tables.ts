@@ -17,7 +17,7 @@ import { ruleOf } from "../rules/stored";
 import { Budget, withinBudget } from "../rules/strings";
 import { parseTemplate, renderTemplate, type Template } from "../rules/templates";
 
-// An account's Indexes tables (CONTRACT §18): definitions, the rows its own ledgers give them,
+// An account's Indexes tables (docs/indexes.md): definitions, the rows its own ledgers give them,
 // and the builds that fill a new generation. The account's object runs all of it one step at a
 // time with the ledger writes, so a row is written in the same batch as the ledger it comes from.
 

@@ -60,7 +60,7 @@ export class AccountObject {
 	private readonly cursors: CursorStore;
 	private readonly lines: Journal;
 	private readonly catalog: indexes.IndexCatalog;
-	// The account's usage by hour (§20): the Worker's counts arrive by addUsage, the object's
+	// The account's usage by hour (docs/usage.md): the Worker's counts arrive by addUsage, the object's
 	// own (ledger bytes, published messages, stickers) are added where they happen.
 	private readonly usage: UsageStore;
 	// Every kind of background work, each a timer with its step (timers.ts).

@@ -1,6 +1,6 @@
-// The account's object's one schedule (docs/design.md, "Background work"): each kind of
-// background work is a timer, named, due at a time and for an account, kept in the object's own
-// SQLite storage. The object's single alarm is set for the earliest timer, and `run()` (the
+// The account's object's one schedule (docs/design.md, "Background work: one schedule per
+// object"): each kind of background work is a timer, named, due at a time and for an account,
+// kept in the object's own SQLite storage. The object's single alarm is set for the earliest timer, and `run()` (the
 // alarm) runs the step of every timer due. A feature sets its timer beside the writes that
 // make work for it, no later than a time; its step does the work and answers when it is due
 // next, or undefined when nothing is left. Nothing else sets the alarm.

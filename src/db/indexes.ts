@@ -2,7 +2,7 @@ import { and, asc, eq, gt, or, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { type IndexDefinition, indexRows, indexTables, ledgerEntries } from "./schema";
 
-// Indexes tables and their rows (CONTRACT §18). Definitions, rows and their counts are written
+// Indexes tables and their rows (docs/indexes.md "How rows are kept"). Definitions, rows and their counts are written
 // by the account's object only; the Worker reads definitions and pages of rows.
 
 export type IndexTableRow = typeof indexTables.$inferSelect;

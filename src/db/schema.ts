@@ -401,7 +401,7 @@ export const docGarbage = sqliteTable(
 	(t) => [index("doc_garbage_account").on(t.account, t.created_ts)],
 );
 
-// An Indexes table: a typed view of one account's own ledgers (CONTRACT §18). `generation`
+// An Indexes table: a typed view of one account's own ledgers (docs/indexes.md). `generation`
 // changes on a rebuild or truncate: rows of older generations are invisible at once and deleted
 // in the background. `rows` and `table_size` count the current generation; only the account's
 // object writes them, in the same batch as the rows.
@@ -467,7 +467,7 @@ export const stickers = sqliteTable(
 // for the reads that find a caller's stickers on a twin and across twins, newest first. Each
 // read walks one index range per address that holds only the entries it may answer, newest
 // first, so that it stops after what it answers whatever else is addressed to the caller
-// (CONTRACT §20 Cost): an index for each filter the reads take (the twin, the putting
+// (docs/stickers.md "Who sees a sticker"): an index for each filter the reads take (the twin, the putting
 // account, the color).
 export const stickerRecipients = sqliteTable(
 	"sticker_recipients",

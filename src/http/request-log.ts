@@ -1,7 +1,7 @@
 import type { D1Meter } from "../db/meter";
 import type { RequestState } from "./pipeline";
 
-// The one log line of a request (CONTRACT §21.2), written when it ends: what ran, for whom,
+// The one log line of a request (docs/operations.md "Request logs"), written when it ends: what ran, for whom,
 // how it ended and what it cost. It holds the route's pattern, never the path, and no
 // header, body or query value, so no secret, token or PIN reaches the logs. A 5xx line adds
 // the error and its stack.

@@ -23,7 +23,7 @@ import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging
 import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
 import { dbOf } from "../db/client";
 
-// Indexes tables (CONTRACT §18): typed rows kept from the account's own ledgers, one per twin
+// Indexes tables (docs/indexes.md): typed rows kept from the account's own ledgers, one per twin
 // whose ledger passes the table's rule, current when a ledger write answers. Definitions are
 // written by the account's object; rows are read here, a page at a time in twin order.
 

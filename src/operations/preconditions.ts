@@ -6,7 +6,7 @@ const TAG = /[ \t]*(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*/y;
 
 // If-Match (RFC 9110 §13.1.1) as what it asks: "*" (any current representation), or the opaque
 // parts of its strong tags, since the comparison is strong and a weak tag never matches;
-// undefined without the header. A list may hold empty elements (§5.6.1), but must name a tag.
+// undefined without the header. A list may hold empty elements (RFC 9110 §5.6.1), but must name a tag.
 // Anything else is 400101 naming the header.
 export function ifMatch(header: string | undefined): "*" | string[] | undefined {
 	if (header === undefined) return undefined;

@@ -106,7 +106,7 @@ export const refreshUserToken = defineOperation({
 
 // A token for a user the caller manages, made by the caller's backend: the user needs no secret
 // of its own, and the token dies with the issuer's secret as well as with the user's
-// (docs/sign-in.md "Tokens for the users a backend manages").
+// (docs/sign-in.md "Tokens a backend issues for its users").
 export const issueUserToken = defineOperation({
 	name: "issue_user_token",
 	// Its answer is a credential: never kept for replays.

@@ -106,7 +106,7 @@ export function deriveToken(credential: Credential, request: { options: TokenOpt
 	return { ok: true, options, ...(parent.dict === undefined ? {} : { dict: parent.dict }) };
 }
 
-// Nothing made with a User Token outlives it (CONTRACT §16.1): what a credential makes that
+// Nothing made with a User Token outlives it (docs/operations.md "User Tokens, the account and trace"): what a credential makes that
 // lasts (a subscription, an upload or download URL) ends by the token's expiry; a secret sets
 // no such bound (null).
 export function madeUntil(credential: Credential): number | null {

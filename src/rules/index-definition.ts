@@ -4,7 +4,7 @@ import { parseRule } from "./parse";
 import { parseTemplate } from "./templates";
 import { canonicalType } from "./index-values";
 
-// What an Indexes table's definition may say (CONTRACT §18). The checks are pure, so the Worker
+// What an Indexes table's definition may say (docs/indexes.md "Definitions"). The checks are pure, so the Worker
 // refuses a create before anything is written and the account's object checks an update's
 // merged definition the same way.
 

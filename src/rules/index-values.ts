@@ -1,5 +1,5 @@
 // The types of an Indexes table's properties and the coercion of a rendered template to one
-// (CONTRACT §18 "Definition"). A value that does not fit its type is null, never an error: the
+// (docs/indexes.md "Definitions"). A value that does not fit its type is null, never an error: the
 // row stays, as in the original ("the value will be null").
 
 import type { Json } from "./ast";

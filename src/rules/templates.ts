@@ -1,4 +1,4 @@
-// The templates of an Indexes table's properties (CONTRACT §18 "Definition"): Python
+// The templates of an Indexes table's properties (docs/indexes.md "Definitions"): Python
 // `str.format` text whose fields read the ledger's entries, `{LEDGER[status][rpm]}`, or the
 // row's twin, ledger and owner. Conversions and format specs are deferred, so they are refused
 // rather than ignored: a definition written for the original would render differently.

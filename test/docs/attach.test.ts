@@ -25,7 +25,7 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// attach_twin_doc (CONTRACT §17): the record it answers, the names it takes, and every refusal
+// attach_twin_doc (docs/files.md "Uploading and attaching"): the record it answers, the names it takes, and every refusal
 // in its order, each consuming nothing.
 
 const attach = (secret: string, twin: string, docs: Record<string, unknown>) => call("POST", docPath(twin), { secret, body: { docs } });

@@ -24,7 +24,7 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// download_doc (CONTRACT §17): the bytes and their headers, one range, and every way a download
+// download_doc (docs/files.md "Downloading"): the bytes and their headers, one range, and every way a download
 // URL dies: forged, expired, its doc deleted or replaced.
 
 // A twin with one doc of `size` patterned bytes, and a download URL of it.

@@ -30,7 +30,7 @@ import {
 	fireAccountAlarm,
 } from "../fixtures";
 
-// What happens to the bytes over time (CONTRACT §17): the account's alarm releases expired
+// What happens to the bytes over time (docs/files.md): the account's alarm releases expired
 // uploads and deletes their objects; deleting a doc or an upload deletes its object at once,
 // or, when R2 fails, from the alarm later through doc_garbage. Nothing is left in R2 that no
 // row refers to.

@@ -20,8 +20,8 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// get_twin_docs, delete_twin_docs, get_twin_doc, update_twin_doc and delete_twin_doc (CONTRACT
-// §17): listings and their views, the record, the download URL's issue, and who may change what.
+// get_twin_docs, delete_twin_docs, get_twin_doc, update_twin_doc and delete_twin_doc (docs/files.md
+// "Listing and reading"): listings and their views, the record, the download URL's issue, and who may change what.
 
 const nowSeconds = () => Date.now() / 1000;
 

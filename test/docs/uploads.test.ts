@@ -26,7 +26,7 @@ import {
 } from "../fixtures";
 import { storeStreaming } from "../../src/storage/objects";
 
-// create_upload_url, invalidate_upload_url and upload_to_cache (CONTRACT §17): the URL and its
+// create_upload_url, invalidate_upload_url and upload_to_cache (docs/files.md "Uploading and attaching"): the URL and its
 // handler, who may use a handler, the PUT's refusals and what each leaves behind.
 
 const nowSeconds = () => Date.now() / 1000;

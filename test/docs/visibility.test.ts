@@ -3,7 +3,7 @@ import { type Account, attachDoc, bootstrap, call, docPath, fingerprint, newTwin
 
 // A twin the caller cannot see answers 404102 on every /twins/{twin}/docs… route exactly as a
 // twin that does not exist: status, body and every header, Server-Timing's figures included,
-// whatever else the request holds (CONTRACT §10, §17). Compared whole, as
+// whatever else the request holds (docs/files.md "Rules"). Compared whole, as
 // test/reliability/isolation.test.ts does for the other routes.
 
 type Attempt = { method: string; path: string; body?: unknown };

@@ -25,7 +25,7 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// Builds (CONTRACT §18 "Rebuilds", delete and truncate): a new generation is filled by the
+// Builds (docs/indexes.md "Changing, truncating, deleting"): a new generation is filled by the
 // account's alarm from its ledgers, in bounded steps queued between writes; old rows go in the
 // background. Nothing here is awaited but the answers; the rest is polled.
 

@@ -17,7 +17,7 @@ import {
 	until,
 } from "../fixtures";
 
-// Definitions of Indexes tables (CONTRACT §18 "Definition", the create/get/update/delete
+// Definitions of Indexes tables (docs/indexes.md "Definitions", the create/get/update/delete
 // routes): what a definition may say, the record's shape, the per-table texts of a create.
 
 const simple = (rule = "LEDGER.a != null") => indexDefinition(rule, { a: ["integer", "{LEDGER[a]}"] });
@@ -204,7 +204,7 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 		await expectInvalid({ t: simple("LEDGER.a ==") }, "indexes.t.rule", /position 11/);
 	});
 
-	it("holds rules to the §4 limits", async () => {
+	it("holds rules to the rule language's limits", async () => {
 		await expectInvalid({ t: simple(`LEDGER.a == '${"x".repeat(1030)}'`) }, "indexes.t.rule");
 		await expectInvalid({ t: simple(`${"not (".repeat(40)}LEDGER.a == 1${")".repeat(40)}`) }, "indexes.t.rule");
 		await expectInvalid({ t: simple("LEDGER.a == 1e999") }, "indexes.t.rule");

@@ -16,7 +16,7 @@ import {
 	seedIndexRows,
 } from "../fixtures";
 
-// query_indexes_table (CONTRACT §18): a keyset walk in twin order, `match` over the row, sealed
+// query_indexes_table (docs/indexes.md "Querying"): a keyset walk in twin order, `match` over the row, sealed
 // cursors bound to the table, its generation and the match, and a cost bounded by `count`.
 
 const definition = indexDefinition("true", {

@@ -20,7 +20,7 @@ import {
 	userWithRules,
 } from "../fixtures";
 
-// Rows (CONTRACT §18 "Storage and consistency", "Definition"): each ledger write of the account
+// Rows (docs/indexes.md "How rows are kept", "Definitions"): each ledger write of the account
 // brings its twin's row of every table to the ledger as written, in the write's own batch; the
 // templates and the types make the row's values.
 

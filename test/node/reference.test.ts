@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { exists, loadCommonJs, markdownFiles, readText, tutorialBlocks } from "../../scripts/test/repository.mjs";
+import { exists, loadCommonJs, markdownFiles, readText, sourceFiles, tutorialBlocks } from "../../scripts/test/repository.mjs";
 import { ERRORS } from "../../src/base/errors";
 import { routes as routeTable } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
@@ -247,6 +247,40 @@ describe("the README and docs/", () => {
 			...[...named].filter((name) => !scripts.includes(name)).map((name) => `the README or docs/ name \`npm run ${name}\`, which package.json does not have`),
 		];
 		expect(problems).toEqual([]);
+	});
+});
+
+// Decisions are cited by the page of docs/ that states them, never by a document a clone does
+// not have: every source file, test, script and page is held to that here.
+describe("the citations in the code and the docs", () => {
+	// This file names what it looks for.
+	const files = [...sourceFiles("src"), ...sourceFiles("test"), ...sourceFiles("scripts"), ...sourceFiles("client/src"), ...markdownFiles()].filter((file) => file !== "test/node/reference.test.ts");
+	const headingsOf = (page: string) => prose(readText(page)).flatMap((l) => (/^#{1,6} /.test(l) ? [l.replace(/^#+ /, "").trim()] : []));
+
+	it("cite no contract outside the repository: a § is an RFC's, on the same line", () => {
+		const problems: string[] = [];
+		for (const file of files) {
+			readText(file)
+				.split("\n")
+				.forEach((line, i) => {
+					if (/CONTRACT/.test(line) || (/§\s*\d/.test(line) && !/RFC \d+/.test(line))) problems.push(`${file}:${i + 1} cites a section the repository does not hold: cite the page of docs/ that states it`);
+				});
+		}
+		expect(problems).toEqual([]);
+	});
+
+	it("cite pages of docs/ that exist, and their headings as the pages write them", () => {
+		const problems: string[] = [];
+		for (const file of files) {
+			// A comment's lines read as one: a heading may run on to the next line.
+			const text = readText(file).replace(/\n\s*(\/\/|\*)\s*/g, " ");
+			for (const [, page, quoted] of text.matchAll(/\bdocs\/([\w-]+\.md)(?:,? "([^"]+)")?/g)) {
+				const path = `docs/${page}`;
+				if (!exists(path)) problems.push(`${file} cites ${path}, which does not exist`);
+				else if (quoted !== undefined && !headingsOf(path).includes(quoted)) problems.push(`${file} cites "${quoted}" in ${path}, which has no such heading`);
+			}
+		}
+		expect([...new Set(problems)]).toEqual([]);
 	});
 });
 

@@ -18,7 +18,7 @@ import {
 	fireAccountAlarm,
 } from "../fixtures";
 
-// What each request of a user counts (§20): itself whatever its answer, the D1 rows its
+// What each request of a user counts (docs/usage.md): itself whatever its answer, the D1 rows its
 // Server-Timing reports, the twins it made or ended; and what the account's object counts for
 // the account alone: ledger bytes and published messages.
 

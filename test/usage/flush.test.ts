@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, storedUsage, until, usageOf, usageTotal } from "../fixtures";
 
-// How counts travel (§20): an isolate keeps them and hands them to the account's object when
+// How counts travel (docs/usage.md "How it is kept"): an isolate keeps them and hands them to the account's object when
 // USAGE_FLUSH_SECONDS have passed since the first of them (half a second in the tests), or
 // earlier with a usage read of the account. Nothing the platform runs after a response can be
 // awaited, so the tests watch the object's storage until the counts arrive.

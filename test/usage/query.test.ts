@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { bucketKey, fullCounts, hourOf, USAGE_FIELDS } from "../../src/base/usage";
 import { addStoredUsage, bootstrap, call, createUser, expectError, fingerprint, inImplementation, storedUsage, userWith, usageOf } from "../fixtures";
 
-// The query of get_account_usage and get_user_usage (§20): ge and le, hour and day buckets and
+// The query of get_account_usage and get_user_usage (docs/usage.md "Reading it"): ge and le, hour and day buckets and
 // their keys, the bounds, and who may be asked about.
 
 const HOUR = 3600;
