@@ -59,7 +59,8 @@ module.exports = {
 		},
 		{
 			name: "no-document-in-the-worker",
-			comment: "the API document is built at build time (scripts/build/openapi.mjs); the Worker must not bundle its generator",
+			comment:
+				"the API document is built at build time (scripts/build/openapi.mjs); the Worker must not bundle its generator",
 			severity: "error",
 			from: { path: "^src/" },
 			to: { path: "^src/http/openapi\\.ts$" },
@@ -77,7 +78,11 @@ module.exports = {
 			severity: "error",
 			from: { path: "^src/" },
 			to: {
-				path: ["^test/", "^node_modules/(vitest|@vitest|@cloudflare/vitest-plugin|fast-check|playwright-core)/", "^cloudflare:test$"],
+				path: [
+					"^test/",
+					"^node_modules/(vitest|@vitest|@cloudflare/vitest-plugin|fast-check|playwright-core)/",
+					"^cloudflare:test$",
+				],
 			},
 		},
 		{

@@ -34,7 +34,12 @@ export default defineConfig(async () => {
 								miniflare: {
 									// Usage counts reach the account's object half a second after the first of
 									// them, not ten: test/usage waits for them.
-									bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, PUBLIC_URL: "https://registry.test", USAGE_FLUSH_SECONDS: 0.5 },
+									bindings: {
+										TEST_MIGRATIONS: migrations,
+										...TEST_SECRETS,
+										PUBLIC_URL: "https://registry.test",
+										USAGE_FLUSH_SECONDS: 0.5,
+									},
 								},
 							};
 						}),

@@ -22,7 +22,14 @@ const loadConsumer = loadOnce(() => import("./notifications/queue-consumer"));
 // the subcode of its refusal and the failure behind a 500.
 type Seen = { state?: RequestState; subcode?: number; failure?: unknown };
 
-async function respond(request: Request, env: Env, ctx: ExecutionContext, requestId: string, meter: D1Meter, seen: Seen) {
+async function respond(
+	request: Request,
+	env: Env,
+	ctx: ExecutionContext,
+	requestId: string,
+	meter: D1Meter,
+	seen: Seen,
+) {
 	try {
 		// One D1 session per request, begun at the primary: the credential check sees every
 		// revocation, and the request's later reads may come from a replica at least as new
@@ -46,7 +53,10 @@ async function respond(request: Request, env: Env, ctx: ExecutionContext, reques
 // replayed): its subcode is in its body.
 async function subcodeOf(response: Response): Promise<number | undefined> {
 	if (response.status < 400 || !response.headers.get("content-type")?.startsWith("application/json")) return undefined;
-	const body = (await response.clone().json().catch(() => undefined)) as { subcode?: unknown } | undefined;
+	const body = (await response
+		.clone()
+		.json()
+		.catch(() => undefined)) as { subcode?: unknown } | undefined;
 	return typeof body?.subcode === "number" ? body.subcode : undefined;
 }
 
@@ -56,7 +66,8 @@ export default {
 		const requestId = crypto.randomUUID();
 		const meter = new D1Meter();
 		const seen: Seen = {};
-		const response = request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter, seen);
+		const response =
+			request.method === "OPTIONS" ? preflight() : await respond(request, env, ctx, requestId, meter, seen);
 		allowOrigins(response.headers);
 		response.headers.set("x-request-id", requestId);
 		response.headers.set("server-timing", meter.serverTiming());
@@ -73,7 +84,11 @@ export default {
 			countUsage({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted.account, counted.user, counts);
 		}
 		const subcode = seen.subcode ?? (await subcodeOf(response));
-		const line = requestLine(request, requestId, seen.state, meter, startedAt, { status: response.status, subcode, failure: seen.failure });
+		const line = requestLine(request, requestId, seen.state, meter, startedAt, {
+			status: response.status,
+			subcode,
+			failure: seen.failure,
+		});
 		(response.status >= 500 ? console.error : console.log)(JSON.stringify(line));
 		// An answer to HEAD has the headers of GET's and no body, its refusals' included.
 		return request.method === "HEAD" ? new Response(null, response) : response;

@@ -53,7 +53,10 @@ export const AccountDO = lazyObject(
 );
 export type AccountDO = InstanceType<typeof AccountDO>;
 
-export const DeliveryDO = lazyObject(() => import("./notifications/delivery-object").then((m) => m.DeliveryObject), ["run", "alarm"]);
+export const DeliveryDO = lazyObject(
+	() => import("./notifications/delivery-object").then((m) => m.DeliveryObject),
+	["run", "alarm"],
+);
 export type DeliveryDO = InstanceType<typeof DeliveryDO>;
 
 export const StreamDO = lazyObject(

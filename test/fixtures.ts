@@ -71,7 +71,10 @@ export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: 
 	const { trace: _, ...body } = res.body ?? {};
 	const headers = [...res.headers.entries()]
 		.filter(([name]) => name !== "x-request-id")
-		.map(([name, value]) => [name, name === "server-timing" ? value.replace(/dur=[\d.]+/, "dur=") : name === "x-d1-bookmark" ? "bookmark" : value]);
+		.map(([name, value]) => [
+			name,
+			name === "server-timing" ? value.replace(/dur=[\d.]+/, "dur=") : name === "x-d1-bookmark" ? "bookmark" : value,
+		]);
 	return JSON.parse(swap(JSON.stringify({ status: res.status, body, headers })));
 }
 
@@ -115,7 +118,13 @@ export async function insertRole(account: string, statement: Statement) {
 	await env.DB.prepare(
 		"INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts) VALUES (?, ?, ?, ?, ?, 0, 0)",
 	)
-		.bind(uuid, account, "test role", JSON.stringify({ twin: null, entry: null, identity: null }), JSON.stringify(statement))
+		.bind(
+			uuid,
+			account,
+			"test role",
+			JSON.stringify({ twin: null, entry: null, identity: null }),
+			JSON.stringify(statement),
+		)
 		.run();
 	return uuid;
 }
@@ -135,8 +144,15 @@ export async function role(admin: Account, statement: Statement, rules: Rules = 
 }
 
 // A user of `admin`'s account with the given role and description, and a working secret.
-export async function member(admin: Account, roleUuid: string, description: Record<string, unknown> = {}): Promise<Account> {
-	const res = await call("POST", "/users", { secret: admin.secret, body: { name: "member", role: roleUuid, description } });
+export async function member(
+	admin: Account,
+	roleUuid: string,
+	description: Record<string, unknown> = {},
+): Promise<Account> {
+	const res = await call("POST", "/users", {
+		secret: admin.secret,
+		body: { name: "member", role: roleUuid, description },
+	});
 	expect(res.status).toBe(201);
 	const user = res.body.uuid as string;
 	return { ...admin, user, role: roleUuid, secret: await issueSecret(admin, user) };
@@ -144,12 +160,24 @@ export async function member(admin: Account, roleUuid: string, description: Reco
 
 // A user of `admin`'s account holding a new role with these rules and the default statement
 // (the administrator may grant any rules), with a working secret.
-export async function userWithRules(admin: Account, rules: Rules, description: Record<string, unknown> = {}): Promise<Account> {
+export async function userWithRules(
+	admin: Account,
+	rules: Rules,
+	description: Record<string, unknown> = {},
+): Promise<Account> {
 	const made = await call("POST", "/roles", { secret: admin.secret, body: { name: "Rule holder", rules } });
 	expect(made.status).toBe(201);
-	const user = await call("POST", "/users", { secret: admin.secret, body: { name: "reader", role: made.body.uuid, description } });
+	const user = await call("POST", "/users", {
+		secret: admin.secret,
+		body: { name: "reader", role: made.body.uuid, description },
+	});
 	expect(user.status).toBe(201);
-	return { ...admin, user: user.body.uuid as string, role: made.body.uuid as string, secret: await issueSecret(admin, user.body.uuid) };
+	return {
+		...admin,
+		user: user.body.uuid as string,
+		role: made.body.uuid as string,
+		secret: await issueSecret(admin, user.body.uuid),
+	};
 }
 
 // ---- Twins, scans, identities and ledgers ----
@@ -169,9 +197,16 @@ export async function seedTwins(owner: string, descriptions: Record<string, unkn
 	);
 	for (let i = 0; i < uuids.length; i += 500) {
 		await env.DB.batch(
-			uuids.slice(i, i + 500).map((uuid, j) =>
-				statement.bind(uuid, owner, JSON.stringify(descriptions[i + j]), JSON.stringify({ uuid, creator: owner, created_ts: 1 })),
-			),
+			uuids
+				.slice(i, i + 500)
+				.map((uuid, j) =>
+					statement.bind(
+						uuid,
+						owner,
+						JSON.stringify(descriptions[i + j]),
+						JSON.stringify({ uuid, creator: owner, created_ts: 1 }),
+					),
+				),
 		);
 	}
 	return uuids;
@@ -197,19 +232,28 @@ export async function walk(secret: string, query: string) {
 export const idPath = (twin: string, identity?: string) =>
 	`/twins/${twin}/identities${identity === undefined ? "" : `/${encodeURIComponent(identity)}`}`;
 
-export async function attach(secret: string, twin: string, identities: Record<string, { validity_ts?: number | null; visibility?: string | null }>) {
+export async function attach(
+	secret: string,
+	twin: string,
+	identities: Record<string, { validity_ts?: number | null; visibility?: string | null }>,
+) {
 	const res = await call("POST", idPath(twin), { secret, body: { identities } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
 	return res.body.identities;
 }
 
 // Identities written straight into D1 in batches, for tests that need thousands.
-export async function seedIdentities(account: string, rows: { twin: string; identity: string; visibility?: string | null }[]) {
+export async function seedIdentities(
+	account: string,
+	rows: { twin: string; identity: string; visibility?: string | null }[],
+) {
 	const statement = env.DB.prepare(
 		"INSERT INTO twin_identities (twin, account, identity, validity_ts, visibility, created_ts, updated_ts) VALUES (?, ?, ?, NULL, ?, 1, 1)",
 	);
 	for (let i = 0; i < rows.length; i += 500) {
-		await env.DB.batch(rows.slice(i, i + 500).map((r) => statement.bind(r.twin, account, r.identity, r.visibility ?? null)));
+		await env.DB.batch(
+			rows.slice(i, i + 500).map((r) => statement.bind(r.twin, account, r.identity, r.visibility ?? null)),
+		);
 	}
 }
 
@@ -273,7 +317,9 @@ export function failingNetwork(url: string, how: "lost" | "hang", times = Number
 		if (target !== new URL(url).href || left <= 0) return real(input, init);
 		left--;
 		if (how === "lost") return Promise.reject(new Error("Network connection lost."));
-		return new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true }));
+		return new Promise((_, reject) =>
+			init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true }),
+		);
 	});
 	onTestFinished(() => spy.mockRestore());
 	return spy;
@@ -284,7 +330,12 @@ export function failingNetwork(url: string, how: "lost" | "hang", times = Number
 // Asks `probe` until `done` accepts its answer, and answers it; fails past `timeoutMs`. Only for
 // what a test cannot await: a message through the real queue reaching the receiver, an attempt
 // its delivery object finishes on its own, the clock passing a given time.
-export async function until<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+	probe: () => Promise<T> | T,
+	done: (value: T) => boolean,
+	what: string,
+	timeoutMs = 15_000,
+): Promise<T> {
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
 		const value = await probe();
@@ -297,7 +348,12 @@ export async function until<T>(probe: () => Promise<T> | T, done: (value: T) => 
 // Until the clock reads later than `seconds` (a timestamp the service answered).
 export async function clockPast(seconds: number) {
 	if (!Number.isFinite(seconds)) throw new Error(`not a time: ${seconds}`);
-	await until(() => Date.now() / 1000, (at) => at > seconds, `the clock to pass ${seconds}`, 5_000);
+	await until(
+		() => Date.now() / 1000,
+		(at) => at > seconds,
+		`the clock to pass ${seconds}`,
+		5_000,
+	);
 }
 
 // ---- Webhooks ----
@@ -315,7 +371,11 @@ export async function received(id: string): Promise<Received[]> {
 
 // The messages the receiver got for `id`, once there are at least `count` of them.
 export async function messagesFor(id: string, count = 1): Promise<Received[]> {
-	return until(() => received(id), (log) => log.length >= count, `${count} messages for ${id}`);
+	return until(
+		() => received(id),
+		(log) => log.length >= count,
+		`${count} messages for ${id}`,
+	);
 }
 
 export const bodies = (log: Received[]) => log.map((m) => JSON.parse(m.body));
@@ -338,7 +398,11 @@ export function recordingQueue() {
 
 // Subscribes with a producer that records the queued job instead of sending it, so a test can
 // hand it to the real consumer itself, attempt by attempt.
-export async function subscribeRecording(admin: Account, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+export async function subscribeRecording(
+	admin: Account,
+	body: Record<string, unknown>,
+	headers: Record<string, string> = {},
+) {
 	const { jobs, binding } = recordingQueue();
 	const res = await call("POST", "/notifications/webhooks", {
 		secret: admin.secret,
@@ -353,11 +417,25 @@ export async function subscribeRecording(admin: Account, body: Record<string, un
 
 // A subscription to `topic` whose callback is the test receiver under `id`, confirmed with the
 // token of its (recorded, not delivered) confirmation message.
-export async function confirmedSubscription(admin: Account, topic: string, id: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
-	const { res, url } = await subscribeRecording(admin, { topic, callback_url: `${receiver()}/r/${id}/ok`, ...extra }, headers);
+export async function confirmedSubscription(
+	admin: Account,
+	topic: string,
+	id: string,
+	extra: Record<string, unknown> = {},
+	headers: Record<string, string> = {},
+) {
+	const { res, url } = await subscribeRecording(
+		admin,
+		{ topic, callback_url: `${receiver()}/r/${id}/ok`, ...extra },
+		headers,
+	);
 	const confirmed = await call("GET", pathOf(url));
 	expect(confirmed.status).toBe(200);
-	return { uuid: res.body.subscription.uuid as string, serverSecret: res.body.server_secret as string | undefined, url };
+	return {
+		uuid: res.body.subscription.uuid as string,
+		serverSecret: res.body.server_secret as string | undefined,
+		url,
+	};
 }
 
 // The confirmation URL the next message to this subscription will carry, read from its sealed
@@ -369,7 +447,9 @@ export async function confirmationUrl(uuid: string) {
 
 // Runs the Worker's queue handler on one message, as the queue would on its `attempts`-th try.
 export async function consume(job: ConfirmationJob, attempts = 1, queueName = "twin-webhooks") {
-	const batch = createMessageBatch<ConfirmationJob>(queueName, [{ id: `m-${attempts}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body: job }]);
+	const batch = createMessageBatch<ConfirmationJob>(queueName, [
+		{ id: `m-${attempts}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body: job },
+	]);
 	const ctx = createExecutionContext();
 	// The queue result does not keep retry delays; a spy on the message does.
 	const retry = vi.spyOn(batch.messages[0], "retry");
@@ -385,7 +465,9 @@ export async function storedSubscription(uuid: string) {
 
 // The outbox rows of a subscription: what was published to it, delivered or not.
 export async function outboxOf(subscription: string) {
-	const { results } = await env.DB.prepare("SELECT * FROM notification_outbox WHERE subscription = ? ORDER BY sent_ts").bind(subscription).all();
+	const { results } = await env.DB.prepare("SELECT * FROM notification_outbox WHERE subscription = ? ORDER BY sent_ts")
+		.bind(subscription)
+		.all();
 	return results as Record<string, unknown>[];
 }
 
@@ -420,14 +502,22 @@ export type Transfer = { status: number; headers: Headers; body: any; bytes: Uin
 
 // Sent through the Worker's fetch handler as a client's request, from its own address unless
 // the headers name one (failed lookups on these routes spend the address's SECRET_ATTEMPTS).
-export async function transfer(url: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Transfer> {
+export async function transfer(
+	url: string,
+	init: RequestInit & { headers?: Record<string, string> },
+): Promise<Transfer> {
 	const headers = new Headers(init.headers);
 	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
 	const response = await exports.default.fetch(new Request(url, { ...init, headers }));
 	const bytes = new Uint8Array(await response.arrayBuffer());
 	// An answer of the service, or a downloaded doc that was uploaded as JSON (its bytes may be any).
 	const json = response.headers.get("content-type")?.startsWith("application/json") && bytes.length > 0;
-	return { status: response.status, headers: response.headers, bytes, body: json ? parsedOrUndefined(bytes) : undefined };
+	return {
+		status: response.status,
+		headers: response.headers,
+		bytes,
+		body: json ? parsedOrUndefined(bytes) : undefined,
+	};
 }
 
 function parsedOrUndefined(bytes: Uint8Array): unknown {
@@ -440,7 +530,11 @@ function parsedOrUndefined(bytes: Uint8Array): unknown {
 
 // A PUT on an upload URL. Bytes go with their Content-Length; a stream goes without one
 // unless the headers give it.
-export function putFile(url: string, body: Uint8Array | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}) {
+export function putFile(
+	url: string,
+	body: Uint8Array | ReadableStream<Uint8Array> | null,
+	headers: Record<string, string> = {},
+) {
 	return transfer(url, { method: "PUT", body, headers });
 }
 
@@ -470,7 +564,13 @@ export async function uploaded(secret: string, bytes: Uint8Array): Promise<Uploa
 export const docPath = (twin: string, name?: string) => `/twins/${twin}/docs${name === undefined ? "" : `/${name}`}`;
 
 // Uploads `bytes` and attaches them to `twin` as `name`; answers the doc's record.
-export async function attachDoc(secret: string, twin: string, name: string, bytes: Uint8Array, extra: Record<string, unknown> = {}) {
+export async function attachDoc(
+	secret: string,
+	twin: string,
+	name: string,
+	bytes: Uint8Array,
+	extra: Record<string, unknown> = {},
+) {
 	const { handler } = await uploaded(secret, bytes);
 	const res = await call("POST", docPath(twin), { secret, body: { docs: { [name]: { handler, ...extra } } } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -487,19 +587,25 @@ export async function downloadUrl(secret: string, twin: string, name: string, va
 
 // The account's count of doc bytes (attached docs and uploads not yet attached).
 export async function docBytes(account: string): Promise<number> {
-	const row = await env.DB.prepare("SELECT doc_bytes FROM accounts WHERE uuid = ?").bind(account).first<{ doc_bytes: number }>();
+	const row = await env.DB.prepare("SELECT doc_bytes FROM accounts WHERE uuid = ?")
+		.bind(account)
+		.first<{ doc_bytes: number }>();
 	return row!.doc_bytes;
 }
 
 // The R2 key a live upload's bytes went to (null before its PUT), undefined once the row is gone.
 export async function uploadObject(handler: string): Promise<string | null | undefined> {
-	const row = await env.DB.prepare("SELECT object FROM uploads WHERE handler = ?").bind(handler).first<{ object: string | null }>();
+	const row = await env.DB.prepare("SELECT object FROM uploads WHERE handler = ?")
+		.bind(handler)
+		.first<{ object: string | null }>();
 	return row === null ? undefined : row.object;
 }
 
 // The R2 key a doc's bytes live under.
 export async function docObject(twin: string, name: string): Promise<string> {
-	const row = await env.DB.prepare("SELECT object FROM docs WHERE twin = ? AND name = ?").bind(twin, name).first<{ object: string }>();
+	const row = await env.DB.prepare("SELECT object FROM docs WHERE twin = ? AND name = ?")
+		.bind(twin, name)
+		.first<{ object: string }>();
 	if (!row) throw new Error(`no doc ${name} on ${twin}`);
 	return row.object;
 }
@@ -512,7 +618,10 @@ import type { StreamObject } from "../src/notifications/streams/object";
 
 // Runs `work` on a Durable Object's implementation (what its methods run on: its env, its
 // fields), loading it as the object's first call would.
-export function inImplementation<I, T>(stub: DurableObjectStub<Rpc.DurableObjectBranded & Lazy<I>>, work: (implementation: I, state: DurableObjectState) => T | Promise<T>) {
+export function inImplementation<I, T>(
+	stub: DurableObjectStub<Rpc.DurableObjectBranded & Lazy<I>>,
+	work: (implementation: I, state: DurableObjectState) => T | Promise<T>,
+) {
 	return runInDurableObject(stub, async (instance: Lazy<I>, state) => work(await implementationOf(instance), state));
 }
 
@@ -547,7 +656,9 @@ export async function objectEnv(account: string, changes: Partial<Record<keyof E
 // Ends an upload URL's validity now, as if its time had passed, without waiting for it. Its
 // row stays until the account's alarm, due at the validity it was given, removes it.
 export async function expireUpload(handler: string) {
-	const { meta } = await env.DB.prepare("UPDATE uploads SET validity_ts = ? WHERE handler = ?").bind(Date.now() / 1000 - 1, handler).run();
+	const { meta } = await env.DB.prepare("UPDATE uploads SET validity_ts = ? WHERE handler = ?")
+		.bind(Date.now() / 1000 - 1, handler)
+		.run();
 	expect(meta.changes).toBe(1);
 }
 
@@ -557,10 +668,17 @@ export const INDEXES = "/account/services/indexes";
 
 export const indexPath = (name: string, tail = "") => `${INDEXES}/${name}${tail}`;
 
-export type IndexDefinition = { rule: string; properties: { names: string[]; types: string[] }; templates: { properties: Record<string, string> } };
+export type IndexDefinition = {
+	rule: string;
+	properties: { names: string[]; types: string[] };
+	templates: { properties: Record<string, string> };
+};
 
 // A definition from its rule and, by property name, each property's type and template.
-export function indexDefinition(rule: string, properties: Record<string, [type: string, template: string]>): IndexDefinition {
+export function indexDefinition(
+	rule: string,
+	properties: Record<string, [type: string, template: string]>,
+): IndexDefinition {
 	const names = Object.keys(properties);
 	return {
 		rule,
@@ -585,7 +703,12 @@ export async function indexTable(secret: string, name: string) {
 
 // The table's record once its build is over: the alarm runs it, nothing to await.
 export function indexBuilt(secret: string, name: string, timeoutMs?: number) {
-	return until(() => indexTable(secret, name), (record) => record.status !== "building", `the build of ${name}`, timeoutMs);
+	return until(
+		() => indexTable(secret, name),
+		(record) => record.status !== "building",
+		`the build of ${name}`,
+		timeoutMs,
+	);
 }
 
 // One page of query_indexes_table.
@@ -647,9 +770,15 @@ export async function indexTableRow(account: string, name: string) {
 
 // Rows written straight into a table's current generation in D1, for tests that need
 // thousands: the table's counts (stats) do not include them.
-export async function seedIndexRows(account: string, name: string, rows: { twin: string; properties: Record<string, unknown> }[]) {
+export async function seedIndexRows(
+	account: string,
+	name: string,
+	rows: { twin: string; properties: Record<string, unknown> }[],
+) {
 	const { uuid, generation } = await indexTableRow(account, name);
-	const statement = env.DB.prepare("INSERT INTO index_rows (\"table\", generation, twin, properties, size, updated_ts) VALUES (?, ?, ?, ?, ?, 1)");
+	const statement = env.DB.prepare(
+		'INSERT INTO index_rows ("table", generation, twin, properties, size, updated_ts) VALUES (?, ?, ?, ?, ?, 1)',
+	);
 	const bound = rows.map(({ twin, properties }) => {
 		const text = JSON.stringify(properties);
 		return statement.bind(uuid, generation, twin, text, new TextEncoder().encode(text).length);
@@ -659,7 +788,9 @@ export async function seedIndexRows(account: string, name: string, rows: { twin:
 
 // How many rows a table (by uuid) has in D1 below a generation: the old ones the alarm deletes.
 export async function oldIndexRows(uuid: string, below: number) {
-	return (await env.DB.prepare("SELECT count(*) AS n FROM index_rows WHERE \"table\" = ? AND generation < ?").bind(uuid, below).first<{ n: number }>())!.n;
+	return (await env.DB.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ? AND generation < ?')
+		.bind(uuid, below)
+		.first<{ n: number }>())!.n;
 }
 
 // The index work the account's object has left for its alarm: builds under way and old rows
@@ -796,7 +927,9 @@ export async function openSocket(path: string, options: StreamOptions = {}) {
 	const closed = new Promise<{ code: number; reason: string }>((resolve) => (resolveClosed = resolve));
 	if (ws) {
 		ws.accept();
-		ws.addEventListener("message", (event: MessageEvent) => arrivals.push(typeof event.data === "string" && event.data !== "pong" ? JSON.parse(event.data) : event.data));
+		ws.addEventListener("message", (event: MessageEvent) =>
+			arrivals.push(typeof event.data === "string" && event.data !== "pong" ? JSON.parse(event.data) : event.data),
+		);
 		ws.addEventListener("close", (event: CloseEvent) => resolveClosed({ code: event.code, reason: event.reason }));
 		onTestFinished(() => {
 			try {
@@ -817,7 +950,8 @@ export async function openSocket(path: string, options: StreamOptions = {}) {
 	};
 }
 
-export const streamPath = (topics: string, query = "") => `/notifications/stream?topics=${topics}${query ? `&${query}` : ""}`;
+export const streamPath = (topics: string, query = "") =>
+	`/notifications/stream?topics=${topics}${query ? `&${query}` : ""}`;
 
 // An entry that publishes every change to `topics`, written (or, when it exists, updated) on
 // `twin`'s personal ledger.
@@ -829,10 +963,16 @@ export function publish(secret: string, twin: string, name: string, value: unkno
 // they exist, their values updated in one.
 export async function publishEntries(secret: string, twin: string, values: Record<string, unknown>, topics: string[]) {
 	const publish = Object.fromEntries(topics.map((topic) => [topic, "true"]));
-	const entries = (withPublish: boolean) => Object.fromEntries(Object.entries(values).map(([name, value]) => [name, withPublish ? { value, publish } : { value }]));
+	const entries = (withPublish: boolean) =>
+		Object.fromEntries(
+			Object.entries(values).map(([name, value]) => [name, withPublish ? { value, publish } : { value }]),
+		);
 	const added = await call("POST", ledger(twin), { secret, body: { entries: entries(true) } });
 	if (added.status === 201) return added;
-	const updated = await call("PATCH", ledger(twin, "personal", "/value"), { secret, body: { entries: entries(false) } });
+	const updated = await call("PATCH", ledger(twin, "personal", "/value"), {
+		secret,
+		body: { entries: entries(false) },
+	});
 	expect(updated.status, JSON.stringify(updated.body)).toBe(200);
 	return updated;
 }
@@ -854,12 +994,21 @@ export async function drained(socket: Awaited<ReturnType<typeof openSocket>>) {
 // writes would write them (each `bytes` of value or more), and handed to its stream object by
 // one real write publishing to `drain-topic`.
 export async function seedStreamMessages(admin: Account, twin: string, topic: string, count: number, bytes = 0) {
-	const statement = env.DB.prepare("INSERT INTO stream_outbox (account, twin, trigger, topics, entries, at) VALUES (?, ?, ?, ?, ?, ?)");
+	const statement = env.DB.prepare(
+		"INSERT INTO stream_outbox (account, twin, trigger, topics, entries, at) VALUES (?, ?, ?, ?, ?, ?)",
+	);
 	const at = Date.now() / 1000;
 	const value = "x".repeat(bytes);
 	for (let i = 0; i < count; i += 500) {
 		const rows = Array.from({ length: Math.min(500, count - i) }, (_, j) =>
-			statement.bind(admin.account, twin, "ledger.entry.updated", JSON.stringify({ [topic]: ["seeded"] }), JSON.stringify({ seeded: { new_value: value ? `${i + j}:${value}` : i + j, old_value: null, changed_ts: at } }), at),
+			statement.bind(
+				admin.account,
+				twin,
+				"ledger.entry.updated",
+				JSON.stringify({ [topic]: ["seeded"] }),
+				JSON.stringify({ seeded: { new_value: value ? `${i + j}:${value}` : i + j, old_value: null, changed_ts: at } }),
+				at,
+			),
 		);
 		await env.DB.batch(rows);
 	}
@@ -867,21 +1016,39 @@ export async function seedStreamMessages(admin: Account, twin: string, topic: st
 }
 
 // Runs `work` on the account's stream object itself (its log's storage, its sockets).
-export function inStreamObject<T>(account: string, work: (instance: StreamObject, state: DurableObjectState) => T | Promise<T>) {
+export function inStreamObject<T>(
+	account: string,
+	work: (instance: StreamObject, state: DurableObjectState) => T | Promise<T>,
+) {
 	return inImplementation(env.STREAMS.getByName(account), work);
 }
 
 // ---- Stickers and the account log ----
 
-export const stickerPath = (twin: string, color?: string, query = "") => `/twins/${twin}/stickers${color === undefined ? "" : `/${color}`}${query}`;
+export const stickerPath = (twin: string, color?: string, query = "") =>
+	`/twins/${twin}/stickers${color === undefined ? "" : `/${color}`}${query}`;
 
-export type StickerIn = { note?: string | null; recipients: string[]; validity_ts?: number; publish?: Record<string, string | string[]> };
+export type StickerIn = {
+	note?: string | null;
+	recipients: string[];
+	validity_ts?: number;
+	publish?: Record<string, string | string[]>;
+};
 
 // Puts stickers of the caller's account on `twin`, expecting 201.
 export async function putStickers(secret: string, twin: string, stickers: Record<string, StickerIn>) {
 	const res = await call("POST", stickerPath(twin), { secret, body: { stickers } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
-	return res.body.stickers as Record<string, { note: string | null; recipients: string[]; validity_ts: number; created_ts: number; publish: Record<string, string[]> }>;
+	return res.body.stickers as Record<
+		string,
+		{
+			note: string | null;
+			recipients: string[];
+			validity_ts: number;
+			created_ts: number;
+			publish: Record<string, string[]>;
+		}
+	>;
 }
 
 // Every line of the account's log, read through get_log page by page.
@@ -906,7 +1073,10 @@ export async function restartAccountObject(account: string) {
 		(instance as unknown as Record<symbol, boolean>)[mark] = true;
 	});
 	await evictDurableObject(stub);
-	const fresh = await runInDurableObject(stub, (instance: AccountDO) => !(instance as unknown as Record<symbol, boolean>)[mark]);
+	const fresh = await runInDurableObject(
+		stub,
+		(instance: AccountDO) => !(instance as unknown as Record<symbol, boolean>)[mark],
+	);
 	expect(fresh).toBe(true);
 }
 
@@ -936,7 +1106,11 @@ export function usageTally() {
 	const tallies = new Map<string, Record<UsageField, number>>();
 	const of = (secret: string) => {
 		let tally = tallies.get(secret);
-		if (!tally) tallies.set(secret, (tally = Object.fromEntries(USAGE_FIELDS.map((field) => [field, 0])) as Record<UsageField, number>));
+		if (!tally)
+			tallies.set(
+				secret,
+				(tally = Object.fromEntries(USAGE_FIELDS.map((field) => [field, 0])) as Record<UsageField, number>),
+			);
 		return tally;
 	};
 	return {
@@ -964,7 +1138,9 @@ export function usageTally() {
 export function storedUsage(account: string, user: string | null) {
 	// Through the implementation: building it makes the object's tables, as its first call would.
 	return inImplementation(env.ACCOUNTS.getByName(account), (_instance, state) =>
-		state.storage.sql.exec<Record<string, number>>("SELECT * FROM usage WHERE subject = ? ORDER BY hour", user ?? "").toArray(),
+		state.storage.sql
+			.exec<Record<string, number>>("SELECT * FROM usage WHERE subject = ? ORDER BY hour", user ?? "")
+			.toArray(),
 	);
 }
 

@@ -24,7 +24,14 @@ export class TwinRegistryError extends Error {
 	// may answer a code this client does not know yet.
 	readonly code?: ErrorCode | (string & {});
 
-	constructor(status: number, subcode: number, trace: string, description: string, details?: ErrorDetail[], code?: string) {
+	constructor(
+		status: number,
+		subcode: number,
+		trace: string,
+		description: string,
+		details?: ErrorDetail[],
+		code?: string,
+	) {
 		super(`${status} ${subcode}: ${description} (trace ${trace})`);
 		this.status = status;
 		this.subcode = subcode;
@@ -42,13 +49,27 @@ export class TwinRegistryError extends Error {
 	// An answer that is not the envelope (a proxy's page, the platform's plain 405) keeps its
 	// status, with subcode 0 and the request id from the header when there is one.
 	static of(response: Response, body: unknown): TwinRegistryError {
-		const envelope = (typeof body === "object" && body !== null ? body : {}) as Partial<ErrorEnvelope> & { code?: unknown };
+		const envelope = (typeof body === "object" && body !== null ? body : {}) as Partial<ErrorEnvelope> & {
+			code?: unknown;
+		};
 		const trace = typeof envelope.trace === "string" ? envelope.trace : (response.headers.get("x-request-id") ?? "");
 		if (typeof envelope.subcode === "number" && typeof envelope.description === "string") {
 			const code = typeof envelope.code === "string" ? envelope.code : undefined;
-			return new TwinRegistryError(response.status, envelope.subcode, trace, envelope.description, envelope.details, code);
+			return new TwinRegistryError(
+				response.status,
+				envelope.subcode,
+				trace,
+				envelope.description,
+				envelope.details,
+				code,
+			);
 		}
-		return new TwinRegistryError(response.status, 0, trace, typeof body === "string" && body ? body : response.statusText);
+		return new TwinRegistryError(
+			response.status,
+			0,
+			trace,
+			typeof body === "string" && body ? body : response.statusText,
+		);
 	}
 
 	// Reads the answer's body (JSON when it is, else text) into the error.

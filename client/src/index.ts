@@ -15,8 +15,24 @@ import { bytesOf, sha256Hex, type DocUpload } from "./upload.js";
 export type { components, operations, paths };
 export { ERRORS, SUBCODES, TwinRegistryError, type ErrorCode, type ErrorDetail, type ErrorEnvelope } from "./error.js";
 export { retryAfterMs, retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
-export { StreamClosedError, type NotificationStream, type StreamEvent, type StreamMessage, type StreamOptions, type WebSocketConstructor, type WebSocketLike } from "./stream.js";
-export { exchangeToken, userTokenCredential, type ExchangedToken, type TokenExchange, type UserToken, type UserTokenCredential, type UserTokenOptions } from "./token.js";
+export {
+	StreamClosedError,
+	type NotificationStream,
+	type StreamEvent,
+	type StreamMessage,
+	type StreamOptions,
+	type WebSocketConstructor,
+	type WebSocketLike,
+} from "./stream.js";
+export {
+	exchangeToken,
+	userTokenCredential,
+	type ExchangedToken,
+	type TokenExchange,
+	type UserToken,
+	type UserTokenCredential,
+	type UserTokenOptions,
+} from "./token.js";
 export { sha256Hex, type DocUpload } from "./upload.js";
 
 export type Twin = components["schemas"]["Twin"];
@@ -30,8 +46,13 @@ type PathsWith<M extends Method> = { [P in keyof paths]: paths[P][M] extends und
 type Init<P extends keyof paths, M extends Method> = MaybeOptionalInit<paths[P], M>;
 // The request options are optional exactly when the operation requires no parameter and no body.
 type Args<I> = undefined extends I ? [init?: I & Record<string, unknown>] : [init: I & Record<string, unknown>];
-type Data<P extends keyof paths, M extends Method, I> = NonNullable<FetchResponse<paths[P][M] & Record<string | number, any>, I, "application/json">["data"]>;
-type Call<M extends Method> = <P extends PathsWith<M>, I extends Init<P, M>>(path: P, ...init: Args<I>) => Promise<Data<P, M, I>>;
+type Data<P extends keyof paths, M extends Method, I> = NonNullable<
+	FetchResponse<paths[P][M] & Record<string | number, any>, I, "application/json">["data"]
+>;
+type Call<M extends Method> = <P extends PathsWith<M>, I extends Init<P, M>>(
+	path: P,
+	...init: Args<I>
+) => Promise<Data<P, M, I>>;
 
 export type ClientOptions = {
 	// The service's origin, such as "https://registry.example.com".
@@ -82,7 +103,11 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		}
 		return send(request);
 	};
-	const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([name]) => credential === undefined || name.toLowerCase() !== "authorization"));
+	const headers = Object.fromEntries(
+		Object.entries(options.headers ?? {}).filter(
+			([name]) => credential === undefined || name.toLowerCase() !== "authorization",
+		),
+	);
 	const api = createFetchClient<paths>({
 		baseUrl,
 		fetch: retry ? retryingFetch(authorized, retry) : authorized,
@@ -112,7 +137,8 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 	function stream(streamOptions: StreamOptions): NotificationStream {
 		const streamToken = async () => (await post("/notifications/stream/tokens", { body: {} })).token;
 		const withHeaders: Fetch = (request) => {
-			for (const [name, value] of Object.entries(headers)) if (!request.headers.has(name)) request.headers.set(name, value);
+			for (const [name, value] of Object.entries(headers))
+				if (!request.headers.has(name)) request.headers.set(name, value);
 			return authorized(request);
 		};
 		return openStream({ baseUrl, fetch: withHeaders, streamToken }, streamOptions);
@@ -121,13 +147,21 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 	async function uploadDoc(upload: DocUpload): Promise<Doc> {
 		const bytes = await bytesOf(upload.body);
 		const hash = await sha256Hex(bytes);
-		const contentType = upload.contentType ?? (upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
-		const { handler, url } = await post("/cache", { body: upload.validityTs === undefined ? {} : { validity_ts: upload.validityTs } });
+		const contentType =
+			upload.contentType ??
+			(upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+		const { handler, url } = await post("/cache", {
+			body: upload.validityTs === undefined ? {} : { validity_ts: upload.validityTs },
+		});
 		try {
 			// The URL is the credential: the PUT carries none.
 			const putFetch = retry ? retryingFetch(send, retry) : send;
 			const put = await putFetch(
-				new Request(url, { method: "PUT", headers: { "content-type": contentType, "content-length": String(bytes.byteLength) }, body: bytes as Uint8Array<ArrayBuffer> }),
+				new Request(url, {
+					method: "PUT",
+					headers: { "content-type": contentType, "content-length": String(bytes.byteLength) },
+					body: bytes as Uint8Array<ArrayBuffer>,
+				}),
 			);
 			if (!put.ok) {
 				const error = await TwinRegistryError.from(put);
@@ -140,15 +174,29 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 				...(upload.description === undefined ? {} : { description: upload.description }),
 				...(upload.storageClass === undefined ? {} : { storage_class: upload.storageClass }),
 			};
-			const { docs } = await post("/twins/{twin}/docs", { params: { path: { twin: upload.twin } }, body: { docs: { [upload.name]: entry } } });
+			const { docs } = await post("/twins/{twin}/docs", {
+				params: { path: { twin: upload.twin } },
+				body: { docs: { [upload.name]: entry } },
+			});
 			return docs[upload.name] as Doc;
 		} catch (error) {
 			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
 			// the attach may have happened, so the upload is left to expire.
-			if (error instanceof TwinRegistryError) await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
+			if (error instanceof TwinRegistryError)
+				await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
 			throw error;
 		}
 	}
 
-	return { get, post, patch: call("patch"), put: call("put"), delete: remove, scanTwins: scanTwins as TwinRegistryClient["scanTwins"], stream, uploadDoc, api };
+	return {
+		get,
+		post,
+		patch: call("patch"),
+		put: call("put"),
+		delete: remove,
+		scanTwins: scanTwins as TwinRegistryClient["scanTwins"],
+		stream,
+		uploadDoc,
+		api,
+	};
 }

@@ -22,7 +22,10 @@ export type RetryOptions = {
 	sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 };
 
-const RETRIED_SUBCODES: ReadonlySet<number> = new Set([ERRORS.idempotency_in_flight.subcode, ERRORS.upload_in_progress.subcode]);
+const RETRIED_SUBCODES: ReadonlySet<number> = new Set([
+	ERRORS.idempotency_in_flight.subcode,
+	ERRORS.upload_in_progress.subcode,
+]);
 
 // A fetch that retries as above; `send` is the fetch underneath.
 export function retryingFetch(send: Fetch, options: RetryOptions = {}): Fetch {
@@ -31,7 +34,8 @@ export function retryingFetch(send: Fetch, options: RetryOptions = {}): Fetch {
 	const sleep = options.sleep ?? abortableSleep;
 	return async (request) => {
 		const method = request.method.toUpperCase();
-		if ((method === "POST" || method === "PATCH") && !request.headers.has("idempotency-key")) request.headers.set("idempotency-key", key());
+		if ((method === "POST" || method === "PATCH") && !request.headers.has("idempotency-key"))
+			request.headers.set("idempotency-key", key());
 		for (let attempt = 0; ; attempt++) {
 			const last = attempt >= retries;
 			const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt) * (0.5 + Math.random() / 2);

@@ -88,7 +88,10 @@ export type StreamConnection = {
 
 // What a connection yields: events, a new reconnection delay, or the end the service announced
 // (a close code); a connection that just stops yields nothing more.
-type Frame = { kind: "event"; event: StreamEvent } | { kind: "retry"; ms: number } | { kind: "end"; code: number; reason: string };
+type Frame =
+	| { kind: "event"; event: StreamEvent }
+	| { kind: "retry"; ms: number }
+	| { kind: "end"; code: number; reason: string };
 type Opened = { frames: AsyncIterator<Frame>; ack?: (id: string) => void; cancel: () => void };
 
 const FINAL_CODES = new Set([4409, 1008]);
@@ -118,12 +121,15 @@ export function openStream(connection: StreamConnection, options: StreamOptions)
 		return params.toString();
 	}
 
-	const url = (extra: Record<string, string | undefined>) => `${connection.baseUrl}/notifications/stream?${query(extra)}`;
+	const url = (extra: Record<string, string | undefined>) =>
+		`${connection.baseUrl}/notifications/stream?${query(extra)}`;
 
 	async function openSse(): Promise<Opened> {
 		const headers: Record<string, string> = { accept: "text/event-stream" };
 		if (resumed && lastEventId !== undefined) headers["last-event-id"] = lastEventId;
-		const response = await connection.fetch(new Request(url({ since: resumed ? undefined : lastEventId }), { headers, signal: controller.signal }));
+		const response = await connection.fetch(
+			new Request(url({ since: resumed ? undefined : lastEventId }), { headers, signal: controller.signal }),
+		);
 		if (!response.ok) throw await TwinRegistryError.from(response);
 		if (!response.body) throw new TypeError("The stream's answer has no body");
 		const reader = response.body.getReader();
@@ -172,18 +178,26 @@ export function openStream(connection: StreamConnection, options: StreamOptions)
 			cancel();
 			if (!(error instanceof HandshakeFailed) || controller.signal.aborted) throw error;
 			// A refused handshake shows no status: the same request over HTTP tells why.
-			const response = await connection.fetch(new Request(httpUrl, { headers: { accept: "text/event-stream" }, signal: controller.signal }));
+			const response = await connection.fetch(
+				new Request(httpUrl, { headers: { accept: "text/event-stream" }, signal: controller.signal }),
+			);
 			if (!response.ok) throw await TwinRegistryError.from(response);
 			await response.body?.cancel();
 			throw error;
 		}
-		return { frames: queue.iterator(), ack: (id) => socket.readyState === 1 && socket.send(JSON.stringify({ type: "ack", id })), cancel };
+		return {
+			frames: queue.iterator(),
+			ack: (id) => socket.readyState === 1 && socket.send(JSON.stringify({ type: "ack", id })),
+			cancel,
+		};
 	}
 
 	async function* events(): AsyncGenerator<StreamEvent> {
 		const WebSocketClass = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
 		if (transport === "websocket" && !WebSocketClass) {
-			throw new TypeError("No WebSocket class: Node 20 has no global WebSocket (Node 22 has). Pass one as the WebSocket option (the ws package's fits), or read the stream over SSE.");
+			throw new TypeError(
+				"No WebSocket class: Node 20 has no global WebSocket (Node 22 has). Pass one as the WebSocket option (the ws package's fits), or read the stream over SSE.",
+			);
 		}
 		let failures = 0;
 		let wait = delayMs ?? 1000;
@@ -257,7 +271,8 @@ async function* sseFrames(reader: ReadableStreamDefaultReader<Uint8Array>): Asyn
 					if (event === "end") {
 						const { code, reason } = parsed as { code: number; reason: string };
 						yield { kind: "end", code, reason };
-					} else if (id !== undefined) yield { kind: "event", event: { id, event, data: parsed as StreamEvent["data"] } };
+					} else if (id !== undefined)
+						yield { kind: "event", event: { id, event, data: parsed as StreamEvent["data"] } };
 				}
 				id = undefined;
 				event = "message";

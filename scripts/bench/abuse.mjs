@@ -34,7 +34,6 @@ rmSync(STATE, { recursive: true, force: true });
 mkdirSync("bench", { recursive: true });
 mkdirSync(".wrangler", { recursive: true });
 
-
 const repeat = (text, times) => `replace(hex(zeroblob(${times})), '00', '${text}')`;
 // Ordinary twins; twins with a text the catastrophic patterns chew on; long strings for `in`;
 // and the largest descriptions a twin may hold (32 KiB).
@@ -49,7 +48,11 @@ const seed = [
 	large.sql,
 	bystander.sql,
 	templated.sql,
-	twinsSeed(plain.uuid, 1000, `json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END, 's', ${repeat("a", 30)} || 'b', 'text', ${repeat("lorem ipsum dolor ", 100)} || '!')`),
+	twinsSeed(
+		plain.uuid,
+		1000,
+		`json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END, 's', ${repeat("a", 30)} || 'b', 'text', ${repeat("lorem ipsum dolor ", 100)} || '!')`,
+	),
 	twinsSeed(long.uuid, 1000, `json_object('x', ${repeat("ab", 8000)}, 'y', ${repeat("ab", 4000)} || '!')`),
 	twinsSeed(large.uuid, 1000, `json_object('text', ${repeat("x", 32 * 1024 - 20)})`),
 	// The subscription limit, reached.
@@ -74,7 +77,10 @@ try {
 	});
 
 	async function send(method, path, { secret, body, address } = {}) {
-		const headers = { ...(secret ? { authorization: secret } : {}), ...(address ? { "cf-connecting-ip": address } : {}) };
+		const headers = {
+			...(secret ? { authorization: secret } : {}),
+			...(address ? { "cf-connecting-ip": address } : {}),
+		};
 		const start = performance.now();
 		const res = await fetch(server.url + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
 		const text = await res.text();
@@ -133,16 +139,35 @@ try {
 	const scan = (who, query) => () => send("GET", `/twins?${query}`, { secret: who.secret });
 	const cases = [];
 	cases.push(await measure(ORDINARY, scan(plain, `count=1000&details=true&match=${q("TWIN.site == 'north'")}`)));
-	cases.push(await measure("regex ^(a+)+$ over 'a'x30+'b'", scan(plain, `count=1000&match=${q("TWIN.s =~ '^(a+)+$'")}`)));
-	cases.push(await measure("regex ^(\\w+\\s?)*$ over 1.8 KB text", scan(plain, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`)));
+	cases.push(
+		await measure("regex ^(a+)+$ over 'a'x30+'b'", scan(plain, `count=1000&match=${q("TWIN.s =~ '^(a+)+$'")}`)),
+	);
+	cases.push(
+		await measure(
+			"regex ^(\\w+\\s?)*$ over 1.8 KB text",
+			scan(plain, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`),
+		),
+	);
 	cases.push(await measure("TWIN.y in TWIN.x, 8 KB in 16 KB", scan(long, `count=1000&match=${q("TWIN.y in TWIN.x")}`)));
-	cases.push(await measure(`the same 40 times (${longRule.length}-char rule)`, scan(long, `count=1000&match=${q(longRule)}`)));
-	cases.push(await measure("900-char literal in TWIN.x (16 KB)", scan(long, `count=1000&match=${q(`'${literal}!' in TWIN.x`)}`)));
-	cases.push(await measure("TWIN.x (16 KB) in 900-char literal", scan(long, `count=1000&match=${q(`TWIN.x in '${literal}'`)}`)));
+	cases.push(
+		await measure(`the same 40 times (${longRule.length}-char rule)`, scan(long, `count=1000&match=${q(longRule)}`)),
+	);
+	cases.push(
+		await measure("900-char literal in TWIN.x (16 KB)", scan(long, `count=1000&match=${q(`'${literal}!' in TWIN.x`)}`)),
+	);
+	cases.push(
+		await measure("TWIN.x (16 KB) in 900-char literal", scan(long, `count=1000&match=${q(`TWIN.x in '${literal}'`)}`)),
+	);
 	cases.push(await measure("count=1000&details=true over 32 KiB twins", scan(large, "count=1000&details=true")));
 	cases.push(await measure("-1e999 literal", scan(plain, `match=${q("TWIN.i > -1e999")}`)));
 	cases.push(await measure("backreference pattern", scan(plain, `match=${q("TWIN.s =~ '(a)\\\\1'")}`)));
-	cases.push(await measure("1100 cursors from one user (count=1 scans)", (i) => scan(plain, `count=1&match=${q(`TWIN.i != ${i}`)}`)(), 1100));
+	cases.push(
+		await measure(
+			"1100 cursors from one user (count=1 scans)",
+			(i) => scan(plain, `count=1&match=${q(`TWIN.i != ${i}`)}`)(),
+			1100,
+		),
+	);
 	cases.push(
 		await measure(
 			"wrong PIN guesses from one address",
@@ -152,7 +177,10 @@ try {
 	);
 	cases.push(
 		await measure("webhook_subscribe past MAX_SUBSCRIPTIONS", () =>
-			send("POST", "/notifications/webhooks", { secret: plain.secret, body: { topic: "abc", callback_url: "https://example.com/hook" } }),
+			send("POST", "/notifications/webhooks", {
+				secret: plain.secret,
+				body: { topic: "abc", callback_url: "https://example.com/hook" },
+			}),
 		),
 	);
 
@@ -170,19 +198,32 @@ try {
 			properties: { names: heavy ? names : ["n"], types: heavy ? names.map(() => "string") : ["integer"] },
 			templates: { properties: heavy ? Object.fromEntries(names.map((name) => [name, eight])) : { n: "{LEDGER[n]}" } },
 		});
-		const tables = (heavy, prefix) => Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`${prefix}${i}`, table(heavy)]));
-		const entry = (n) => ({ o: { value: Object.fromEntries(Array.from({ length: 4800 }, (_, i) => [`k${i}`, i + n])) }, n: { value: n } });
-		const made = await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(true, "heavy") } });
+		const tables = (heavy, prefix) =>
+			Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`${prefix}${i}`, table(heavy)]));
+		const entry = (n) => ({
+			o: { value: Object.fromEntries(Array.from({ length: 4800 }, (_, i) => [`k${i}`, i + n])) },
+			n: { value: n },
+		});
+		const made = await send("POST", "/account/services/indexes", {
+			secret: templated.secret,
+			body: { indexes: tables(true, "heavy") },
+		});
 		if (made.status !== 201) throw new Error(`create_indexes_table answered ${made.status}`);
 		const twin = (await send("POST", "/twins", { secret: templated.secret, body: {} })).json.uuid;
-		const write = (i) => send("PATCH", `/twins/${twin}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(i) } });
+		const write = (i) =>
+			send("PATCH", `/twins/${twin}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(i) } });
 		await send("POST", `/twins/${twin}/ledgers/personal`, { secret: templated.secret, body: { entries: entry(0) } });
 		cases.push(await measure(TEMPLATES, (i) => write(i + 1)));
 		// The same writes with ten plain tables instead.
-		for (let i = 0; i < 10; i++) await send("DELETE", `/account/services/indexes/heavy${i}`, { secret: templated.secret });
-		await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(false, "plain") } });
+		for (let i = 0; i < 10; i++)
+			await send("DELETE", `/account/services/indexes/heavy${i}`, { secret: templated.secret });
+		await send("POST", "/account/services/indexes", {
+			secret: templated.secret,
+			body: { indexes: tables(false, "plain") },
+		});
 		cases.push(await measure(PLAIN_TABLES, (i) => write(i + 100)));
-		for (let i = 0; i < 10; i++) await send("DELETE", `/account/services/indexes/plain${i}`, { secret: templated.secret });
+		for (let i = 0; i < 10; i++)
+			await send("DELETE", `/account/services/indexes/plain${i}`, { secret: templated.secret });
 		// 33 more ledgers, then ten heavy tables built over the 34 by the alarm: the case is the
 		// time until every table is ready, polled every 100 ms, with the bystander meanwhile.
 		for (let i = 0; i < 33; i++) {
@@ -194,7 +235,10 @@ try {
 				BUILD,
 				async (i) => {
 					const start = performance.now();
-					await send("POST", "/account/services/indexes", { secret: templated.secret, body: { indexes: tables(true, `build${i}_`) } });
+					await send("POST", "/account/services/indexes", {
+						secret: templated.secret,
+						body: { indexes: tables(true, `build${i}_`) },
+					});
 					for (;;) {
 						const listed = await send("GET", "/account/services/indexes", { secret: templated.secret });
 						const mine = Object.entries(listed.json.indexes).filter(([name]) => name.startsWith(`build${i}_`));
@@ -202,7 +246,8 @@ try {
 						if (performance.now() - start > CASE_SECONDS * 1000) throw new Error("the build did not finish");
 						await new Promise((resolve) => setTimeout(resolve, 100));
 					}
-					for (let t = 0; t < 10; t++) await send("DELETE", `/account/services/indexes/build${i}_${t}`, { secret: templated.secret });
+					for (let t = 0; t < 10; t++)
+						await send("DELETE", `/account/services/indexes/build${i}_${t}`, { secret: templated.secret });
 					return { status: 200, ms: performance.now() - start, d1: 0, bytes: 0, json: null };
 				},
 				1,
@@ -218,7 +263,9 @@ try {
 	writeFileSync("bench/abuse.json", `${JSON.stringify({ runs_per_case: RUNS, cases }, null, 2)}\n`);
 
 	console.log(`\nadversarial requests (p50 of ${RUNS} runs unless noted) and another account's /whoami meanwhile\n`);
-	console.log("| case | status | p50 ms | max ms | D1 ms | answer KiB | twins | cursor | x ordinary | /whoami p50 ms | /whoami max ms |");
+	console.log(
+		"| case | status | p50 ms | max ms | D1 ms | answer KiB | twins | cursor | x ordinary | /whoami p50 ms | /whoami max ms |",
+	);
 	console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 	for (const c of cases) {
 		console.log(

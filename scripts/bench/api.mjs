@@ -26,5 +26,11 @@ export async function timed(url, secret, method, path, body) {
 	const start = performance.now();
 	const { res, answer } = await send(url, secret, method, path, body);
 	const ms = performance.now() - start;
-	return { ms, answer, queries: figure(res, "queries"), rowsRead: figure(res, "rows_read"), rowsWritten: figure(res, "rows_written") };
+	return {
+		ms,
+		answer,
+		queries: figure(res, "queries"),
+		rowsRead: figure(res, "rows_read"),
+		rowsWritten: figure(res, "rows_written"),
+	};
 }

@@ -80,7 +80,12 @@ writeFileSync(seedFile, seed);
 
 // Notifications go to a receiver on this machine.
 // The streams part opens 1100 streams of one account on itself, past MAX_STREAMS' 1000.
-const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000, vars: { CALLBACK_POLICY: "any", MAX_STREAMS: "2000" } });
+const server = await startDevServer({
+	port: PORT,
+	persistTo: STATE,
+	inspectorPort: PORT + 1000,
+	vars: { CALLBACK_POLICY: "any", MAX_STREAMS: "2000" },
+});
 try {
 	// The server applied the migrations; the seed goes into the same local database.
 	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
@@ -105,7 +110,9 @@ try {
 // The whole bench ends with the side-by-side comparison against a plain Worker.
 if (!args.only) {
 	console.log("\nside by side with a plain Worker (npm run bench:compare runs this part alone)\n");
-	const compare = spawn(process.execPath, [fileURLToPath(new URL("./compare.mjs", import.meta.url))], { stdio: "inherit" });
+	const compare = spawn(process.execPath, [fileURLToPath(new URL("./compare.mjs", import.meta.url))], {
+		stdio: "inherit",
+	});
 	process.exitCode = await new Promise((resolve) => compare.on("exit", (code) => resolve(code ?? 1)));
 }
 
@@ -149,7 +156,12 @@ async function benchAll(server, headers) {
 		(
 			await promisify(execFile)(process.execPath, [
 				fileURLToPath(new URL("./load-client.mjs", import.meta.url)),
-				JSON.stringify({ url: server.url, seconds: 15, concurrency: 8, requests: [{ path: `/twins?${query}`, headers }] }),
+				JSON.stringify({
+					url: server.url,
+					seconds: 15,
+					concurrency: 8,
+					requests: [{ path: `/twins?${query}`, headers }],
+				}),
 			])
 		).stdout,
 	);
@@ -162,7 +174,20 @@ async function benchAll(server, headers) {
 	const writes = await benchWrites(server.url, [{ secret }, other]);
 	// Profiled while the dev server idles: the profiles are wall-clock.
 	const startup = await benchStartup();
-	const results = { twins: TWINS, query, samples_per_position: SAMPLES, scans, load: { concurrency: 8, seconds: 15, ...load }, ledger, notifications, docs, indexes, streams, writes, startup };
+	const results = {
+		twins: TWINS,
+		query,
+		samples_per_position: SAMPLES,
+		scans,
+		load: { concurrency: 8, seconds: 15, ...load },
+		ledger,
+		notifications,
+		docs,
+		indexes,
+		streams,
+		writes,
+		startup,
+	};
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
 
 	console.log(`\nscan_twins over an account of ${TWINS} twins (GET /twins?${query}, ${SAMPLES} calls each)\n`);
@@ -172,7 +197,9 @@ async function benchAll(server, headers) {
 		console.log(`| ${position} | ${s.rows_read} | ${s.twins_returned} | ${s.p50_ms} | ${s.p99_ms} |`);
 	}
 	console.log(`\nthroughput from a second process, 8 connections for 15 s: ${load.requests_per_second} requests/s`);
-	console.log(`(${load.requests} requests, statuses ${JSON.stringify(load.statuses)}, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms)`);
+	console.log(
+		`(${load.requests} requests, statuses ${JSON.stringify(load.statuses)}, p50 ${load.p50_ms} ms, p99 ${load.p99_ms} ms)`,
+	);
 	printLedger(ledger);
 	printNotifications(notifications);
 	printDocs(docs);

@@ -30,6 +30,9 @@ if (!existsSync(COMPARE)) {
 	process.exit(1);
 }
 prepareAssets();
-const child = spawn(process.execPath, [COMPARE, "--project", ROOT, ...process.argv.slice(2)], { cwd: ROOT, stdio: "inherit" });
+const child = spawn(process.execPath, [COMPARE, "--project", ROOT, ...process.argv.slice(2)], {
+	cwd: ROOT,
+	stdio: "inherit",
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -25,7 +25,8 @@ const MB = 1_000_000;
 // of processes at its end is refused.
 async function sampled(work) {
 	const pids = descendants("workerd");
-	if (pids.length === 0) throw new Error("no workerd process under this one: the docs bench reads their memory from /proc (Linux)");
+	if (pids.length === 0)
+		throw new Error("no workerd process under this one: the docs bench reads their memory from /proc (Linux)");
 	const total = () => pids.reduce((sum, pid) => sum + rss(pid), 0);
 	const before = total();
 	let peak = before;
@@ -34,7 +35,8 @@ async function sampled(work) {
 		const result = await work();
 		peak = Math.max(peak, total());
 		const now = descendants("workerd");
-		if (now.length !== pids.length || pids.some((pid) => !now.includes(pid))) throw new Error("the dev server restarted its runtime during a measurement; run the bench again");
+		if (now.length !== pids.length || pids.some((pid) => !now.includes(pid)))
+			throw new Error("the dev server restarted its runtime during a measurement; run the bench again");
 		return { result, before, peak, processes: pids.length };
 	} finally {
 		clearInterval(timer);
@@ -65,12 +67,18 @@ async function upload(url, secret, size) {
 	const { handler, url: target } = await call(url, secret, "POST", "/cache", {});
 	const body = generated(size);
 	const start = performance.now();
-	const res = await fetch(target, { method: "PUT", body: body.stream, duplex: "half", headers: { "content-length": String(size) } });
+	const res = await fetch(target, {
+		method: "PUT",
+		body: body.stream,
+		duplex: "half",
+		headers: { "content-length": String(size) },
+	});
 	const answer = await res.json();
 	const ms = performance.now() - start;
 	if (res.status !== 200) throw new Error(`PUT upload URL: ${res.status} ${JSON.stringify(answer)}`);
 	const sent = body.hash();
-	if (answer.hash !== sent || answer.size !== size) throw new Error(`the upload answered ${answer.size} bytes ${answer.hash}, ${size} bytes ${sent} were sent`);
+	if (answer.hash !== sent || answer.size !== size)
+		throw new Error(`the upload answered ${answer.size} bytes ${answer.hash}, ${size} bytes ${sent} were sent`);
 	return { handler, hash: answer.hash, ms };
 }
 
@@ -90,12 +98,16 @@ async function download(target) {
 
 async function roundTrip(url, secret, twin, name, size) {
 	const up = await sampled(() => upload(url, secret, size));
-	const { docs } = await call(url, secret, "POST", `/twins/${twin}/docs`, { docs: { [name]: { handler: up.result.handler, hash: up.result.hash } } });
+	const { docs } = await call(url, secret, "POST", `/twins/${twin}/docs`, {
+		docs: { [name]: { handler: up.result.handler, hash: up.result.hash } },
+	});
 	if (docs[name].creation_certificate.size !== size) throw new Error(`attached ${JSON.stringify(docs[name])}`);
 	const { download: link } = await call(url, secret, "GET", `/twins/${twin}/docs/${name}?download=true`);
 	const down = await sampled(() => download(link.url));
 	if (down.result.size !== size || down.result.hash !== up.result.hash) {
-		throw new Error(`downloaded ${down.result.size} bytes ${down.result.hash}, uploaded ${size} bytes ${up.result.hash}`);
+		throw new Error(
+			`downloaded ${down.result.size} bytes ${down.result.hash}, uploaded ${size} bytes ${up.result.hash}`,
+		);
 	}
 	return { up, down };
 }
@@ -147,22 +159,34 @@ export async function benchDocs(url, secret) {
 
 export function printDocs(result) {
 	const { file_mb, workerd_processes } = result;
-	console.log(`\ndocs: a ${file_mb} MB file uploaded (PUT on an upload URL) and downloaded (GET on a download URL), ${result.rounds.length} rounds;`);
-	console.log(`resident memory of the ${workerd_processes} workerd processes summed, sampled every ${SAMPLE_MS} ms; downloaded SHA-256 equal to the upload's: yes\n`);
+	console.log(
+		`\ndocs: a ${file_mb} MB file uploaded (PUT on an upload URL) and downloaded (GET on a download URL), ${result.rounds.length} rounds;`,
+	);
+	console.log(
+		`resident memory of the ${workerd_processes} workerd processes summed, sampled every ${SAMPLE_MS} ms; downloaded SHA-256 equal to the upload's: yes\n`,
+	);
 	console.log("| round | transfer | ms | MB/s | RSS before MB | RSS peak MB | peak growth MB | growth / file size |");
 	console.log("|---|---|---|---|---|---|---|---|");
 	for (const r of result.rounds) {
 		for (const kind of ["upload", "download"]) {
 			const t = r[kind];
 			const share = `${((t.peak_growth_mb / file_mb) * 100).toFixed(0)}%`;
-			console.log(`| ${r.round} | ${kind} | ${t.ms} | ${t.mb_per_s} | ${t.rss_before_mb} | ${t.rss_peak_mb} | ${t.peak_growth_mb} | ${share} |`);
+			console.log(
+				`| ${r.round} | ${kind} | ${t.ms} | ${t.mb_per_s} | ${t.rss_before_mb} | ${t.rss_peak_mb} | ${t.peak_growth_mb} | ${share} |`,
+			);
 		}
 	}
-	console.log(`\nonce warm (round 2 on), medians: upload ${result.warm.upload.mb_per_s} MB/s, download ${result.warm.download.mb_per_s} MB/s`);
+	console.log(
+		`\nonce warm (round 2 on), medians: upload ${result.warm.upload.mb_per_s} MB/s, download ${result.warm.download.mb_per_s} MB/s`,
+	);
 	for (const kind of ["upload", "download"]) {
 		const { median_peak_growth_mb: median, max_peak_growth_mb: max } = result.warm[kind];
-		console.log(`peak memory growth during a warm ${kind}: median +${median} MB, at most +${max} MB, against a ${file_mb} MB file`);
+		console.log(
+			`peak memory growth during a warm ${kind}: median +${median} MB, at most +${max} MB, against a ${file_mb} MB file`,
+		);
 	}
 	console.log("(a Worker that buffered the file would need a block of its size, or more, on every round)");
-	console.log(`resident memory kept from the start of round 2 to the end of round ${result.rounds.length}: +${result.warm_rss_kept_mb} MB`);
+	console.log(
+		`resident memory kept from the start of round 2 to the end of round ${result.rounds.length}: +${result.warm_rss_kept_mb} MB`,
+	);
 }

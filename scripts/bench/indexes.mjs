@@ -52,7 +52,11 @@ WITH v(twin, name, value) AS (
 INSERT INTO ledger_entries (twin, account, name, value, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts)
 SELECT twin, '${queries.uuid}', name, value, length(json_quote(name)) + 1 + length(CAST(value AS BLOB)), NULL, NULL, NULL, 1, 1, 1 FROM v;
 `;
-	return { writes: { uuid: writes.uuid, secret: writes.secret }, queries: { uuid: queries.uuid, secret: queries.secret }, sql };
+	return {
+		writes: { uuid: writes.uuid, secret: writes.secret },
+		queries: { uuid: queries.uuid, secret: queries.secret },
+		sql,
+	};
 }
 
 // Polls the tables until each is `ready`; answers the milliseconds it took.
@@ -61,9 +65,12 @@ async function untilReady(url, secret, names) {
 	for (;;) {
 		const { answer } = await timed(url, secret, "GET", "/account/services/indexes");
 		const statuses = names.map((name) => answer.indexes[name]?.status);
-		if (statuses.every((status) => status === "ready")) return { ms: performance.now() - start, records: answer.indexes };
-		if (statuses.some((status) => status !== "building" && status !== "ready")) throw new Error(`index tables ${JSON.stringify(answer.indexes)}`);
-		if (performance.now() - start > BUILD_TIMEOUT_MS) throw new Error(`the build did not end in ${BUILD_TIMEOUT_MS / 1000} s`);
+		if (statuses.every((status) => status === "ready"))
+			return { ms: performance.now() - start, records: answer.indexes };
+		if (statuses.some((status) => status !== "building" && status !== "ready"))
+			throw new Error(`index tables ${JSON.stringify(answer.indexes)}`);
+		if (performance.now() - start > BUILD_TIMEOUT_MS)
+			throw new Error(`the build did not end in ${BUILD_TIMEOUT_MS / 1000} s`);
 		await new Promise((resolve) => setTimeout(resolve, 250));
 	}
 }
@@ -71,7 +78,9 @@ async function untilReady(url, secret, names) {
 async function benchWrites(url, secret) {
 	const twin = (await timed(url, secret, "POST", "/twins", {})).answer.uuid;
 	const path = `/twins/${twin}/ledgers/personal`;
-	await timed(url, secret, "POST", path, { entries: { site: { value: site(0) }, status: { value: { state: state(0), rpm: rpm(0) } } } });
+	await timed(url, secret, "POST", path, {
+		entries: { site: { value: site(0) }, status: { value: { state: state(0), rpm: rpm(0) } } },
+	});
 	const runs = [];
 	let n = 0;
 	for (const tables of [0, 1, 10]) {
@@ -82,14 +91,16 @@ async function benchWrites(url, secret) {
 			const created = await timed(url, secret, "POST", "/account/services/indexes", {
 				indexes: Object.fromEntries(names.map((name, k) => [name, definition(` and ${have + k} >= 0`)])),
 			});
-			for (const name of names) if (created.answer.indexes[name].error) throw new Error(`${name}: ${created.answer.indexes[name].error}`);
+			for (const name of names)
+				if (created.answer.indexes[name].error) throw new Error(`${name}: ${created.answer.indexes[name].error}`);
 			await untilReady(url, secret, names);
 		}
 		const samples = await writeRun(url, secret, path, n);
 		n += WARM_UP + WRITES;
 		if (tables) {
 			const { answer } = await timed(url, secret, "GET", `/account/services/indexes/t0/data?count=10`);
-			if (answer.rows.length !== 1 || answer.rows[0].properties.rpm !== 3000 + n) throw new Error(`the row after the writes: ${JSON.stringify(answer)}`);
+			if (answer.rows.length !== 1 || answer.rows[0].properties.rpm !== 3000 + n)
+				throw new Error(`the row after the writes: ${JSON.stringify(answer)}`);
 		}
 		runs.push({ tables, table_rows: tables ? 1 : 0, ...writeFigures(samples) });
 	}
@@ -101,7 +112,9 @@ async function benchWrites(url, secret) {
 async function writeRun(url, secret, path, from) {
 	const samples = [];
 	for (let k = 1; k <= WARM_UP + WRITES; k++) {
-		const write = await timed(url, secret, "PATCH", `${path}/value`, { entries: { status: { value: { state: state(from + k), rpm: 3000 + from + k } } } });
+		const write = await timed(url, secret, "PATCH", `${path}/value`, {
+			entries: { status: { value: { state: state(from + k), rpm: 3000 + from + k } } },
+		});
 		if (k > WARM_UP) samples.push(write);
 	}
 	return samples;
@@ -128,7 +141,12 @@ async function positions(url, secret, name, match) {
 	let cursor = null;
 	let rows = 0;
 	do {
-		const { answer } = await timed(url, secret, "GET", `/account/services/indexes/${name}/data?count=1000${query}${cursor ? `&cursor=${cursor}` : ""}`);
+		const { answer } = await timed(
+			url,
+			secret,
+			"GET",
+			`/account/services/indexes/${name}/data?count=1000${query}${cursor ? `&cursor=${cursor}` : ""}`,
+		);
 		rows += answer.rows.length;
 		cursor = answer.cursor;
 		cursors.push(cursor);
@@ -137,7 +155,9 @@ async function positions(url, secret, name, match) {
 	// after (k + 1) * 1000 rows. The end: the cursor after ROWS - 1000, then nine pages of COUNT.
 	let end = cursors[ROWS / 1000 - 2];
 	for (let k = 0; k < (1000 - COUNT) / COUNT; k++) {
-		end = (await timed(url, secret, "GET", `/account/services/indexes/${name}/data?count=${COUNT}${query}&cursor=${end}`)).answer.cursor;
+		end = (
+			await timed(url, secret, "GET", `/account/services/indexes/${name}/data?count=${COUNT}${query}&cursor=${end}`)
+		).answer.cursor;
 	}
 	return { walked: rows, pages: cursors.length, at: { start: null, middle: cursors[ROWS / 2000 - 1], end } };
 }
@@ -150,16 +170,30 @@ async function benchQueries(url, secret) {
 	const build = await untilReady(url, secret, [name]);
 	const record = build.records[name];
 	if (record.stats.rows !== ROWS) throw new Error(`the build made ${record.stats.rows} rows of ${ROWS}`);
-	const expected = Array.from({ length: ROWS }, (_, k) => k + 1).filter((i) => site(i) === "north" && rpm(i) >= 1500).length;
+	const expected = Array.from({ length: ROWS }, (_, k) => k + 1).filter(
+		(i) => site(i) === "north" && rpm(i) >= 1500,
+	).length;
 	const queries = {};
-	for (const [kind, match] of [["all rows", null], [`match ${MATCH}`, MATCH]]) {
+	for (const [kind, match] of [
+		["all rows", null],
+		[`match ${MATCH}`, MATCH],
+	]) {
 		const walk = await positions(url, secret, name, match);
-		if (walk.walked !== (match ? expected : ROWS)) throw new Error(`a walk with ${kind} returned ${walk.walked} rows, expected ${match ? expected : ROWS}`);
+		if (walk.walked !== (match ? expected : ROWS))
+			throw new Error(`a walk with ${kind} returned ${walk.walked} rows, expected ${match ? expected : ROWS}`);
 		const query = `count=${COUNT}${match ? `&match=${encodeURIComponent(match)}` : ""}`;
 		const results = {};
 		for (const [position, cursor] of Object.entries(walk.at)) {
 			const samples = [];
-			for (let k = 0; k < SAMPLES; k++) samples.push(await timed(url, secret, "GET", `/account/services/indexes/${name}/data?${query}${cursor ? `&cursor=${cursor}` : ""}`));
+			for (let k = 0; k < SAMPLES; k++)
+				samples.push(
+					await timed(
+						url,
+						secret,
+						"GET",
+						`/account/services/indexes/${name}/data?${query}${cursor ? `&cursor=${cursor}` : ""}`,
+					),
+				);
 			const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
 			results[position] = {
 				rows_read: Math.max(...samples.map((s) => s.rowsRead)),
@@ -172,14 +206,24 @@ async function benchQueries(url, secret) {
 	}
 	// The same writes as benchWrites, on the ledger of the table's first row: one table, of ROWS rows.
 	const first = (await timed(url, secret, "GET", `/account/services/indexes/${name}/data?count=1`)).answer.rows[0].twin;
-	const write = { tables: 1, table_rows: ROWS, ...writeFigures(await writeRun(url, secret, `/twins/${first}/ledgers/personal`, 0)) };
+	const write = {
+		tables: 1,
+		table_rows: ROWS,
+		...writeFigures(await writeRun(url, secret, `/twins/${first}/ledgers/personal`, 0)),
+	};
 	const row = (await timed(url, secret, "GET", `/account/services/indexes/${name}/data?count=1`)).answer.rows[0];
-	if (row.twin !== first || row.properties.rpm !== 3000 + WARM_UP + WRITES) throw new Error(`the row after the writes: ${JSON.stringify(row)}`);
+	if (row.twin !== first || row.properties.rpm !== 3000 + WARM_UP + WRITES)
+		throw new Error(`the row after the writes: ${JSON.stringify(row)}`);
 	return {
 		write,
 		rows: ROWS,
 		ledger: "two entries: site (a string), status ({state, rpm})",
-		build: { ms: Math.round(build.ms), ledgers_per_s: Math.round(ROWS / (build.ms / 1000)), rows: record.stats.rows, table_size: record.stats.table_size },
+		build: {
+			ms: Math.round(build.ms),
+			ledgers_per_s: Math.round(ROWS / (build.ms / 1000)),
+			rows: record.stats.rows,
+			table_size: record.stats.table_size,
+		},
 		count: COUNT,
 		samples_per_position: SAMPLES,
 		queries,
@@ -195,17 +239,30 @@ export async function benchIndexes(url, seeded) {
 
 export function printIndexes(result) {
 	const { writes, queries } = result;
-	console.log(`\nindexes: a ledger value update (PATCH .../value) with 0, 1 and 10 tables on the account, each table's row changing (${writes.writes_per_run} writes each; D1 figures per write, median and max)\n`);
+	console.log(
+		`\nindexes: a ledger value update (PATCH .../value) with 0, 1 and 10 tables on the account, each table's row changing (${writes.writes_per_run} writes each; D1 figures per write, median and max)\n`,
+	);
 	console.log("| tables | rows per table | queries | rows read (max) | rows written (max) | p50 ms | p95 ms |");
 	console.log("|---|---|---|---|---|---|---|");
-	for (const r of writes.runs) console.log(`| ${r.tables} | ${r.table_rows} | ${r.queries} | ${r.rows_read} (${r.max_rows_read}) | ${r.rows_written} (${r.max_rows_written}) | ${r.p50_ms} | ${r.p95_ms} |`);
+	for (const r of writes.runs)
+		console.log(
+			`| ${r.tables} | ${r.table_rows} | ${r.queries} | ${r.rows_read} (${r.max_rows_read}) | ${r.rows_written} (${r.max_rows_written}) | ${r.p50_ms} | ${r.p95_ms} |`,
+		);
 	const { build } = queries;
-	console.log(`\nindexes: a table over ${queries.rows} ledgers (${queries.ledger}) built by the alarm in ${(build.ms / 1000).toFixed(1)} s (${build.ledgers_per_s} ledgers/s; ${build.rows} rows, ${build.table_size} bytes)`);
-	console.log(`GET /account/services/indexes/{index}/data?count=${queries.count}, ${queries.samples_per_position} calls each\n`);
+	console.log(
+		`\nindexes: a table over ${queries.rows} ledgers (${queries.ledger}) built by the alarm in ${(build.ms / 1000).toFixed(1)} s (${build.ledgers_per_s} ledgers/s; ${build.rows} rows, ${build.table_size} bytes)`,
+	);
+	console.log(
+		`GET /account/services/indexes/{index}/data?count=${queries.count}, ${queries.samples_per_position} calls each\n`,
+	);
 	console.log("| query | position | rows read per call | rows returned | p50 ms | p99 ms |");
 	console.log("|---|---|---|---|---|---|");
 	for (const [kind, q] of Object.entries(queries.queries)) {
-		for (const [position, s] of Object.entries(q.positions)) console.log(`| ${kind} | ${position} | ${s.rows_read} | ${s.rows_returned} | ${s.p50_ms} | ${s.p99_ms} |`);
+		for (const [position, s] of Object.entries(q.positions))
+			console.log(`| ${kind} | ${position} | ${s.rows_read} | ${s.rows_returned} | ${s.p50_ms} | ${s.p99_ms} |`);
 	}
-	for (const [kind, q] of Object.entries(queries.queries)) console.log(`a walk of the whole table, ${kind}, in pages of 1000: ${q.walk_rows} rows in ${q.walk_pages_of_1000} pages`);
+	for (const [kind, q] of Object.entries(queries.queries))
+		console.log(
+			`a walk of the whole table, ${kind}, in pages of 1000: ${q.walk_rows} rows in ${q.walk_pages_of_1000} pages`,
+		);
 }

@@ -21,18 +21,26 @@ export async function benchLedger(url, secret) {
 	// 64 entries of about 1 KiB each, filling the ledger close to its 64 KiB limit.
 	const filler = (i) => `${i}`.padEnd(1000, "x");
 	for (let part = 0; part < ENTRIES; part += 32) {
-		const entries = Object.fromEntries(Array.from({ length: 32 }, (_, j) => [`e${part + j}`, { value: filler(part + j) }]));
+		const entries = Object.fromEntries(
+			Array.from({ length: 32 }, (_, j) => [`e${part + j}`, { value: filler(part + j) }]),
+		);
 		await timed(url, secret, "POST", path, { entries });
 	}
 	await timed(url, secret, "PATCH", path, { entries: { e1: { history: "INF" } } });
 	const size = new TextEncoder().encode(
-		JSON.stringify(Object.fromEntries(Object.entries((await timed(url, secret, "GET", `${path}/value`)).answer.entries).map(([k, v]) => [k, v.value]))),
+		JSON.stringify(
+			Object.fromEntries(
+				Object.entries((await timed(url, secret, "GET", `${path}/value`)).answer.entries).map(([k, v]) => [k, v.value]),
+			),
+		),
 	).length;
 
 	const runs = {
 		[`read the whole ledger (GET ${"/twins/{twin}/ledgers/personal"})`]: () => timed(url, secret, "GET", path),
-		"write one entry without history (PATCH .../value)": (i) => timed(url, secret, "PATCH", `${path}/value`, { entries: { e0: { value: filler(i) } } }),
-		"write one entry with history (PATCH .../value)": (i) => timed(url, secret, "PATCH", `${path}/value`, { entries: { e1: { value: filler(i) } } }),
+		"write one entry without history (PATCH .../value)": (i) =>
+			timed(url, secret, "PATCH", `${path}/value`, { entries: { e0: { value: filler(i) } } }),
+		"write one entry with history (PATCH .../value)": (i) =>
+			timed(url, secret, "PATCH", `${path}/value`, { entries: { e1: { value: filler(i) } } }),
 	};
 	const calls = {};
 	for (const [name, run] of Object.entries(runs)) {
@@ -44,8 +52,11 @@ export async function benchLedger(url, secret) {
 }
 
 export function printLedger(result) {
-	console.log(`\nledgers: one ledger of ${result.entries} entries, ${result.ledger_bytes} bytes as compact JSON (${result.samples_per_call} calls each)\n`);
+	console.log(
+		`\nledgers: one ledger of ${result.entries} entries, ${result.ledger_bytes} bytes as compact JSON (${result.samples_per_call} calls each)\n`,
+	);
 	console.log("| call | rows read | rows written | p50 ms | p99 ms |");
 	console.log("|---|---|---|---|---|");
-	for (const [name, s] of Object.entries(result.calls)) console.log(`| ${name} | ${s.rows_read} | ${s.rows_written} | ${s.p50_ms} | ${s.p99_ms} |`);
+	for (const [name, s] of Object.entries(result.calls))
+		console.log(`| ${name} | ${s.rows_read} | ${s.rows_written} | ${s.p50_ms} | ${s.p99_ms} |`);
 }

@@ -38,6 +38,7 @@ export function rss(pid) {
 // The resident memory of the workerd processes under this one, summed, in bytes.
 export function runtimeMemory() {
 	const pids = descendants("workerd");
-	if (pids.length === 0) throw new Error("no workerd process under this one: the bench reads their memory from /proc (Linux)");
+	if (pids.length === 0)
+		throw new Error("no workerd process under this one: the bench reads their memory from /proc (Linux)");
 	return pids.reduce((sum, pid) => sum + rss(pid), 0);
 }

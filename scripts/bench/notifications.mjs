@@ -53,7 +53,10 @@ async function startReceiver() {
 async function confirmedSubscriptions(url, secret, receiver, topic, count) {
 	const uuids = [];
 	for (let i = 0; i < count; i++) {
-		const answer = await call(url, secret, "POST", "/notifications/webhooks", { topic, callback_url: `${receiver.url}/${topic}/${i}` });
+		const answer = await call(url, secret, "POST", "/notifications/webhooks", {
+			topic,
+			callback_url: `${receiver.url}/${topic}/${i}`,
+		});
 		uuids.push(answer.subscription.uuid);
 	}
 	for (let i = 0; i < 600; i++) {
@@ -89,7 +92,8 @@ export async function benchNotifications(url, secret) {
 		const start = performance.now();
 		await call(url, secret, "POST", path, { entries: { burst: { value: 1, publish: { "fan-out": "true" } } } });
 		const written = performance.now() - start;
-		for (let i = 0; i < 1200 && receiver.arrived.length - before < FAN_OUT; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+		for (let i = 0; i < 1200 && receiver.arrived.length - before < FAN_OUT; i++)
+			await new Promise((resolve) => setTimeout(resolve, 50));
 		const fanned = receiver.arrived.slice(before).filter((a) => a.message.subscription.topic === "fan-out");
 		if (fanned.length < FAN_OUT) throw new Error(`only ${fanned.length} of ${FAN_OUT} fan-out messages arrived`);
 		const last = Math.max(...fanned.map((a) => a.at)) - start;
@@ -104,7 +108,11 @@ export async function benchNotifications(url, secret) {
 
 export function printNotifications(result) {
 	const { latency, fan_out } = result;
-	console.log(`\nnotifications: write-to-receipt latency of ${latency.samples} value changes, one at a time, to a local receiver`);
+	console.log(
+		`\nnotifications: write-to-receipt latency of ${latency.samples} value changes, one at a time, to a local receiver`,
+	);
 	console.log(`p50 ${latency.p50_ms} ms, p99 ${latency.p99_ms} ms`);
-	console.log(`fan-out of one write to ${fan_out.subscriptions} subscriptions of one topic: the write answered in ${fan_out.write_ms} ms, all ${fan_out.subscriptions} messages received after ${fan_out.all_received_ms} ms`);
+	console.log(
+		`fan-out of one write to ${fan_out.subscriptions} subscriptions of one topic: the write answered in ${fan_out.write_ms} ms, all ${fan_out.subscriptions} messages received after ${fan_out.all_received_ms} ms`,
+	);
 }

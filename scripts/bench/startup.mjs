@@ -27,12 +27,19 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // KiB of the build's modules, and of those a new isolate compiles at startup.
 async function compiledKib() {
 	const metafile = await buildWorker({ write: false });
-	const kib = (names) => Math.round(names.filter((name) => name.endsWith(".js")).reduce((sum, name) => sum + metafile.outputs[name].bytes, 0) / 102.4) / 10;
+	const kib = (names) =>
+		Math.round(
+			names.filter((name) => name.endsWith(".js")).reduce((sum, name) => sum + metafile.outputs[name].bytes, 0) / 102.4,
+		) / 10;
 	return { startup_kib: kib(compiledAtStartup(metafile)), modules_kib: kib(Object.keys(metafile.outputs)) };
 }
 
 async function wrangler(args, cwd) {
-	const { stdout } = await run(process.execPath, [WRANGLER, ...args], { cwd, env: quietEnv, maxBuffer: 64 * 1024 * 1024 });
+	const { stdout } = await run(process.execPath, [WRANGLER, ...args], {
+		cwd,
+		env: quietEnv,
+		maxBuffer: 64 * 1024 * 1024,
+	});
 	return stdout;
 }
 
@@ -54,10 +61,16 @@ async function nodeStartup(dir, built, runs) {
 	cpSync(built, modules, { recursive: true });
 	for (const file of readdirSync(modules, { recursive: true }).filter((name) => name.endsWith(".js"))) {
 		const path = join(modules, file);
-		writeFileSync(path, readFileSync(path, "utf8").replaceAll(/from ?"cloudflare:workers"/g, `from ${JSON.stringify(stub)}`));
+		writeFileSync(
+			path,
+			readFileSync(path, "utf8").replaceAll(/from ?"cloudflare:workers"/g, `from ${JSON.stringify(stub)}`),
+		);
 	}
 	writeFileSync(join(dir, "package.json"), '{ "type": "module" }\n');
-	writeFileSync(join(dir, "measure.mjs"), 'const t = process.cpuUsage(); await import("./modules/index.js"); const d = process.cpuUsage(t); console.log((d.user + d.system) / 1000);\n');
+	writeFileSync(
+		join(dir, "measure.mjs"),
+		'const t = process.cpuUsage(); await import("./modules/index.js"); const d = process.cpuUsage(t); console.log((d.user + d.system) / 1000);\n',
+	);
 	const samples = [];
 	for (let i = 0; i < runs; i++) samples.push(Number((await run(process.execPath, [join(dir, "measure.mjs")])).stdout));
 	return median(samples);
@@ -70,7 +83,10 @@ export async function benchStartup({ runs = 7, nodeRuns = 21 } = {}) {
 		const date = /compatibility_date = "([^"]+)"/.exec(readFileSync(join(ROOT, "wrangler.toml"), "utf8"))[1];
 		const bare = join(work, "bare");
 		mkdirSync(bare);
-		writeFileSync(join(bare, "index.js"), 'export default { fetch() { return new Response("{}", { headers: { "content-type": "application/json" } }); } };\n');
+		writeFileSync(
+			join(bare, "index.js"),
+			'export default { fetch() { return new Response("{}", { headers: { "content-type": "application/json" } }); } };\n',
+		);
 		writeFileSync(join(bare, "wrangler.toml"), `name = "bare"\nmain = "index.js"\ncompatibility_date = "${date}"\n`);
 
 		const project = [];
@@ -109,9 +125,15 @@ export function printStartup(s) {
 	console.log(`\nstartup of a new isolate (deploy build), median of ${s.runs} profiles each, interleaved\n`);
 	console.log("| measure | bare Worker | project | difference |");
 	console.log("|---|---|---|---|");
-	console.log(`| wrangler check startup, active ms | ${s.bare_ms} | ${s.project_ms} | +${round(s.project_ms - s.bare_ms)} |`);
-	console.log(`| compile and evaluate in Node, CPU ms (median of ${s.node_runs}) | ${round(s.node_bare_cpu_ms)} | ${round(s.node_project_cpu_ms)} | +${round(s.node_project_cpu_ms - s.node_bare_cpu_ms)} |`);
+	console.log(
+		`| wrangler check startup, active ms | ${s.bare_ms} | ${s.project_ms} | +${round(s.project_ms - s.bare_ms)} |`,
+	);
+	console.log(
+		`| compile and evaluate in Node, CPU ms (median of ${s.node_runs}) | ${round(s.node_bare_cpu_ms)} | ${round(s.node_project_cpu_ms)} | +${round(s.node_project_cpu_ms - s.node_bare_cpu_ms)} |`,
+	);
 	console.log(`| bundle KiB (gzip) | | ${s.bundle_kib} (${s.gzip_kib}) | |`);
-	console.log(`| KiB compiled at startup (entry and its static imports), of all modules | | ${s.startup_kib} of ${s.modules_kib} | |`);
+	console.log(
+		`| KiB compiled at startup (entry and its static imports), of all modules | | ${s.startup_kib} of ${s.modules_kib} | |`,
+	);
 	console.log(`\nprofiles, ms: project ${s.project_runs_ms.join(", ")}; bare ${s.bare_runs_ms.join(", ")}`);
 }

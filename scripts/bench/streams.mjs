@@ -24,7 +24,10 @@ async function users(url, secret, count, role, from = 9) {
 	for (let i = 0; i < count; i++) {
 		const { uuid } = await call(url, secret, "POST", "/users", { name: `streamer-${i}`, role: role ?? me.role });
 		const { pin } = await call(url, secret, "POST", `/users/${uuid}/secrets`, {});
-		const res = await fetch(`${url}/secrets/${me.account}/${pin}`, { method: "POST", headers: { "cf-connecting-ip": `10.${from}.${i >> 8}.${i & 255}` } });
+		const res = await fetch(`${url}/secrets/${me.account}/${pin}`, {
+			method: "POST",
+			headers: { "cf-connecting-ip": `10.${from}.${i >> 8}.${i & 255}` },
+		});
 		if (res.status !== 201) throw new Error(`redeeming a PIN: ${res.status}`);
 		made.push({ user: uuid, secret: (await res.json()).secret });
 	}
@@ -51,7 +54,10 @@ async function socket(url, secret, topic, onMessage = () => undefined) {
 // An SSE stream read as it arrives; `onMessage` with each message.
 async function sse(url, secret, topic, onMessage = () => undefined) {
 	const controller = new AbortController();
-	const res = await fetch(`${url}/notifications/stream?topics=${topic}`, { headers: { authorization: secret }, signal: controller.signal });
+	const res = await fetch(`${url}/notifications/stream?topics=${topic}`, {
+		headers: { authorization: secret },
+		signal: controller.signal,
+	});
 	if (res.status !== 200) throw new Error(`an SSE stream answered ${res.status}`);
 	(async () => {
 		const decoder = new TextDecoder();
@@ -73,13 +79,20 @@ async function sse(url, secret, topic, onMessage = () => undefined) {
 const percentile = (sorted, p) => +sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))].toFixed(2);
 const summary = (values) => {
 	const sorted = [...values].sort((a, b) => a - b);
-	return { samples: sorted.length, p50_ms: percentile(sorted, 0.5), p95_ms: percentile(sorted, 0.95), max_ms: +sorted.at(-1).toFixed(2) };
+	return {
+		samples: sorted.length,
+		p50_ms: percentile(sorted, 0.5),
+		p95_ms: percentile(sorted, 0.95),
+		max_ms: +sorted.at(-1).toFixed(2),
+	};
 };
 
 // The same writes with no stream open: what the streams add to a publishing write.
 async function alone(url, secret) {
 	const { uuid: twin } = await call(url, secret, "POST", "/twins", {});
-	await call(url, secret, "POST", `/twins/${twin}/ledgers/personal`, { entries: { level: { value: -1, publish: { "bench-alone": "true" } } } });
+	await call(url, secret, "POST", `/twins/${twin}/ledgers/personal`, {
+		entries: { level: { value: -1, publish: { "bench-alone": "true" } } },
+	});
 	const writes = [];
 	for (let i = 0; i < WRITES; i++) {
 		const start = performance.now();
@@ -100,10 +113,16 @@ async function latency(url, secret, streamers) {
 	const open = [];
 	for (let i = 0; i < STREAMS; i++) {
 		const who = streamers[Math.floor(i / PER_USER)];
-		open.push(i % 2 ? await sse(url, who, "bench-live", arrived("sse")) : await socket(url, who, "bench-live", arrived("socket")));
+		open.push(
+			i % 2
+				? await sse(url, who, "bench-live", arrived("sse"))
+				: await socket(url, who, "bench-live", arrived("socket")),
+		);
 	}
 	const { uuid: twin } = await call(url, secret, "POST", "/twins", {});
-	await call(url, secret, "POST", `/twins/${twin}/ledgers/personal`, { entries: { level: { value: -1, publish: { "bench-live": "true" } } } });
+	await call(url, secret, "POST", `/twins/${twin}/ledgers/personal`, {
+		entries: { level: { value: -1, publish: { "bench-live": "true" } } },
+	});
 	const writes = [];
 	for (let i = 0; i < WRITES; i++) {
 		const before = seen.socket.length + seen.sse.length;
@@ -112,11 +131,21 @@ async function latency(url, secret, streamers) {
 		await call(url, secret, "PATCH", `/twins/${twin}/ledgers/personal/value`, { entries: { level: { value: i } } });
 		writes.push(performance.now() - start);
 		// Until every stream has this write's message (or a second has passed).
-		for (let wait = 0; seen.socket.length + seen.sse.length < before + STREAMS && wait < 1000; wait++) await new Promise((r) => setTimeout(r, 1));
+		for (let wait = 0; seen.socket.length + seen.sse.length < before + STREAMS && wait < 1000; wait++)
+			await new Promise((r) => setTimeout(r, 1));
 	}
 	for (const stream of open) stream.close();
 	const all = [...seen.socket, ...seen.sse];
-	return { streams: STREAMS, writes: WRITES, expected: STREAMS * WRITES, received: all.length, write_answer: summary(writes), all: summary(all), websocket: summary(seen.socket), sse: summary(seen.sse) };
+	return {
+		streams: STREAMS,
+		writes: WRITES,
+		expected: STREAMS * WRITES,
+		received: all.length,
+		write_answer: summary(writes),
+		all: summary(all),
+		websocket: summary(seen.socket),
+		sse: summary(seen.sse),
+	};
 }
 
 // The runtime's resident memory as `count` idle streams open, read after each fifth of them: the
@@ -128,7 +157,8 @@ async function idleMemory(url, streamers, count, open) {
 	const readings = [[0, runtimeMemory()]];
 	const streams = [];
 	for (let step = 1; step <= 5; step++) {
-		while (streams.length < (count * step) / 5) streams.push(await open(url, streamers[Math.floor(streams.length / PER_USER)], "bench-idle"));
+		while (streams.length < (count * step) / 5)
+			streams.push(await open(url, streamers[Math.floor(streams.length / PER_USER)], "bench-idle"));
 		await settle();
 		readings.push([streams.length, runtimeMemory()]);
 	}
@@ -136,8 +166,14 @@ async function idleMemory(url, streamers, count, open) {
 	const n = readings.length;
 	const mx = readings.reduce((a, [x]) => a + x, 0) / n;
 	const my = readings.reduce((a, [, y]) => a + y, 0) / n;
-	const slope = readings.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / readings.reduce((a, [x]) => a + (x - mx) ** 2, 0);
-	return { streams: count, before_mb: +(readings[0][1] / MB).toFixed(1), after_mb: +(readings.at(-1)[1] / MB).toFixed(1), kb_per_stream: +(slope / 1000).toFixed(1) };
+	const slope =
+		readings.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / readings.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+	return {
+		streams: count,
+		before_mb: +(readings[0][1] / MB).toFixed(1),
+		after_mb: +(readings.at(-1)[1] / MB).toFixed(1),
+		kb_per_stream: +(slope / 1000).toFixed(1),
+	};
 }
 
 // A fleet: 1000 drivers of one Driver role (a twin rule, `TWIN.driver == user`), each streaming
@@ -157,7 +193,8 @@ async function fleet(url, secret, dispatchers) {
 	});
 	const drivers = await users(url, secret, DRIVERS, role.uuid, 11);
 	const vans = [];
-	for (const driver of drivers) vans.push((await call(url, secret, "POST", "/twins", { description: { driver: driver.user } })).uuid);
+	for (const driver of drivers)
+		vans.push((await call(url, secret, "POST", "/twins", { description: { driver: driver.user } })).uuid);
 	const started = new Map();
 	const seen = { driver: [], dispatcher: [] };
 	let wrong = 0;
@@ -167,9 +204,12 @@ async function fleet(url, secret, dispatchers) {
 		if (start !== undefined) seen[kind].push(performance.now() - start);
 	};
 	const open = [];
-	for (let i = 0; i < DRIVERS; i++) open.push(await socket(url, drivers[i].secret, "bench-fleet", arrived("driver", vans[i])));
-	for (let i = 0; i < DISPATCHERS; i++) open.push(await socket(url, dispatchers[Math.floor(i / PER_USER)], "bench-fleet", arrived("dispatcher")));
-	for (const van of vans) await call(url, secret, "POST", `/twins/${van}/ledgers/personal`, { entries: { level: { value: -1 } } });
+	for (let i = 0; i < DRIVERS; i++)
+		open.push(await socket(url, drivers[i].secret, "bench-fleet", arrived("driver", vans[i])));
+	for (let i = 0; i < DISPATCHERS; i++)
+		open.push(await socket(url, dispatchers[Math.floor(i / PER_USER)], "bench-fleet", arrived("dispatcher")));
+	for (const van of vans)
+		await call(url, secret, "POST", `/twins/${van}/ledgers/personal`, { entries: { level: { value: -1 } } });
 	const publishing = { level: { value: 0, publish: { "bench-fleet": "true" } } };
 	const writes = [];
 	for (let i = 0; i < FLEET_WRITES; i++) {
@@ -177,9 +217,12 @@ async function fleet(url, secret, dispatchers) {
 		const before = seen.driver.length + seen.dispatcher.length;
 		const start = performance.now();
 		started.set(i, start);
-		await call(url, secret, "PATCH", `/twins/${van}/ledgers/personal`, { entries: { level: { ...publishing.level, value: i } } });
+		await call(url, secret, "PATCH", `/twins/${van}/ledgers/personal`, {
+			entries: { level: { ...publishing.level, value: i } },
+		});
 		writes.push(performance.now() - start);
-		for (let wait = 0; seen.driver.length + seen.dispatcher.length < before + 1 + DISPATCHERS && wait < 2000; wait++) await new Promise((r) => setTimeout(r, 1));
+		for (let wait = 0; seen.driver.length + seen.dispatcher.length < before + 1 + DISPATCHERS && wait < 2000; wait++)
+			await new Promise((r) => setTimeout(r, 1));
 	}
 	for (const stream of open) stream.close();
 	return {
@@ -213,24 +256,42 @@ export async function benchStreams(url, secret) {
 
 export function printStreams(result) {
 	const { live, filtered, idle } = result;
-	console.log(`\nlive streams: ${live.streams} open (half WebSocket, half SSE), ${live.writes} ledger writes one at a time, each publishing to their topic`);
+	console.log(
+		`\nlive streams: ${live.streams} open (half WebSocket, half SSE), ${live.writes} ledger writes one at a time, each publishing to their topic`,
+	);
 	const without = live.write_answer_without_streams;
-	console.log(`messages received ${live.received} of ${live.expected}; the write answered p50 ${live.write_answer.p50_ms} ms, p95 ${live.write_answer.p95_ms} ms (with no stream open: p50 ${without.p50_ms} ms, p95 ${without.p95_ms} ms)\n`);
+	console.log(
+		`messages received ${live.received} of ${live.expected}; the write answered p50 ${live.write_answer.p50_ms} ms, p95 ${live.write_answer.p95_ms} ms (with no stream open: p50 ${without.p50_ms} ms, p95 ${without.p95_ms} ms)\n`,
+	);
 	console.log("| from the write's start to the stream | samples | p50 ms | p95 ms | max ms |");
 	console.log("|---|---|---|---|---|");
-	for (const [name, s] of [["every stream", live.all], ["WebSocket", live.websocket], ["SSE", live.sse]]) {
+	for (const [name, s] of [
+		["every stream", live.all],
+		["WebSocket", live.websocket],
+		["SSE", live.sse],
+	]) {
 		console.log(`| ${name} | ${s.samples} | ${s.p50_ms} | ${s.p95_ms} | ${s.max_ms} |`);
 	}
-	console.log(`\nfiltered: ${filtered.drivers} driver WebSockets (one group each, ${filtered.evaluations_per_message} evaluations a message) and ${filtered.dispatchers} dispatcher WebSockets, ${filtered.writes} writes on one van each`);
-	console.log(`messages received ${filtered.received} of ${filtered.expected}; another driver's van: ${filtered.another_drivers_van}; the write answered p50 ${filtered.write_answer.p50_ms} ms, p95 ${filtered.write_answer.p95_ms} ms\n`);
+	console.log(
+		`\nfiltered: ${filtered.drivers} driver WebSockets (one group each, ${filtered.evaluations_per_message} evaluations a message) and ${filtered.dispatchers} dispatcher WebSockets, ${filtered.writes} writes on one van each`,
+	);
+	console.log(
+		`messages received ${filtered.received} of ${filtered.expected}; another driver's van: ${filtered.another_drivers_van}; the write answered p50 ${filtered.write_answer.p50_ms} ms, p95 ${filtered.write_answer.p95_ms} ms\n`,
+	);
 	console.log("| from the write's start to the stream | samples | p50 ms | p95 ms | max ms |");
 	console.log("|---|---|---|---|---|");
-	for (const [name, s] of [["driver (filtered)", filtered.driver], ["dispatcher (whole)", filtered.dispatcher]]) {
+	for (const [name, s] of [
+		["driver (filtered)", filtered.driver],
+		["dispatcher (whole)", filtered.dispatcher],
+	]) {
 		console.log(`| ${name} | ${s.samples} | ${s.p50_ms} | ${s.p95_ms} | ${s.max_ms} |`);
 	}
 	console.log("\n| idle streams | count | runtime memory before, MB | after, MB | per stream (slope), KB |");
 	console.log("|---|---|---|---|---|");
-	for (const [name, s] of [["WebSocket", idle.websocket], ["SSE", idle.sse]]) {
+	for (const [name, s] of [
+		["WebSocket", idle.websocket],
+		["SSE", idle.sse],
+	]) {
 		console.log(`| ${name} | ${s.streams} | ${s.before_mb} | ${s.after_mb} | ${s.kb_per_stream} |`);
 	}
 }

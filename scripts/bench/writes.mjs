@@ -42,7 +42,13 @@ async function hammer(url, groups) {
 	const seconds = (performance.now() - started) / 1000;
 	latencies.sort((a, b) => a - b);
 	const at = (p) => +latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(2);
-	return { writes: latencies.length, failed, writes_per_second: +(latencies.length / seconds).toFixed(1), p50_ms: at(50), p99_ms: at(99) };
+	return {
+		writes: latencies.length,
+		failed,
+		writes_per_second: +(latencies.length / seconds).toFixed(1),
+		p50_ms: at(50),
+		p99_ms: at(99),
+	};
 }
 
 export async function benchWrites(url, accounts) {
@@ -51,7 +57,11 @@ export async function benchWrites(url, accounts) {
 	const other = await writers(url, second.secret, 16);
 	const runs = [];
 	for (const count of [1, 8, 32]) {
-		runs.push({ accounts: 1, writers: count, ...(await hammer(url, [{ secret: first.secret, twins: one.slice(0, count) }])) });
+		runs.push({
+			accounts: 1,
+			writers: count,
+			...(await hammer(url, [{ secret: first.secret, twins: one.slice(0, count) }])),
+		});
 	}
 	runs.push({
 		accounts: 2,
@@ -65,8 +75,13 @@ export async function benchWrites(url, accounts) {
 }
 
 export function printWrites(result) {
-	console.log(`\nledger writes through one account's object (PATCH .../value, a new value each, closed loops for ${result.seconds} s)\n`);
+	console.log(
+		`\nledger writes through one account's object (PATCH .../value, a new value each, closed loops for ${result.seconds} s)\n`,
+	);
 	console.log("| accounts | writers | writes | writes/s | p50 ms | p99 ms | failed |");
 	console.log("|---|---|---|---|---|---|---|");
-	for (const r of result.runs) console.log(`| ${r.accounts} | ${r.writers} | ${r.writes} | ${r.writes_per_second} | ${r.p50_ms} | ${r.p99_ms} | ${r.failed} |`);
+	for (const r of result.runs)
+		console.log(
+			`| ${r.accounts} | ${r.writers} | ${r.writes} | ${r.writes_per_second} | ${r.p50_ms} | ${r.p99_ms} | ${r.failed} |`,
+		);
 }

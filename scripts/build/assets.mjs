@@ -29,7 +29,8 @@ function write(to, content) {
 
 export function prepareAssets() {
 	for (const file of files(STATIC)) write(join(ASSETS, relative(STATIC, file)), readFileSync(file));
-	for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"]) write(join(ASSETS, "docs", name), readFileSync(join(SWAGGER, name)));
+	for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"])
+		write(join(ASSETS, "docs", name), readFileSync(join(SWAGGER, name)));
 	write(join(ASSETS, "openapi.json"), Buffer.from(openApiText()));
 }
 

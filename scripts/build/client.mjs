@@ -22,7 +22,10 @@ export function committedClientSchema() {
 
 // The catalogue as the client carries it: code name to status, subcode and description.
 export function clientCodesText(catalogue) {
-	const rows = Object.entries(catalogue).map(([code, { status, subcode, description }]) => `\t${code}: { status: ${status}, subcode: ${subcode}, description: ${JSON.stringify(description)} },`);
+	const rows = Object.entries(catalogue).map(
+		([code, { status, subcode, description }]) =>
+			`\t${code}: { status: ${status}, subcode: ${subcode}, description: ${JSON.stringify(description)} },`,
+	);
 	return [
 		"// The service's error catalogue (src/base/errors.ts), copied by `npm run client:generate`: each",
 		"// answer's `code` is a key of it and its `subcode` the key's subcode. Do not edit.",
@@ -39,7 +42,14 @@ export function committedClientCodes() {
 
 // src/base/errors.ts is TypeScript; esbuild turns it into a module Node can import.
 async function serviceCatalogue() {
-	const { outputFiles } = buildSync({ entryPoints: [fileURLToPath(new URL("../../src/base/errors.ts", import.meta.url))], bundle: true, platform: "node", format: "esm", write: false, logLevel: "error" });
+	const { outputFiles } = buildSync({
+		entryPoints: [fileURLToPath(new URL("../../src/base/errors.ts", import.meta.url))],
+		bundle: true,
+		platform: "node",
+		format: "esm",
+		write: false,
+		logLevel: "error",
+	});
 	const { ERRORS } = await import(`data:text/javascript,${encodeURIComponent(outputFiles[0].text)}`);
 	return ERRORS;
 }

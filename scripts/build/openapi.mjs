@@ -21,5 +21,8 @@ export function openApiText() {
 		write: false,
 		logLevel: "error",
 	});
-	return execFileSync(process.execPath, ["--input-type=module"], { input: outputFiles[0].text, maxBuffer: 16 * 1024 * 1024 }).toString();
+	return execFileSync(process.execPath, ["--input-type=module"], {
+		input: outputFiles[0].text,
+		maxBuffer: 16 * 1024 * 1024,
+	}).toString();
 }

@@ -18,7 +18,9 @@ const ENTRY = "src/index.ts";
 export async function buildWorker({ write = true } = {}) {
 	// Chunk names carry a hash: old ones would be uploaded with the new (wrangler.toml's rules
 	// take every file under chunks/), so they go first. index.d.ts stays (see there).
-	if (write) for (const name of ["chunks", "index.js", "index.js.map"]) rmSync(join(OUT, name), { recursive: true, force: true });
+	if (write)
+		for (const name of ["chunks", "index.js", "index.js.map"])
+			rmSync(join(OUT, name), { recursive: true, force: true });
 	const result = await esbuild.build({
 		write,
 		absWorkingDir: ROOT,
@@ -50,7 +52,8 @@ export function compiledAtStartup({ outputs }) {
 	const visit = (name) => {
 		if (eager.has(name)) return;
 		eager.add(name);
-		for (const imported of outputs[name].imports) if (imported.kind === "import-statement" && !imported.external) visit(imported.path);
+		for (const imported of outputs[name].imports)
+			if (imported.kind === "import-statement" && !imported.external) visit(imported.path);
 	};
 	// Every dynamically imported module is an entry point of the metafile too: the Worker's is src/index.ts.
 	visit(Object.keys(outputs).find((name) => outputs[name].entryPoint === ENTRY));

@@ -3,5 +3,6 @@ import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
 
 export function readConfig() {
-	return experimental_readRawConfig({ config: fileURLToPath(new URL("../../wrangler.toml", import.meta.url)) }).rawConfig;
+	return experimental_readRawConfig({ config: fileURLToPath(new URL("../../wrangler.toml", import.meta.url)) })
+		.rawConfig;
 }

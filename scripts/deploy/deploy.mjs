@@ -70,20 +70,31 @@ async function secretNames() {
 // PUBLIC_URL that deploy carries, so it is read from Cloudflare's API with wrangler's credentials.
 async function workersSubdomain(account) {
 	const auth = await askJson(["auth", "token", "--json"]);
-	const headers = auth.type === "api_key" ? { "X-Auth-Key": auth.key, "X-Auth-Email": auth.email } : { authorization: `Bearer ${auth.token}` };
+	const headers =
+		auth.type === "api_key"
+			? { "X-Auth-Key": auth.key, "X-Auth-Email": auth.email }
+			: { authorization: `Bearer ${auth.token}` };
 	const api = process.env.CLOUDFLARE_API_BASE_URL ?? "https://api.cloudflare.com/client/v4";
 	const response = await fetch(`${api}/accounts/${account}/workers/subdomain`, { headers });
 	const body = await response.json().catch(() => ({}));
 	if (response.ok) return body.result?.subdomain;
 	// 10007: the account has not registered a workers.dev subdomain.
 	if (body.errors?.some((error) => error.code === 10007)) return undefined;
-	throw new Error(`Reading the account's workers.dev subdomain answered ${response.status}: ${JSON.stringify(body.errors ?? body)}`);
+	throw new Error(
+		`Reading the account's workers.dev subdomain answered ${response.status}: ${JSON.stringify(body.errors ?? body)}`,
+	);
 }
 
 async function main() {
 	const whoami = await ask(["whoami", "--json"]);
-	if (whoami.code !== 0) throw new Error(`not logged in to Cloudflare: run \`npx wrangler login\` first${whoami.err ? `\n${whoami.err}` : ""}`);
-	const account = chooseAccount(JSON.parse(whoami.out).accounts ?? [], process.env.CLOUDFLARE_ACCOUNT_ID ?? config.account_id);
+	if (whoami.code !== 0)
+		throw new Error(
+			`not logged in to Cloudflare: run \`npx wrangler login\` first${whoami.err ? `\n${whoami.err}` : ""}`,
+		);
+	const account = chooseAccount(
+		JSON.parse(whoami.out).accounts ?? [],
+		process.env.CLOUDFLARE_ACCOUNT_ID ?? config.account_id,
+	);
 	env = { ...quietEnv, CLOUDFLARE_ACCOUNT_ID: account };
 
 	const publicUrl = values["public-url"];

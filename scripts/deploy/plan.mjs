@@ -19,7 +19,9 @@ export function chooseAccount(accounts, named) {
 	if (named) return named;
 	if (accounts.length === 1) return accounts[0].id;
 	const list = accounts.map((a) => `  ${a.id}  ${a.name}`).join("\n");
-	throw new Error(`This login reaches ${accounts.length} Cloudflare accounts: set CLOUDFLARE_ACCOUNT_ID to one of\n${list}`);
+	throw new Error(
+		`This login reaches ${accounts.length} Cloudflare accounts: set CLOUDFLARE_ACCOUNT_ID to one of\n${list}`,
+	);
 }
 
 // Whether the origin must come from the account's workers.dev subdomain: nothing else gives one.
@@ -37,9 +39,12 @@ export function publicOrigin(config, publicUrl, subdomain) {
 		return url.origin;
 	}
 	if (config.vars?.PUBLIC_URL) return undefined;
-	if (config.workers_dev === false) throw new Error("workers_dev is off: set PUBLIC_URL in wrangler.toml [vars] or pass --public-url");
+	if (config.workers_dev === false)
+		throw new Error("workers_dev is off: set PUBLIC_URL in wrangler.toml [vars] or pass --public-url");
 	if (!subdomain) {
-		throw new Error("The account has no workers.dev subdomain yet: register one (Workers & Pages in the dashboard) or pass --public-url");
+		throw new Error(
+			"The account has no workers.dev subdomain yet: register one (Workers & Pages in the dashboard) or pass --public-url",
+		);
 	}
 	return `https://${config.name}.${subdomain}.workers.dev`;
 }

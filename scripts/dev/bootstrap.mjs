@@ -39,12 +39,18 @@ const { values } = parseCli({
 });
 
 if (values["admin-token"] !== undefined) {
-	console.error("--admin-token is not taken: npm prints the command line. Set ADMIN_TOKEN in the environment or pass --admin-token-file FILE.");
+	console.error(
+		"--admin-token is not taken: npm prints the command line. Set ADMIN_TOKEN in the environment or pass --admin-token-file FILE.",
+	);
 	process.exit(2);
 }
-const token = readSecretFile(values["admin-token-file"], "--admin-token-file") ?? (process.env.ADMIN_TOKEN || readDevVars().ADMIN_TOKEN);
+const token =
+	readSecretFile(values["admin-token-file"], "--admin-token-file") ??
+	(process.env.ADMIN_TOKEN || readDevVars().ADMIN_TOKEN);
 if (!token) {
-	console.error("No admin token: set ADMIN_TOKEN, pass --admin-token-file FILE, or run `npm start` once to create .dev.vars");
+	console.error(
+		"No admin token: set ADMIN_TOKEN, pass --admin-token-file FILE, or run `npm start` once to create .dev.vars",
+	);
 	process.exit(1);
 }
 

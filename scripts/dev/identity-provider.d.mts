@@ -12,4 +12,9 @@ export type IdentityProvider = {
 	stop(): Promise<void>;
 };
 
-export function startIdentityProvider(options?: { port?: number; audience?: string; algorithm?: "RS256" | "ES256" | "EdDSA"; lifetime?: number }): Promise<IdentityProvider>;
+export function startIdentityProvider(options?: {
+	port?: number;
+	audience?: string;
+	algorithm?: "RS256" | "ES256" | "EdDSA";
+	lifetime?: number;
+}): Promise<IdentityProvider>;

@@ -23,7 +23,12 @@ const PAGE = new URL("../../docs/examples/sign-in.html", import.meta.url);
 // `dict_claims` or `provisioning.name_claim` commonly name.
 const EXTRA_CLAIMS = ["name", "email", "groups", "site", "nonce"];
 
-export async function startIdentityProvider({ port = 0, audience = DEFAULT_AUDIENCE, algorithm = "RS256", lifetime = 3600 } = {}) {
+export async function startIdentityProvider({
+	port = 0,
+	audience = DEFAULT_AUDIENCE,
+	algorithm = "RS256",
+	lifetime = 3600,
+} = {}) {
 	const { publicKey, privateKey } = await generateKeyPair(algorithm, { extractable: true });
 	const kid = `local-${Date.now().toString(36)}`;
 	const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid, alg: algorithm, use: "sig" }] };
@@ -43,19 +48,31 @@ export async function startIdentityProvider({ port = 0, audience = DEFAULT_AUDIE
 	}
 
 	const server = createServer(async (req, res) => {
-		const cors = { "access-control-allow-origin": "*", "access-control-allow-methods": "GET, OPTIONS", "access-control-allow-headers": "content-type", "cache-control": "no-store" };
-		const answer = (status, body, type = "application/json") => res.writeHead(status, { ...cors, "content-type": type }).end(typeof body === "string" ? body : JSON.stringify(body));
+		const cors = {
+			"access-control-allow-origin": "*",
+			"access-control-allow-methods": "GET, OPTIONS",
+			"access-control-allow-headers": "content-type",
+			"cache-control": "no-store",
+		};
+		const answer = (status, body, type = "application/json") =>
+			res
+				.writeHead(status, { ...cors, "content-type": type })
+				.end(typeof body === "string" ? body : JSON.stringify(body));
 		const url = new URL(req.url ?? "/", issuer);
 		if (req.method === "OPTIONS") return res.writeHead(204, cors).end();
 		if (req.method !== "GET") return answer(405, { error: "only GET" });
 		if (url.pathname === "/.well-known/jwks.json") return answer(200, jwks);
 		if (url.pathname === "/token") {
 			const sub = url.searchParams.get("sub");
-			if (!sub) return answer(400, { error: "invalid_request", error_description: "give the subject: /token?sub=alice" });
-			const claims = Object.fromEntries(EXTRA_CLAIMS.flatMap((name) => (url.searchParams.has(name) ? [[name, url.searchParams.get(name)]] : [])));
+			if (!sub)
+				return answer(400, { error: "invalid_request", error_description: "give the subject: /token?sub=alice" });
+			const claims = Object.fromEntries(
+				EXTRA_CLAIMS.flatMap((name) => (url.searchParams.has(name) ? [[name, url.searchParams.get(name)]] : [])),
+			);
 			return answer(200, { id_token: await token({ sub, ...claims }), expires_in: lifetime });
 		}
-		if (url.pathname === "/" || url.pathname === "/sign-in.html") return answer(200, readFileSync(PAGE, "utf8"), "text/html; charset=utf-8");
+		if (url.pathname === "/" || url.pathname === "/sign-in.html")
+			return answer(200, readFileSync(PAGE, "utf8"), "text/html; charset=utf-8");
 		return answer(404, { error: "not found" });
 	});
 	await new Promise((resolve, reject) => {
@@ -93,11 +110,20 @@ A stand-in OpenID Connect identity provider on 127.0.0.1 for trying the sign-in 
 			alg: { type: "string", default: "RS256" },
 		},
 	});
-	const provider = await startIdentityProvider({ port: Number(values.port), audience: values.audience, algorithm: values.alg }).catch((error) => {
+	const provider = await startIdentityProvider({
+		port: Number(values.port),
+		audience: values.audience,
+		algorithm: values.alg,
+	}).catch((error) => {
 		console.error(`Cannot listen on 127.0.0.1:${values.port}: ${error.message}`);
 		process.exit(1);
 	});
-	const body = { issuer: provider.issuer, audiences: [provider.audience], algorithms: [provider.algorithm], jwks_uri: provider.jwksUri };
+	const body = {
+		issuer: provider.issuer,
+		audiences: [provider.audience],
+		algorithms: [provider.algorithm],
+		jwks_uri: provider.jwksUri,
+	};
 	console.log(`identity provider  ${provider.issuer}  (keys ${provider.jwksUri}, ${provider.algorithm})
 audience           ${provider.audience}
 an ID token        curl -s '${provider.issuer}/token?sub=alice&name=Alice'

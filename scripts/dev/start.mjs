@@ -36,7 +36,11 @@ for (const name of ["ADMIN_TOKEN", "WEBHOOK_KEY", "TOKEN_KEY"]) {
 
 try {
 	const applied = await applyMigrations();
-	console.log(applied ? `Applied ${applied} D1 migration${applied === 1 ? "" : "s"} to the local database` : "The local database is up to date");
+	console.log(
+		applied
+			? `Applied ${applied} D1 migration${applied === 1 ? "" : "s"} to the local database`
+			: "The local database is up to date",
+	);
 } catch (error) {
 	console.error(error.message);
 	process.exit(1);
@@ -51,10 +55,13 @@ const ANSI = /\x1b\[[0-9;]*m/g;
 
 // Local receivers listen on loopback, so the callback policy is relaxed for development only.
 const origin = `http://127.0.0.1:${values.port}`;
-const dev = wrangler(["dev", "--ip", "127.0.0.1", "--port", values.port, "--var", "CALLBACK_POLICY:any", "--var", `PUBLIC_URL:${origin}`], {
-	stdio: ["inherit", "pipe", "inherit"],
-	env: { ...quietEnv, ...(process.stdout.isTTY && { FORCE_COLOR: "1" }) },
-});
+const dev = wrangler(
+	["dev", "--ip", "127.0.0.1", "--port", values.port, "--var", "CALLBACK_POLICY:any", "--var", `PUBLIC_URL:${origin}`],
+	{
+		stdio: ["inherit", "pipe", "inherit"],
+		env: { ...quietEnv, ...(process.stdout.isTTY && { FORCE_COLOR: "1" }) },
+	},
+);
 createInterface({ input: dev.stdout, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (line) => {
 	if (!REQUEST_LINE.test(line.replace(ANSI, ""))) process.stdout.write(`${line}\n`);
 });

@@ -50,7 +50,9 @@ const { values } = parseCli({
 });
 for (const option of ["secret", "client-secret"]) {
 	if (values[option] === undefined) continue;
-	console.error(`--${option} is not taken: npm prints the command line. Use ${option === "secret" ? "TWIN_SECRET or " : ""}--${option}-file FILE.`);
+	console.error(
+		`--${option} is not taken: npm prints the command line. Use ${option === "secret" ? "TWIN_SECRET or " : ""}--${option}-file FILE.`,
+	);
 	process.exit(2);
 }
 const secret = readSecretFile(values["secret-file"], "--secret-file") ?? process.env.TWIN_SECRET;
@@ -60,7 +62,8 @@ if (!secret) {
 }
 
 const base = findServer(values.url);
-const clientSecret = readSecretFile(values["client-secret-file"], "--client-secret-file") ?? randomBytes(12).toString("base64url");
+const clientSecret =
+	readSecretFile(values["client-secret-file"], "--client-secret-file") ?? randomBytes(12).toString("base64url");
 let resolveServerSecret;
 const serverSecret = new Promise((resolve) => (resolveServerSecret = resolve));
 let manageUrl;
@@ -80,17 +83,22 @@ async function api(path) {
 async function showState() {
 	if (!subscription) return;
 	const s = await api(`/notifications/webhooks/subscriptions/${subscription}`);
-	console.log(`subscription ${subscription}: ${s.status}, ${s.attempts} attempt(s)${s.failure_reason ? `, failed: ${s.failure_reason}` : ""}`);
+	console.log(
+		`subscription ${subscription}: ${s.status}, ${s.attempts} attempt(s)${s.failure_reason ? `, failed: ${s.failure_reason}` : ""}`,
+	);
 	const { deliveries = [] } = await api(`/notifications/webhooks/subscriptions/${subscription}/deliveries`);
 	for (const d of deliveries) {
 		const next = d.next_attempt_ts ? `, next ${new Date(d.next_attempt_ts * 1000).toISOString()}` : "";
-		console.log(`  #${d.attempt} ${new Date(d.attempted_ts * 1000).toISOString()} ${d.outcome} ${d.detail} (${d.duration_ms} ms${next})`);
+		console.log(
+			`  #${d.attempt} ${new Date(d.attempted_ts * 1000).toISOString()} ${d.outcome} ${d.detail} (${d.duration_ms} ms${next})`,
+		);
 	}
 }
 
 if (values.list) {
 	const { subscriptions = {} } = await api("/notifications/webhooks").catch(unreachable);
-	for (const [uuid, s] of Object.entries(subscriptions)) console.log(`${uuid}  ${s.status.padEnd(12)} ${s.topic}  ${s.callback_url}`);
+	for (const [uuid, s] of Object.entries(subscriptions))
+		console.log(`${uuid}  ${s.status.padEnd(12)} ${s.topic}  ${s.callback_url}`);
 	process.exit(0);
 }
 
@@ -102,7 +110,8 @@ function verify(body, headers, key) {
 	const expectedHash = Buffer.from(blake2b(Buffer.from(JSON.stringify(message)), { key, dkLen: 32 })).toString("hex");
 	const signed = `${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`;
 	const expectedSignature = `v1,${createHmac("sha256", key).update(signed).digest("base64")}`;
-	const same = (a, b) => typeof a === "string" && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+	const same = (a, b) =>
+		typeof a === "string" && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 	// After a key rotation the header carries one signature per key, space-separated.
 	const signatures = (headers["webhook-signature"] ?? "").split(" ");
 	return { message, hashOk: same(hash, expectedHash), signatureOk: signatures.some((s) => same(s, expectedSignature)) };
@@ -137,7 +146,12 @@ server.listen(Number(values.port), "127.0.0.1", async () => {
 	const res = await fetch(`${base}/notifications/webhooks`, {
 		method: "POST",
 		headers: { authorization: secret, "content-type": "application/json" },
-		body: JSON.stringify({ callback_url: callback, topic: values.topic, client_secret: clientSecret, account: values.account }),
+		body: JSON.stringify({
+			callback_url: callback,
+			topic: values.topic,
+			client_secret: clientSecret,
+			account: values.account,
+		}),
 	}).catch(unreachable);
 	const answer = await res.json();
 	if (res.status !== 201) {

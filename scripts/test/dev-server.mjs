@@ -36,7 +36,17 @@ export async function startDevServer({ port, persistTo, vars = {}, inspectorPort
 	const varArgs = Object.entries(all).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
 	varArgs.push("--inspector-port", String(inspectorPort ?? (await freePort())));
 	const child = wrangler(
-		["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persistTo, "--show-interactive-dev-session=false", ...varArgs],
+		[
+			"dev",
+			"--ip",
+			"127.0.0.1",
+			"--port",
+			String(port),
+			"--persist-to",
+			persistTo,
+			"--show-interactive-dev-session=false",
+			...varArgs,
+		],
 		{ detached: true, stdio: ["ignore", "ignore", "inherit"] },
 	);
 	const url = `http://127.0.0.1:${port}`;

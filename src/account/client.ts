@@ -7,9 +7,9 @@ import { type Outcome, unwrap } from "./outcome";
 // outcome.ts) is thrown again here. So an error crosses the boundary one way only, and no
 // call site unwraps, counts or casts by hand.
 export type AccountClient = {
-	[K in keyof AccountObject as AccountObject[K] extends (...args: never[]) => Promise<Outcome<unknown>> ? K : never]: AccountObject[K] extends (
-		...args: infer A
-	) => Promise<Outcome<infer T>>
+	[K in keyof AccountObject as AccountObject[K] extends (...args: never[]) => Promise<Outcome<unknown>>
+		? K
+		: never]: AccountObject[K] extends (...args: infer A) => Promise<Outcome<infer T>>
 		? (...args: A) => Promise<T>
 		: never;
 };

@@ -36,7 +36,12 @@ export class CursorStore {
 	// The cursor of an id, or undefined when it is unknown, expired or bound to another user or
 	// scan. Looking is not using: touch() marks the use once the request's credential holds.
 	find(id: string, owner: CursorBinding, now: number): Cursor | undefined {
-		const [row] = this.sql.exec<Cursor & { user: string; binding: string }>("SELECT id, after, user, binding, expires_at FROM cursors WHERE id = ?", id).toArray();
+		const [row] = this.sql
+			.exec<Cursor & { user: string; binding: string }>(
+				"SELECT id, after, user, binding, expires_at FROM cursors WHERE id = ?",
+				id,
+			)
+			.toArray();
 		if (!row || row.expires_at <= now || row.user !== owner.user || row.binding !== owner.binding) return undefined;
 		return row;
 	}
@@ -52,7 +57,12 @@ export class CursorStore {
 	// caller then makes sure an alarm will sweep it.
 	issue(owner: CursorBinding, after: string, now: number): { id: string; created: boolean } {
 		const [existing] = this.sql
-			.exec<Cursor>("SELECT id, after, expires_at FROM cursors WHERE user = ? AND binding = ? AND after = ?", owner.user, owner.binding, after)
+			.exec<Cursor>(
+				"SELECT id, after, expires_at FROM cursors WHERE user = ? AND binding = ? AND after = ?",
+				owner.user,
+				owner.binding,
+				after,
+			)
 			.toArray();
 		if (existing) {
 			this.touch(existing, now);

@@ -16,7 +16,10 @@ import { type Host, RETRY_SECONDS } from "./host";
 
 export type DocLimits = { uploads: number; perTwin: number; bytes: number };
 export type StorageClass = DocRow["storage_class"];
-export type AttachInput = Record<string, { handler: string; hash?: string; storage_class?: StorageClass; description?: Description | null }>;
+export type AttachInput = Record<
+	string,
+	{ handler: string; hash?: string; storage_class?: StorageClass; description?: Description | null }
+>;
 
 const noSuchUpload = () => new ApiError("upload_not_found", { description: "No such upload handler or URL" });
 
@@ -35,9 +38,17 @@ export function docRecord(row: DocRow) {
 	};
 }
 
-export async function createUpload(db: Database, caller: Caller, upload: { handler: string; tokenHash: string; validity_ts: number }, limits: DocLimits, at: number) {
+export async function createUpload(
+	db: Database,
+	caller: Caller,
+	upload: { handler: string; tokenHash: string; validity_ts: number },
+	limits: DocLimits,
+	at: number,
+) {
 	if ((await rows.countLiveUploads(db, caller.account, at)) >= limits.uploads) {
-		throw new ApiError("upload_limit", { description: `The account already holds ${limits.uploads} live upload URLs, its limit (MAX_UPLOADS)` });
+		throw new ApiError("upload_limit", {
+			description: `The account already holds ${limits.uploads} live upload URLs, its limit (MAX_UPLOADS)`,
+		});
 	}
 	await rows.insertUpload(db, {
 		handler: upload.handler,
@@ -64,7 +75,13 @@ const ownLive = (caller: Pick<Caller, "account" | "user">, at: number) => (row: 
 
 // One of the caller's own live handlers; for anyone else, and when unknown, expired or already
 // attached (its row is gone then), the same 404171.
-async function ownLiveUpload(db: Database, meter: D1Meter, caller: Caller, handler: string, at: number): Promise<UploadRow> {
+async function ownLiveUpload(
+	db: Database,
+	meter: D1Meter,
+	caller: Caller,
+	handler: string,
+	at: number,
+): Promise<UploadRow> {
 	const row = await meter.sightedOne(() => rows.findUpload(db, handler), ownLive(caller, at));
 	if (!row) throw noSuchUpload();
 	return row;
@@ -85,19 +102,34 @@ export const UPLOAD_RENEW_SECONDS = 30;
 // The start of a PUT: the token must open this account's live handler, whose URL holds no file
 // yet and no PUT in flight (one whose lease has passed is dead and released), and the file's
 // length must fit the account's doc bytes. The length counts from here on.
-export async function claimUpload(db: Database, meter: D1Meter, account: string, handler: string, tokenHash: string, length: number, limits: DocLimits, at: number) {
-	const opens = (found: UploadRow) => found.account === account && timingSafeEqualText(found.token_hash, tokenHash) && found.validity_ts > at;
+export async function claimUpload(
+	db: Database,
+	meter: D1Meter,
+	account: string,
+	handler: string,
+	tokenHash: string,
+	length: number,
+	limits: DocLimits,
+	at: number,
+) {
+	const opens = (found: UploadRow) =>
+		found.account === account && timingSafeEqualText(found.token_hash, tokenHash) && found.validity_ts > at;
 	const row = await meter.sightedOne(() => rows.findUpload(db, handler), opens);
 	if (!row) throw noSuchUpload();
 	if (row.state === "uploaded") throw new ApiError("upload_used");
 	const dead = row.state === "receiving" && row.lease_ts !== null && row.lease_ts <= at;
 	if (row.state === "receiving" && !dead) {
-		throw new ApiError("upload_in_progress", { description: "An upload to this URL is in progress: retry later, it goes on undisturbed", headers: { "retry-after": "5" } });
+		throw new ApiError("upload_in_progress", {
+			description: "An upload to this URL is in progress: retry later, it goes on undisturbed",
+			headers: { "retry-after": "5" },
+		});
 	}
 	// A dead PUT's length still counts until the claim releases it.
 	const used = ((await rows.docBytes(db, account))?.bytes ?? 0) - (dead ? (row.size ?? 0) : 0);
 	if (used + length > limits.bytes) {
-		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads would exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
+		throw new ApiError("doc_bytes_limit", {
+			description: `The account's docs and uploads would exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)`,
+		});
 	}
 	const object = newObjectKey();
 	const lease_ts = at + UPLOAD_LEASE_SECONDS;
@@ -112,7 +144,14 @@ export function renewUpload(db: Database, handler: string, object: string, at: n
 
 // The end of a PUT whose bytes are all in R2. When the URL was invalidated or expired while the
 // bytes streamed, its row is gone: the object it made is deleted here, and the PUT is 404171.
-export async function finishUpload(db: Database, bucket: R2Bucket, handler: string, object: string, hash: string, contentType: string) {
+export async function finishUpload(
+	db: Database,
+	bucket: R2Bucket,
+	handler: string,
+	object: string,
+	hash: string,
+	contentType: string,
+) {
 	const row = await rows.finishUpload(db, handler, object, hash, contentType);
 	if (!row) {
 		await deleteObjects(bucket, [object]).catch(() => undefined);
@@ -127,25 +166,49 @@ export function reopenUpload(db: Database, account: string, handler: string, obj
 
 // All or nothing, in the order the caller meets the refusals: handlers (own and live, then
 // uploaded), hashes, names, the twin's count, the account's bytes.
-export async function attachDocs(db: Database, meter: D1Meter, caller: Caller, twin: string, input: AttachInput, limits: DocLimits, at: number) {
+export async function attachDocs(
+	db: Database,
+	meter: D1Meter,
+	caller: Caller,
+	twin: string,
+	input: AttachInput,
+	limits: DocLimits,
+	at: number,
+) {
 	const names = Object.keys(input);
 	const handlers = names.map((name) => input[name].handler);
-	const found = new Map((await meter.sighted(() => rows.findUploads(db, handlers), ownLive(caller, at))).map((row) => [row.handler, row]));
+	const found = new Map(
+		(await meter.sighted(() => rows.findUploads(db, handlers), ownLive(caller, at))).map((row) => [row.handler, row]),
+	);
 	const uploads = names.map((name) => found.get(input[name].handler));
 	if (uploads.some((row) => !row)) throw noSuchUpload();
 	const waiting = names.filter((_, i) => uploads[i]!.state !== "uploaded");
-	if (waiting.length) throw new ApiError("upload_empty", { description: `The upload URL of ${waiting.join(", ")} has received no file yet` });
-	const wrong = names.filter((name, i) => input[name].hash !== undefined && input[name].hash!.toLowerCase() !== uploads[i]!.hash);
+	if (waiting.length)
+		throw new ApiError("upload_empty", {
+			description: `The upload URL of ${waiting.join(", ")} has received no file yet`,
+		});
+	const wrong = names.filter(
+		(name, i) => input[name].hash !== undefined && input[name].hash!.toLowerCase() !== uploads[i]!.hash,
+	);
 	if (wrong.length) {
-		const details = wrong.map((name) => ({ path: `docs.${name}.hash`, message: "Differs from the SHA-256 of the uploaded file" }));
-		throw new ApiError("hash_mismatch", { description: `The hash of ${wrong.join(", ")} differs from the upload's SHA-256; nothing was attached`, details });
+		const details = wrong.map((name) => ({
+			path: `docs.${name}.hash`,
+			message: "Differs from the SHA-256 of the uploaded file",
+		}));
+		throw new ApiError("hash_mismatch", {
+			description: `The hash of ${wrong.join(", ")} differs from the upload's SHA-256; nothing was attached`,
+			details,
+		});
 	}
 	const taken = await rows.takenNames(db, twin, names);
 	if (taken.length) throw nameTaken(taken);
-	if ((await rows.countTwinDocs(db, twin, caller.account)) + names.length > limits.perTwin) throw twinFull(limits.perTwin);
+	if ((await rows.countTwinDocs(db, twin, caller.account)) + names.length > limits.perTwin)
+		throw twinFull(limits.perTwin);
 	const used = (await rows.docBytes(db, caller.account))?.bytes ?? 0;
 	if (used > limits.bytes) {
-		throw new ApiError("doc_bytes_limit", { description: `The account's docs and uploads exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)` });
+		throw new ApiError("doc_bytes_limit", {
+			description: `The account's docs and uploads exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)`,
+		});
 	}
 	const docs: DocRow[] = names.map((name, i) => ({
 		uuid: crypto.randomUUID(),
@@ -173,7 +236,9 @@ function nameTaken(names: string[]) {
 }
 
 function twinFull(limit: number) {
-	return new ApiError("twin_doc_limit", { description: `A twin holds at most ${limit} docs of each account (MAX_TWIN_DOCS)` });
+	return new ApiError("twin_doc_limit", {
+		description: `A twin holds at most ${limit} docs of each account (MAX_TWIN_DOCS)`,
+	});
 }
 
 // A doc of the twin the caller may change: its own account's. Another account's doc is visible
@@ -181,11 +246,19 @@ function twinFull(limit: number) {
 async function ownDoc(db: Database, caller: Caller, twin: string, name: string): Promise<DocRow> {
 	const row = await rows.findDoc(db, twin, name);
 	if (!row) throw new ApiError("not_found", { description: "No such doc" });
-	if (row.account !== caller.account) throw new ApiError("not_owner", { description: "Only the account that attached a doc may change or delete it" });
+	if (row.account !== caller.account)
+		throw new ApiError("not_owner", { description: "Only the account that attached a doc may change or delete it" });
 	return row;
 }
 
-export async function updateDoc(db: Database, caller: Caller, twin: string, name: string, description: Description | null | undefined, at: number) {
+export async function updateDoc(
+	db: Database,
+	caller: Caller,
+	twin: string,
+	name: string,
+	description: Description | null | undefined,
+	at: number,
+) {
 	const row = await ownDoc(db, caller, twin, name);
 	if (description === undefined) return { uuid: twin, ...docRecord(row) };
 	const updated = await rows.setDocDescription(db, row.uuid, description, at);
@@ -202,19 +275,46 @@ export async function deleteDoc(db: Database, caller: Caller, twin: string, name
 // The twin's docs attached by the caller's account; other accounts' stay.
 export async function deleteDocs(db: Database, caller: Caller, twin: string, at: number) {
 	const own = await rows.listAccountDocs(db, twin, caller.account);
-	const removed = own.length ? await rows.removeDocs(db, caller.account, twin, own.map((row) => row.uuid), at) : [];
-	return { uuid: twin, docs: removed.map((row) => ({ name: row.name, created_ts: row.created_ts, updated_ts: row.updated_ts, size: row.size })) };
+	const removed = own.length
+		? await rows.removeDocs(
+				db,
+				caller.account,
+				twin,
+				own.map((row) => row.uuid),
+				at,
+			)
+		: [];
+	return {
+		uuid: twin,
+		docs: removed.map((row) => ({
+			name: row.name,
+			created_ts: row.created_ts,
+			updated_ts: row.updated_ts,
+			size: row.size,
+		})),
+	};
 }
 
 // Background work of the account's object: dead PUTs' URLs are pending again, expired uploads
 // are released, and the objects nobody refers to are deleted from R2, then forgotten. Answers
 // when it must run again: the next upload's expiry or lease, or sooner when more is left than
 // one round takes or R2 failed.
-export async function tidyDocs(db: Database, bucket: R2Bucket, account: string, at: number): Promise<number | undefined> {
+export async function tidyDocs(
+	db: Database,
+	bucket: R2Bucket,
+	account: string,
+	at: number,
+): Promise<number | undefined> {
 	const ROUND = 100;
 	await rows.releaseDeadPuts(db, account, at);
 	const expired = await rows.expiredUploads(db, account, at, ROUND);
-	if (expired.length) await rows.releaseUploads(db, account, expired.map((row) => row.handler), at);
+	if (expired.length)
+		await rows.releaseUploads(
+			db,
+			account,
+			expired.map((row) => row.handler),
+			at,
+		);
 	const garbage = (await rows.garbageOf(db, account, ROUND)).map((row) => row.object);
 	// More than one round's work left: again in a second; R2 failing: again in a minute.
 	let soon = expired.length === ROUND || garbage.length === ROUND ? at + 1 : undefined;

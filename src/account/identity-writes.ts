@@ -1,5 +1,12 @@
 import type { Database } from "../db/client";
-import { deleteIdentity, type IdentityChanges, type IdentityRow, insertIdentities, listOwnIdentities, patchIdentity } from "../db/identities";
+import {
+	deleteIdentity,
+	type IdentityChanges,
+	type IdentityRow,
+	insertIdentities,
+	listOwnIdentities,
+	patchIdentity,
+} from "../db/identities";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import type { Caller } from "../base/caller";
@@ -31,29 +38,53 @@ export function identityRecord(row: IdentityRow) {
 // an identity it hides is hidden whatever is written: creating one is refused (403102) whether
 // it exists or not, the duplicate check meets only identities the writer sees, and
 // Server-Timing counts only those. The per-twin limit counts them all: it bounds the rows.
-export async function createIdentities(db: Database, meter: D1Meter, writer: Caller, twin: TwinView, input: IdentityInput) {
+export async function createIdentities(
+	db: Database,
+	meter: D1Meter,
+	writer: Caller,
+	twin: TwinView,
+	input: IdentityInput,
+) {
 	const at = now();
 	const names = Object.keys(input);
-	const sees = (identity: string) => canSeeIdentity(writer, { identity, account: writer.account, visibility: null, validity_ts: null }, twin, at);
+	const sees = (identity: string) =>
+		canSeeIdentity(writer, { identity, account: writer.account, visibility: null, validity_ts: null }, twin, at);
 	const unseen = names.filter((name) => !sees(name));
 	if (unseen.length) {
-		const details = unseen.map((name) => ({ path: `identities.${name}`, message: "The role's identity rule would hide this identity from its writer" }));
-		throw new ApiError("escalation", { description: `The caller's role would not see ${unseen.join(", ")}: a user attaches only identities it can see`, details });
+		const details = unseen.map((name) => ({
+			path: `identities.${name}`,
+			message: "The role's identity rule would hide this identity from its writer",
+		}));
+		throw new ApiError("escalation", {
+			description: `The caller's role would not see ${unseen.join(", ")}: a user attaches only identities it can see`,
+			details,
+		});
 	}
 	let count = 0;
-	const seen = await meter.sighted(async () => {
-		const rows = await listOwnIdentities(db, twin.uuid, writer.account);
-		count = rows.length;
-		return rows;
-	}, (row) => sees(row.identity));
+	const seen = await meter.sighted(
+		async () => {
+			const rows = await listOwnIdentities(db, twin.uuid, writer.account);
+			count = rows.length;
+			return rows;
+		},
+		(row) => sees(row.identity),
+	);
 	const existing = new Set(seen.map((row) => row.identity));
 	const taken = names.filter((name) => existing.has(name));
 	if (taken.length) {
-		const details = taken.map((name) => ({ path: `identities.${name}`, message: "The account already has this identity on the twin" }));
-		throw new ApiError("conflict", { description: `The account already has ${taken.join(", ")} on this twin`, details });
+		const details = taken.map((name) => ({
+			path: `identities.${name}`,
+			message: "The account already has this identity on the twin",
+		}));
+		throw new ApiError("conflict", {
+			description: `The account already has ${taken.join(", ")} on this twin`,
+			details,
+		});
 	}
 	if (count + names.length > MAX_IDENTITIES_PER_TWIN) {
-		throw new ApiError("conflict", { description: `An account may attach at most ${MAX_IDENTITIES_PER_TWIN} identities to one twin` });
+		throw new ApiError("conflict", {
+			description: `An account may attach at most ${MAX_IDENTITIES_PER_TWIN} identities to one twin`,
+		});
 	}
 	const rows = names.map((identity) => ({
 		twin: twin.uuid,
@@ -68,7 +99,13 @@ export async function createIdentities(db: Database, meter: D1Meter, writer: Cal
 	return { uuid: twin.uuid, identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])) };
 }
 
-export async function updateIdentity(db: Database, account: string, twin: string, identity: string, changes: IdentityChanges) {
+export async function updateIdentity(
+	db: Database,
+	account: string,
+	twin: string,
+	identity: string,
+	changes: IdentityChanges,
+) {
 	const row = await patchIdentity(db, twin, account, identity, changes, now());
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { uuid: twin, ...identityRecord(row) };

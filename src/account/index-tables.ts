@@ -96,7 +96,11 @@ export type LedgerInput = { account: string; twin: string; owner: string; values
 // template and every coercion share the table's INDEX_RULE_WORK_UNITS for the ledger: past
 // them the ledger has no row there (docs/indexes.md). `texts` shares the JSON of the ledger's
 // values among its tables.
-export function rowOf(table: Table, input: LedgerInput, texts = new JsonTexts(MAX_STRING_VALUE)): { text: string | null; units: number } {
+export function rowOf(
+	table: Table,
+	input: LedgerInput,
+	texts = new JsonTexts(MAX_STRING_VALUE),
+): { text: string | null; units: number } {
 	if (Object.keys(input.values).length === 0 || table.rule === null) return { text: null, units: 0 };
 	// No overrun (fixed, found by test/indexes/rows.test.ts): a Budget lets one evaluation
 	// spend up to twice its units before it throws, so a rule needing up to 200,000 units kept
@@ -107,7 +111,15 @@ export function rowOf(table: Table, input: LedgerInput, texts = new JsonTexts(MA
 		user: { account: input.account, user: "", role: "", description: null },
 		now: 0,
 		budget,
-		entry: { ledger: input.account, name: "", value: null, created_ts: null, updated_ts: null, value_changed_ts: null, values: input.values },
+		entry: {
+			ledger: input.account,
+			name: "",
+			value: null,
+			created_ts: null,
+			updated_ts: null,
+			value_changed_ts: null,
+			values: input.values,
+		},
 	};
 	const rule = table.rule;
 	const fields = { entries: input.values, twin: input.twin, ledger: input.account, owner: input.owner };
@@ -126,7 +138,15 @@ type Existing = { properties: string; size: number } | undefined;
 
 // The statements that bring one twin's row of one table to what its ledger gives, and the
 // change to the table's counts they make.
-function rowChange(db: Database, table: Table, twin: string, text: string | null, existing: Existing, at: number, limits: IndexLimits) {
+function rowChange(
+	db: Database,
+	table: Table,
+	twin: string,
+	text: string | null,
+	existing: Existing,
+	at: number,
+	limits: IndexLimits,
+) {
 	const { uuid: id, generation, status } = table.row;
 	const key = { table: id, generation };
 	const statements: BatchItem<"sqlite">[] = [];
@@ -148,11 +168,15 @@ function rowChange(db: Database, table: Table, twin: string, text: string | null
 		delta.rows = existing ? 0 : 1;
 		delta.bytes = size - (existing?.size ?? 0);
 	}
-	if (delta.rows || delta.bytes || delta.status !== status) statements.push(db_.countRows(db, id, generation, delta.rows, delta.bytes, delta.status));
+	if (delta.rows || delta.bytes || delta.status !== status)
+		statements.push(db_.countRows(db, id, generation, delta.rows, delta.bytes, delta.status));
 	return { statements, delta };
 }
 
-function applied(row: IndexTableRow, delta: { rows: number; bytes: number; status: IndexTableRow["status"] }): IndexTableRow {
+function applied(
+	row: IndexTableRow,
+	delta: { rows: number; bytes: number; status: IndexTableRow["status"] },
+): IndexTableRow {
 	return { ...row, rows: row.rows + delta.rows, table_size: row.table_size + delta.bytes, status: delta.status };
 }
 
@@ -163,7 +187,13 @@ function applied(row: IndexTableRow, delta: { rows: number; bytes: number; statu
 // whose role has an entry rule, `db` is a database the request's meter does not see: what the
 // rows cost (a row read, written or not) would tell it what its hidden entries hold. The
 // statements still join the write's batch and commit with it.
-export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: LedgerInput, at: number, limits: IndexLimits) {
+export async function indexChanges(
+	db: Database,
+	catalog: IndexCatalog,
+	ledger: LedgerInput,
+	at: number,
+	limits: IndexLimits,
+) {
 	const tables = await catalog.all(db, ledger.account);
 	if (tables.length === 0) return { statements: [], committed: () => undefined };
 	const keys = tables.map((table) => ({ table: table.row.uuid, generation: table.row.generation }));
@@ -172,7 +202,15 @@ export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: 
 	const after: IndexTableRow[] = [];
 	const texts = new JsonTexts(MAX_STRING_VALUE);
 	for (const table of tables) {
-		const change = rowChange(db, table, ledger.twin, rowOf(table, ledger, texts).text, existing.get(table.row.uuid), at, limits);
+		const change = rowChange(
+			db,
+			table,
+			ledger.twin,
+			rowOf(table, ledger, texts).text,
+			existing.get(table.row.uuid),
+			at,
+			limits,
+		);
 		statements.push(...change.statements);
 		if (change.statements.length) after.push(applied(table.row, change.delta));
 	}
@@ -184,7 +222,15 @@ export async function indexChanges(db: Database, catalog: IndexCatalog, ledger: 
 // `ready`, or stays `full`). A step reads at most BUILD_LEDGERS ledgers or BUILD_BYTES of
 // entries, and stops after the ledger whose rows take its work past BUILD_WORK_UNITS, so that
 // it costs what one ledger write may cost; the next step starts after the last ledger done.
-export async function buildStep(db: Database, catalog: IndexCatalog, account: string, uuid: string, after: string, at: number, limits: IndexLimits): Promise<string | null> {
+export async function buildStep(
+	db: Database,
+	catalog: IndexCatalog,
+	account: string,
+	uuid: string,
+	after: string,
+	at: number,
+	limits: IndexLimits,
+): Promise<string | null> {
 	const table = (await catalog.all(db, account)).find((t) => t.row.uuid === uuid);
 	if (!table) return null;
 	const ledgers = await db_.ledgersAfter(db, account, after, BUILD_LEDGERS);
@@ -238,8 +284,14 @@ export async function buildStep(db: Database, catalog: IndexCatalog, account: st
 // Definitions. Each is a write of the account's object; the new generation's rows come from
 // builds the object's alarm runs (see AccountDO).
 
-
-export async function createTables(db: Database, catalog: IndexCatalog, caller: Caller, input: Record<string, IndexDefinition>, limits: IndexLimits, at: number) {
+export async function createTables(
+	db: Database,
+	catalog: IndexCatalog,
+	caller: Caller,
+	input: Record<string, IndexDefinition>,
+	limits: IndexLimits,
+	at: number,
+) {
 	const tables = await catalog.all(db, caller.account);
 	const names = new Set(tables.map((table) => table.row.name));
 	const ledgers = await db_.hasLedgers(db, caller.account);
@@ -270,9 +322,16 @@ export async function createTables(db: Database, catalog: IndexCatalog, caller: 
 		names.add(name);
 		answers[name] = indexRecord(row);
 	}
-	await runBatch(db, created.map((row) => db_.insertIndexTable(db, row)));
+	await runBatch(
+		db,
+		created.map((row) => db_.insertIndexTable(db, row)),
+	);
 	for (const row of created) catalog.put(row);
-	return { uuid: caller.account, indexes: answers, builds: ledgers ? created.map((row) => ({ uuid: row.uuid, generation: row.generation })) : [] };
+	return {
+		uuid: caller.account,
+		indexes: answers,
+		builds: ledgers ? created.map((row) => ({ uuid: row.uuid, generation: row.generation })) : [],
+	};
 }
 
 async function ownTable(db: Database, caller: Caller, name: string): Promise<IndexTableRow> {
@@ -283,11 +342,23 @@ async function ownTable(db: Database, caller: Caller, name: string): Promise<Ind
 
 // A given field replaces the stored one whole; the result must hold as a definition. The same
 // definition changes nothing; another starts a new generation, built from the ledgers.
-export async function updateTable(db: Database, catalog: IndexCatalog, caller: Caller, name: string, changes: Partial<IndexDefinition>, at: number) {
+export async function updateTable(
+	db: Database,
+	catalog: IndexCatalog,
+	caller: Caller,
+	name: string,
+	changes: Partial<IndexDefinition>,
+	at: number,
+) {
 	const row = await ownTable(db, caller, name);
-	const merged: IndexDefinition = { rule: changes.rule ?? row.rule, properties: changes.properties ?? row.properties, templates: changes.templates ?? row.templates };
+	const merged: IndexDefinition = {
+		rule: changes.rule ?? row.rule,
+		properties: changes.properties ?? row.properties,
+		templates: changes.templates ?? row.templates,
+	};
 	const details = checkDefinition(merged);
-	if (details.length) throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });
+	if (details.length)
+		throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });
 	const same = definitionKey(merged) === definitionKey(row);
 	if (same) return { uuid: row.uuid, ...indexRecord(row), builds: [], drop: undefined };
 	return restart(db, catalog, caller.account, row, { ...merged, updated_ts: at }, true);
@@ -296,13 +367,31 @@ export async function updateTable(db: Database, catalog: IndexCatalog, caller: C
 // What a definition means, whatever order its keys were sent in.
 function definitionKey(definition: IndexDefinition): string {
 	const { names, types } = definition.properties;
-	return JSON.stringify([definition.rule, names, types, names.map((name) => definition.templates.properties[name] ?? null)]);
+	return JSON.stringify([
+		definition.rule,
+		names,
+		types,
+		names.map((name) => definition.templates.properties[name] ?? null),
+	]);
 }
 
 // A new, empty generation: the old rows are invisible at once and deleted in the background.
-async function restart(db: Database, catalog: IndexCatalog, account: string, row: IndexTableRow, changes: Partial<IndexTableRow>, build: boolean) {
+async function restart(
+	db: Database,
+	catalog: IndexCatalog,
+	account: string,
+	row: IndexTableRow,
+	changes: Partial<IndexTableRow>,
+	build: boolean,
+) {
 	const ledgers = build && (await db_.hasLedgers(db, account));
-	const updated = await db_.setIndexTable(db, row.uuid, { ...changes, generation: row.generation + 1, status: ledgers ? "building" : "ready", rows: 0, table_size: 0 });
+	const updated = await db_.setIndexTable(db, row.uuid, {
+		...changes,
+		generation: row.generation + 1,
+		status: ledgers ? "building" : "ready",
+		rows: 0,
+		table_size: 0,
+	});
 	if (!updated) throw new ApiError("not_found", { description: "No such index table" });
 	catalog.put(updated);
 	const builds = ledgers ? [{ uuid: row.uuid, generation: updated.generation }] : [];
@@ -321,7 +410,6 @@ export async function deleteTable(db: Database, catalog: IndexCatalog, caller: C
 	return { uuid: row.uuid, ...indexRecord(row), drop: { uuid: row.uuid, below: row.generation + 1 } };
 }
 
-
 export function dropRows(db: Database, uuid: string, below: number, limit: number) {
 	return db_.dropOldRows(db, uuid, below, limit);
 }
@@ -338,7 +426,13 @@ const DROP_ROWS = 1000;
 
 // Beside a table write: new builds start from the first twin; `stop` ends a table's build
 // (truncate, delete); the timer is due at once.
-export async function queueIndexWork(host: Host, account: string, builds: { uuid: string; generation: number }[], drop: { uuid: string; below: number } | undefined, stop?: string) {
+export async function queueIndexWork(
+	host: Host,
+	account: string,
+	builds: { uuid: string; generation: number }[],
+	drop: { uuid: string; below: number } | undefined,
+	stop?: string,
+) {
 	const pending = (await host.storage.get<Builds>(INDEX_BUILDS)) ?? {};
 	if (stop) delete pending[stop];
 	for (const build of builds) pending[build.uuid] = { generation: build.generation, after: "" };
@@ -349,7 +443,12 @@ export async function queueIndexWork(host: Host, account: string, builds: { uuid
 
 // The indexes timer's step, queued between writes like a write: a step of one build, and a
 // round of old rows deleted. Due again at once while work is left.
-export async function indexStep(host: Host, catalog: IndexCatalog, account: string, limits: IndexLimits): Promise<number | undefined> {
+export async function indexStep(
+	host: Host,
+	catalog: IndexCatalog,
+	account: string,
+	limits: IndexLimits,
+): Promise<number | undefined> {
 	const outcome = await host.serialized(async (db) => {
 		const builds = (await host.storage.get<Builds>(INDEX_BUILDS)) ?? {};
 		const [uuid, build] = Object.entries(builds)[0] ?? [];

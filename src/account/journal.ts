@@ -22,6 +22,8 @@ export class Journal {
 
 	// The latest lines, newest first.
 	latest(limit: number): JournalLine[] {
-		return this.sql.exec<JournalLine>("SELECT seq, at, actor, action, target FROM journal ORDER BY seq DESC LIMIT ?", limit).toArray();
+		return this.sql
+			.exec<JournalLine>("SELECT seq, at, actor, action, target FROM journal ORDER BY seq DESC LIMIT ?", limit)
+			.toArray();
 	}
 }

@@ -12,7 +12,18 @@ export type StoredEntry = Entry & {
 
 export function storedOf(row: EntryRow): StoredEntry {
 	const { name, value, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } = row;
-	return { name, value: JSON.parse(value) as Json, text: value, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts };
+	return {
+		name,
+		value: JSON.parse(value) as Json,
+		text: value,
+		size,
+		visibility,
+		history,
+		publish,
+		entry_created_ts,
+		entry_updated_ts,
+		value_changed_ts,
+	};
 }
 
 // What the owning account's users see: the configuration too. history and publish only

@@ -1,6 +1,15 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, readLedger, runBatch, upsertEntry } from "../db/ledgers";
+import {
+	appendHistory,
+	deleteEntries,
+	dropHistory,
+	type EntryRow,
+	pruneHistory,
+	readLedger,
+	runBatch,
+	upsertEntry,
+} from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../base/errors";
 import { jsonBytes, utf8Bytes } from "../base/json";
 import { type Json, readsRoot } from "../rules/ast";
@@ -24,7 +33,11 @@ export const MAX_LEDGER_BYTES = 64 * 1024;
 // The topics one entry may publish to.
 export const MAX_TOPICS = 10;
 
-export type LedgerAction = "add_twin_ledger_entry" | "update_twin_ledger_entry" | "update_twin_ledger_entry_value" | "delete_twin_ledger_entry";
+export type LedgerAction =
+	| "add_twin_ledger_entry"
+	| "update_twin_ledger_entry"
+	| "update_twin_ledger_entry_value"
+	| "delete_twin_ledger_entry";
 
 export type EntryChange = {
 	value?: Json;
@@ -97,8 +110,18 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		if (names.length) statements.push(...deleteEntries(db, write.twin.uuid, account, names));
 		// Own keys only: `in` would also find Object.prototype's, and drop an entry named "constructor".
 		const left = new Map([...current].filter(([name]) => !Object.hasOwn(answer, name)));
-		const events = Object.values(answer).map((entry) => ({ name: entry.name, entry, old_value: entry.value, new_value: null }));
-		return commit(db, statements, { write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, before: current, sight }, answer);
+		const events = Object.values(answer).map((entry) => ({
+			name: entry.name,
+			entry,
+			old_value: entry.value,
+			new_value: null,
+		}));
+		return commit(
+			db,
+			statements,
+			{ write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, before: current, sight },
+			answer,
+		);
 	}
 
 	const after = new Map(current);
@@ -115,7 +138,8 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		after.set(name, next.entry);
 		answer[name] = next.entry;
 		// A value change is an event; a change of visibility, history or publish alone is not.
-		if (next.valueChanged) events.push({ name, entry: next.entry, old_value: before ? before.value : null, new_value: next.entry.value });
+		if (next.valueChanged)
+			events.push({ name, entry: next.entry, old_value: before ? before.value : null, new_value: next.entry.value });
 		statements.push(upsertEntry(db, rowOf(write.twin.uuid, account, next.entry)));
 		const history = next.entry.history;
 		if (history === null) {
@@ -131,7 +155,9 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 	// The limit is the ledger's, hidden entries included (every read and write loads them all);
 	// the refusal names only the limit, not the total, which would count the hidden entries.
 	if (ledgerBytes(after) > MAX_LEDGER_BYTES && ledgerBytes(after) > ledgerBytes(current)) {
-		throw new ApiError("ledger_too_large", { description: `The ledger would exceed its limit of ${MAX_LEDGER_BYTES} bytes` });
+		throw new ApiError("ledger_too_large", {
+			description: `The ledger would exceed its limit of ${MAX_LEDGER_BYTES} bytes`,
+		});
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
 	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, before: current, sight }, answer);
@@ -139,7 +165,12 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 
 // `index` gives the statements that bring the writing account's Indexes tables up to the
 // ledger as written (account/index-tables.ts), and what to do once they have landed.
-type IndexChanges = (ledger: { account: string; twin: string; owner: string; values: Record<string, Json> }) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
+type IndexChanges = (ledger: {
+	account: string;
+	twin: string;
+	owner: string;
+	values: Record<string, Json>;
+}) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
 type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter; index?: IndexChanges };
 
 // The write's events: its trigger, each entry's change, the ledger after it (and before), and
@@ -167,13 +198,22 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 	const published = Object.keys(events).length > 0;
 	// A write that changes nothing leaves the rows as they are.
 	const values = Object.fromEntries([...e.ledger].map(([name, entry]) => [name, entry.value]));
-	const index = statements.length && e.notify.index ? await e.notify.index({ account: writer.account, twin: twin.uuid, owner: twin.owner, values }) : undefined;
+	const index =
+		statements.length && e.notify.index
+			? await e.notify.index({ account: writer.account, twin: twin.uuid, owner: twin.owner, values })
+			: undefined;
 	if (index) statements.push(...index.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
 		// What a confined reader's rules read of the write, once: the twin, the ledger before and
 		// after. Its messages name it; their readers' copies are filtered with it.
-		const sight: Sight = { kind: "ledger", twin, ledger: writer.account, before: [...e.before.values()].map(entryOf), after: [...e.ledger.values()].map(entryOf) };
+		const sight: Sight = {
+			kind: "ledger",
+			twin,
+			ledger: writer.account,
+			before: [...e.before.values()].map(entryOf),
+			after: [...e.ledger.values()].map(entryOf),
+		};
 		const id = crypto.randomUUID();
 		const messages = Object.entries(events).map(([topic, event]) => ({ twin: twin.uuid, topic, event, sight: id }));
 		const publication = { account: writer.account, trigger: e.trigger, messages, at: e.at, limit };
@@ -193,7 +233,14 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 }
 
 // An entry as the rules read it, without what they never read (its text, size, history, publish).
-function entryOf({ name, value, visibility, entry_created_ts, entry_updated_ts, value_changed_ts }: StoredEntry): Entry {
+function entryOf({
+	name,
+	value,
+	visibility,
+	entry_created_ts,
+	entry_updated_ts,
+	value_changed_ts,
+}: StoredEntry): Entry {
 	return { name, value, visibility, entry_created_ts, entry_updated_ts, value_changed_ts };
 }
 
@@ -201,10 +248,15 @@ function checkConditions(sight: EntrySight, conditions: Record<string, string>) 
 	const failed: ErrorDetail[] = [];
 	for (const [name, text] of Object.entries(conditions)) {
 		const rule = sight.rule(text);
-		const holds = rule !== null && refuseOverBudget(`conditions.${name}`, () => evaluate(rule, sight.conditionScope(name)));
+		const holds =
+			rule !== null && refuseOverBudget(`conditions.${name}`, () => evaluate(rule, sight.conditionScope(name)));
 		if (!holds) failed.push({ path: `conditions.${name}`, message: "The condition is false" });
 	}
-	if (failed.length) throw new ApiError("condition_failed", { description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`, details: failed });
+	if (failed.length)
+		throw new ApiError("condition_failed", {
+			description: `A condition is false: ${failed.map((f) => f.path.slice(11)).join(", ")}`,
+			details: failed,
+		});
 }
 
 // A writer that may not see every entry writes no visibility or publish rule reading LEDGER
@@ -216,20 +268,37 @@ function refuseLedgerReaders(write: EntriesWrite, sight: EntrySight) {
 		return [visibility ?? null, ...Object.values(publish ?? {})].some((text) => readsRoot(sight.rule(text), "LEDGER"));
 	});
 	if (reading.length === 0) return;
-	const details = reading.map((name) => ({ path: `entries.${name}`, message: "A role with an entry rule may not write a visibility or publish rule that reads LEDGER" }));
-	throw new ApiError("escalation", { description: `Rules of ${reading.join(", ")} read LEDGER, which may hold entries the caller cannot see`, details });
+	const details = reading.map((name) => ({
+		path: `entries.${name}`,
+		message: "A role with an entry rule may not write a visibility or publish rule that reads LEDGER",
+	}));
+	throw new ApiError("escalation", {
+		description: `Rules of ${reading.join(", ")} read LEDGER, which may hold entries the caller cannot see`,
+		details,
+	});
 }
 
 // An add refuses a name whose entry, as written, the writer could not see: for a hidden name
 // and an absent one alike, since a rule that hides an entry by name hides the new one too. It
 // then refuses the names the writer sees taken. An update refuses names absent or hidden.
-function refuseUnwritable(write: EntriesWrite, current: Map<string, StoredEntry>, sees: (entry: StoredEntry) => boolean, at: number) {
+function refuseUnwritable(
+	write: EntriesWrite,
+	current: Map<string, StoredEntry>,
+	sees: (entry: StoredEntry) => boolean,
+	at: number,
+) {
 	const names = Object.keys(write.entries);
 	if (write.kind === "add") {
 		const unseen = names.filter((name) => !sees(merged(name, undefined, write.entries[name], at).entry));
 		if (unseen.length) {
-			const details = unseen.map((name) => ({ path: `entries.${name}`, message: "The role's entry rule would hide this entry from its writer" }));
-			throw new ApiError("escalation", { description: `The caller's role would not see ${unseen.join(", ")}: a user adds only entries it can see`, details });
+			const details = unseen.map((name) => ({
+				path: `entries.${name}`,
+				message: "The role's entry rule would hide this entry from its writer",
+			}));
+			throw new ApiError("escalation", {
+				description: `The caller's role would not see ${unseen.join(", ")}: a user adds only entries it can see`,
+				details,
+			});
 		}
 		// A name taken by an entry the writer cannot see, though it would see the new one (a rule
 		// that reads the entry's value or times, not only its name), is refused too: replacing
@@ -271,7 +340,11 @@ function patched(name: string, { value, publish, ...set }: EntryPatch, stored: S
 }
 
 // The topics once merged are held to the limit a replacement meets in validation.
-function mergedTopics(name: string, stored: Record<string, string> | null, patch: Record<string, string | null> | null) {
+function mergedTopics(
+	name: string,
+	stored: Record<string, string> | null,
+	patch: Record<string, string | null> | null,
+) {
 	const topics = mergePatch(stored, patch) as Record<string, string> | null;
 	if (Object.keys(topics ?? {}).length <= MAX_TOPICS) return topics;
 	const path = `entries.${name}.publish`;
@@ -311,7 +384,11 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 // What the entry's row holds, in bytes: `"name":value` (its share of the compact JSON of the
 // ledger's values), and its visibility, history and publish as stored. The rules count
 // because every read and write loads them with the value, and they may be far larger.
-export function entrySize(name: string, valueText: string, properties: Pick<StoredEntry, "visibility" | "history" | "publish">): number {
+export function entrySize(
+	name: string,
+	valueText: string,
+	properties: Pick<StoredEntry, "visibility" | "history" | "publish">,
+): number {
 	const { visibility, history, publish } = properties;
 	const stored = utf8Bytes(visibility ?? "") + utf8Bytes(history ?? "") + (publish === null ? 0 : jsonBytes(publish));
 	return jsonBytes(name) + 1 + utf8Bytes(valueText) + stored;
@@ -331,8 +408,21 @@ function storedBytes(entries: Map<string, { size: number }>): number {
 }
 
 function rowOf(twin: string, account: string, entry: StoredEntry): EntryRow {
-	const { name, text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } = entry;
-	return { twin, account, name, value: text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts };
+	const { name, text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } =
+		entry;
+	return {
+		twin,
+		account,
+		name,
+		value: text,
+		size,
+		visibility,
+		history,
+		publish,
+		entry_created_ts,
+		entry_updated_ts,
+		value_changed_ts,
+	};
 }
 
 function entriesOut(entries: Record<string, StoredEntry>) {

@@ -1,5 +1,12 @@
 import { isVisible, type TwinView } from "../rules/visibility";
-import { accountLimit, MAX_IDENTITY_PROVIDERS_CEILING, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_TWIN_DOCS_CEILING, MAX_USERS_CEILING } from "../base/limits";
+import {
+	accountLimit,
+	MAX_IDENTITY_PROVIDERS_CEILING,
+	MAX_INDEXES_TABLES_CEILING,
+	MAX_ROLES_CEILING,
+	MAX_TWIN_DOCS_CEILING,
+	MAX_USERS_CEILING,
+} from "../base/limits";
 import { type Database, database } from "../db/client";
 import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
@@ -39,11 +46,15 @@ const LEGACY_KEYS = ["outbox-account", "sticker-due"];
 
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
-const ownerOf = (caller: Caller, request: ScanRequest) => ({ user: caller.user, binding: bindingOf(request.match, request.details) });
+const ownerOf = (caller: Caller, request: ScanRequest) => ({
+	user: caller.user,
+	binding: bindingOf(request.match, request.details),
+});
 
 // The same principal: both are built by checkCredential from a credential row, so their keys
 // come in one order.
-const sameCaller = (checked: Principal, claimed: Caller) => JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
+const sameCaller = (checked: Principal, claimed: Caller) =>
+	JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
 
 // Writes take only who the caller is: what it may do is read again inside the serialized step.
 // The request's dictionary and credential travel with it.
@@ -100,18 +111,23 @@ export class AccountObject {
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {
-		return this.write(caller, "create_user_role", (db, current) => writes.createRole(db, current, input, this.limits()));
+		return this.write(caller, "create_user_role", (db, current) =>
+			writes.createRole(db, current, input, this.limits()),
+		);
 	}
 
 	// A changed statement or rules reach the streams of the role's holders: they read as the role
 	// now is, or end when it no longer allows streaming (they reconnect and are checked as they
 	// now are); a new name changes nothing.
 	updateRole(caller: CallerId, role: string, changes: writes.RolePatch) {
-		const write = this.write(caller, "update_user_role", (db, current) => writes.updateRole(db, current, role, changes));
+		const write = this.write(caller, "update_user_role", (db, current) =>
+			writes.updateRole(db, current, role, changes),
+		);
 		const permission = changes.statement !== undefined || changes.rules !== undefined;
 		return this.tellStreams(write, (updated) => {
 			if (!permission) return undefined;
-			if (!decide(updated.statement, "stream_notifications").allowed) return { account: caller.account, role, code: CLOSE.permissionEnded };
+			if (!decide(updated.statement, "stream_notifications").allowed)
+				return { account: caller.account, role, code: CLOSE.permissionEnded };
 			return { account: caller.account, role, reader: { statement: updated.statement, rules: updated.rules } };
 		});
 	}
@@ -128,11 +144,14 @@ export class AccountObject {
 	// role no longer allows streaming. `merge`: the description given is a merge patch of the
 	// stored one.
 	updateUser(caller: CallerId, user: string, changes: Partial<writes.UserInput>, merge: boolean) {
-		const write = this.write(caller, "update_user", (db, current) => writes.updateUser(db, current, user, changes, merge));
+		const write = this.write(caller, "update_user", (db, current) =>
+			writes.updateUser(db, current, user, changes, merge),
+		);
 		return this.tellStreams(write, async () => {
 			if (changes.role === undefined && changes.description === undefined) return undefined;
 			const now = await writes.currentCaller(database(this.env.DB), { account: caller.account, user });
-			if (!decide(now.statement, "stream_notifications").allowed) return { account: caller.account, user, code: CLOSE.permissionEnded };
+			if (!decide(now.statement, "stream_notifications").allowed)
+				return { account: caller.account, user, code: CLOSE.permissionEnded };
 			const { role, statement, rules, description } = now;
 			return { account: caller.account, user, reader: { role, statement, rules, description } };
 		});
@@ -150,7 +169,11 @@ export class AccountObject {
 	// The user's streams learn the new validity: one set in the past ends them at once.
 	changeSecretValidity(caller: CallerId, user: string, validity_ts: number | null) {
 		const work = (db: Database, current: Caller) => secrets.changeSecretValidity(db, current, user, validity_ts);
-		return this.tellStreams(this.write(caller, "update_user_secret", work), () => ({ account: caller.account, user, validity_ts }));
+		return this.tellStreams(this.write(caller, "update_user_secret", work), () => ({
+			account: caller.account,
+			user,
+			validity_ts,
+		}));
 	}
 
 	removeSecret(caller: CallerId, user: string) {
@@ -163,25 +186,35 @@ export class AccountObject {
 	// reconnect with what still stands).
 	createProvider(caller: CallerId, input: federation.ProviderInput) {
 		const limit = accountLimit(this.env.MAX_IDENTITY_PROVIDERS, MAX_IDENTITY_PROVIDERS_CEILING);
-		return this.write(caller, "create_identity_provider", (db, current) => federation.createProvider(db, current, input, limit));
+		return this.write(caller, "create_identity_provider", (db, current) =>
+			federation.createProvider(db, current, input, limit),
+		);
 	}
 
 	updateProvider(caller: CallerId, provider: string, changes: Partial<federation.ProviderInput>) {
-		const write = this.write(caller, "update_identity_provider", (db, current) => federation.updateProvider(db, current, provider, changes));
+		const write = this.write(caller, "update_identity_provider", (db, current) =>
+			federation.updateProvider(db, current, provider, changes),
+		);
 		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
 	}
 
 	deleteProvider(caller: CallerId, provider: string) {
-		const write = this.write(caller, "delete_identity_provider", (db, current) => federation.deleteProvider(db, current, provider));
+		const write = this.write(caller, "delete_identity_provider", (db, current) =>
+			federation.deleteProvider(db, current, provider),
+		);
 		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
 	}
 
 	createLink(caller: CallerId, user: string, link: { provider: string; subject: string; proven: boolean }) {
-		return this.write(caller, "create_user_external_id", (db, current) => federation.createLink(db, current, user, link));
+		return this.write(caller, "create_user_external_id", (db, current) =>
+			federation.createLink(db, current, user, link),
+		);
 	}
 
 	deleteLink(caller: CallerId, user: string, provider: string) {
-		const write = this.write(caller, "delete_user_external_id", (db, current) => federation.deleteLink(db, current, user, provider));
+		const write = this.write(caller, "delete_user_external_id", (db, current) =>
+			federation.deleteLink(db, current, user, provider),
+		);
 		return this.tellStreams(write, () => ({ account: caller.account, user, provider, code: CLOSE.credentialEnded }));
 	}
 
@@ -198,7 +231,10 @@ export class AccountObject {
 	// Once a change to who a user is, or what it may do, has committed: the streams it touches
 	// hear of it (revokeStreams never fails the write). Outside the serialized step, so that the
 	// account's next write does not wait on the stream objects.
-	private async tellStreams<T>(write: Promise<Outcome<T>>, change: (value: T) => StreamChange | undefined | Promise<StreamChange | undefined>): Promise<Outcome<T>> {
+	private async tellStreams<T>(
+		write: Promise<Outcome<T>>,
+		change: (value: T) => StreamChange | undefined | Promise<StreamChange | undefined>,
+	): Promise<Outcome<T>> {
 		const outcome = await write;
 		const told = outcome.ok ? await change(outcome.value) : undefined;
 		if (told) await revokeStreams(this.env, told);
@@ -207,15 +243,21 @@ export class AccountObject {
 
 	// Identity writes of this account, on any twin it can see (checked by the caller).
 	createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput) {
-		return this.write(caller, "create_twin_identity", (db, current, meter) => identities.createIdentities(db, meter, current, twin, input));
+		return this.write(caller, "create_twin_identity", (db, current, meter) =>
+			identities.createIdentities(db, meter, current, twin, input),
+		);
 	}
 
 	updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
-		return this.write(caller, "update_twin_identity", (db) => identities.updateIdentity(db, caller.account, twin, identity, changes));
+		return this.write(caller, "update_twin_identity", (db) =>
+			identities.updateIdentity(db, caller.account, twin, identity, changes),
+		);
 	}
 
 	deleteIdentity(caller: CallerId, twin: string, identity: string) {
-		return this.write(caller, "delete_twin_identity", (db) => identities.removeIdentity(db, caller.account, twin, identity));
+		return this.write(caller, "delete_twin_identity", (db) =>
+			identities.removeIdentity(db, caller.account, twin, identity),
+		);
 	}
 
 	// Upload URLs and docs of this account (the twin checked visible by the caller).
@@ -228,7 +270,9 @@ export class AccountObject {
 	}
 
 	invalidateUpload(caller: CallerId, handler: string) {
-		return this.write(caller, "invalidate_upload_url", (db, current, meter) => this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())));
+		return this.write(caller, "invalidate_upload_url", (db, current, meter) =>
+			this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())),
+		);
 	}
 
 	// A PUT to an upload URL: no user calls, the URL's token is the credential. Once claimed, the
@@ -238,7 +282,16 @@ export class AccountObject {
 	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
 		return this.serialized(async (db, meter) => {
 			const at = now();
-			const { lease_ts, ...claimed } = await docs.claimUpload(db, meter, account, handler, tokenHash, length, this.docLimits(), at);
+			const { lease_ts, ...claimed } = await docs.claimUpload(
+				db,
+				meter,
+				account,
+				handler,
+				tokenHash,
+				length,
+				this.docLimits(),
+				at,
+			);
 			// The docs timer ends the lease unless the PUT renews it meanwhile.
 			await this.timers.by(TIMER.docs, account, lease_ts);
 			return claimed;
@@ -258,19 +311,27 @@ export class AccountObject {
 	}
 
 	attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
-		return this.write(caller, "attach_twin_doc", (db, current, meter) => docs.attachDocs(db, meter, current, twin, input, this.docLimits(), now()));
+		return this.write(caller, "attach_twin_doc", (db, current, meter) =>
+			docs.attachDocs(db, meter, current, twin, input, this.docLimits(), now()),
+		);
 	}
 
 	updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
-		return this.write(caller, "update_twin_doc", (db, current) => docs.updateDoc(db, current, twin, name, description, now()));
+		return this.write(caller, "update_twin_doc", (db, current) =>
+			docs.updateDoc(db, current, twin, name, description, now()),
+		);
 	}
 
 	deleteDoc(caller: CallerId, twin: string, name: string) {
-		return this.write(caller, "delete_twin_doc", (db, current) => this.tidyingAfter(current.account, docs.deleteDoc(db, current, twin, name, now())));
+		return this.write(caller, "delete_twin_doc", (db, current) =>
+			this.tidyingAfter(current.account, docs.deleteDoc(db, current, twin, name, now())),
+		);
 	}
 
 	deleteDocs(caller: CallerId, twin: string) {
-		return this.write(caller, "delete_twin_docs", (db, current) => this.tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())));
+		return this.write(caller, "delete_twin_docs", (db, current) =>
+			this.tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())),
+		);
 	}
 
 	// Stickers of this account: put and removed here (a recipient of another account calls this
@@ -282,7 +343,16 @@ export class AccountObject {
 			await this.timers.by(TIMER.stickers, account, stickers.earliestExpiry(input, now()));
 			const limit = Number(this.env.MAX_STICKERS);
 			const at = now();
-			const { published, expired, ...value } = await stickers.putStickers(db, meter, current, twin, input, limit, this.stickerContext(account), at);
+			const { published, expired, ...value } = await stickers.putStickers(
+				db,
+				meter,
+				current,
+				twin,
+				input,
+				limit,
+				this.stickerContext(account),
+				at,
+			);
 			this.usage.add(at, current.user, { stickers_put: Object.keys(input).length });
 			// Expired colors the put met count as the alarm's, the account's alone.
 			if (expired) this.usage.add(at, null, { stickers_expired: expired });
@@ -294,7 +364,14 @@ export class AccountObject {
 	removeSticker(caller: CallerId, key: StickerKey) {
 		return this.write(caller, "remove_sticker", async (db, current, meter) => {
 			const at = now();
-			const { published, ...value } = await stickers.removeSticker(db, meter, current, key, this.stickerContext(key.account), at);
+			const { published, ...value } = await stickers.removeSticker(
+				db,
+				meter,
+				current,
+				key,
+				this.stickerContext(key.account),
+				at,
+			);
 			// The sticker's account counts it; under the remover only when it is one of its users.
 			this.usage.add(at, current.account === key.account ? current.user : null, { stickers_removed: 1 });
 			if (published) await this.drain(key.account);
@@ -303,7 +380,11 @@ export class AccountObject {
 	}
 
 	private stickerContext(account: string): stickers.StickerContext {
-		return { plain: database(this.env.DB), fanOut: Number(this.env.MAX_SUBSCRIPTIONS), beforeCommit: () => this.host.armDrain(account) };
+		return {
+			plain: database(this.env.DB),
+			fanOut: Number(this.env.MAX_SUBSCRIPTIONS),
+			beforeCommit: () => this.host.armDrain(account),
+		};
 	}
 
 	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
@@ -311,7 +392,14 @@ export class AccountObject {
 	createIndexTables(caller: CallerId, input: Record<string, IndexDefinition>) {
 		return this.write(caller, "create_indexes_table", async (db, current) => {
 			checkIndexAccess(current, "define");
-			const { builds, ...value } = await indexes.createTables(db, this.catalog, current, input, this.indexLimits(), now());
+			const { builds, ...value } = await indexes.createTables(
+				db,
+				this.catalog,
+				current,
+				input,
+				this.indexLimits(),
+				now(),
+			);
 			await indexes.queueIndexWork(this.host, caller.account, builds, undefined);
 			return value;
 		});
@@ -367,12 +455,17 @@ export class AccountObject {
 		const meter = new D1Meter();
 		return this.answer(meter, async (at): Promise<ScanAnswer> => {
 			const { caller: claimed, hash } = credential;
-			const d1 = meter.wrap(this.env.DB.withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"));
+			const d1 = meter.wrap(
+				this.env.DB.withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"),
+			);
 			// The cursor is only looked at, not used, until the credential holds.
 			const found = cursor === undefined ? undefined : this.cursors.find(cursor, ownerOf(claimed, request), at);
 			const after = cursor === undefined ? "" : found?.after;
 			const plan = after === undefined ? undefined : planPage(claimed, after, request, at);
-			const statements = [...(hash === undefined ? [] : [credentialStatement(d1, hash)]), ...(plan ? [twinPageStatement(d1, plan.query)] : [])];
+			const statements = [
+				...(hash === undefined ? [] : [credentialStatement(d1, hash)]),
+				...(plan ? [twinPageStatement(d1, plan.query)] : []),
+			];
 			const results = statements.length ? await d1.batch(statements) : [];
 			if (hash !== undefined) {
 				const caller = checkCredential(credentialOf(results.shift()?.results[0] as CredentialRow | undefined), at);
@@ -380,7 +473,9 @@ export class AccountObject {
 				checkStatement(caller, "scan_twins");
 			}
 			if (after === undefined || plan === undefined) {
-				throw new ApiError("invalid_cursor", { description: "The cursor is unknown, expired, or belongs to another user or scan" });
+				throw new ApiError("invalid_cursor", {
+					description: "The cursor is unknown, expired, or belongs to another user or scan",
+				});
 			}
 			// Used now: the row found before the batch, not read again.
 			if (found) this.cursors.touch(found, at);
@@ -389,7 +484,12 @@ export class AccountObject {
 		});
 	}
 
-	private async finish(caller: Caller, request: ScanRequest, at: number, page: ReturnType<typeof cutPage>): Promise<string> {
+	private async finish(
+		caller: Caller,
+		request: ScanRequest,
+		at: number,
+		page: ReturnType<typeof cutPage>,
+	): Promise<string> {
 		const next = page.done || !page.last ? null : this.cursors.issue(ownerOf(caller, request), page.last, at);
 		if (next?.created) await this.timers.by(TIMER.cursors, caller.account, CursorStore.sweepDue(at));
 		return pageJson(next?.id ?? null, page.twins);
@@ -400,7 +500,14 @@ export class AccountObject {
 		try {
 			return { ok: true, value: await work(now()), cost: meter.snapshot() };
 		} catch (error) {
-			if (error instanceof ApiError) return { ok: false, code: error.code, description: error.message, details: error.details, cost: meter.snapshot() };
+			if (error instanceof ApiError)
+				return {
+					ok: false,
+					code: error.code,
+					description: error.message,
+					details: error.details,
+					cost: meter.snapshot(),
+				};
 			// Logged here, with the object's stack; the caller answers 500 (or its step retries).
 			console.error(JSON.stringify({ object: "account", error: String(error), stack: (error as Error)?.stack }));
 			return { ok: false, failure: String(error), cost: meter.snapshot() };
@@ -409,15 +516,25 @@ export class AccountObject {
 
 	private docLimits(): docs.DocLimits {
 		const env = this.env;
-		return { uploads: Number(env.MAX_UPLOADS), perTwin: accountLimit(env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING), bytes: Number(env.MAX_DOC_BYTES) };
+		return {
+			uploads: Number(env.MAX_UPLOADS),
+			perTwin: accountLimit(env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING),
+			bytes: Number(env.MAX_DOC_BYTES),
+		};
 	}
 
 	private indexLimits(): indexes.IndexLimits {
-		return { tables: accountLimit(this.env.MAX_INDEXES_TABLES, MAX_INDEXES_TABLES_CEILING), rows: Number(this.env.MAX_INDEX_ROWS) };
+		return {
+			tables: accountLimit(this.env.MAX_INDEXES_TABLES, MAX_INDEXES_TABLES_CEILING),
+			rows: Number(this.env.MAX_INDEX_ROWS),
+		};
 	}
 
 	private limits(): writes.Limits {
-		return { roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING), users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING) };
+		return {
+			roles: accountLimit(this.env.MAX_ROLES, MAX_ROLES_CEILING),
+			users: accountLimit(this.env.MAX_USERS, MAX_USERS_CEILING),
+		};
 	}
 
 	// The one alarm runs every timer that is due (timers.ts).
@@ -434,7 +551,9 @@ export class AccountObject {
 	private drain(account: string): Promise<boolean> {
 		// Every message handed to the queue counts as the account's, whoever's write made it.
 		const queued = (messages: number) => this.usage.add(now(), null, { task_publish_topic_count: messages });
-		const run = this.draining.then(() => drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account));
+		const run = this.draining.then(() =>
+			drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account),
+		);
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {
 			console.error(JSON.stringify({ outbox: account, error: String(error) }));
@@ -475,8 +594,14 @@ export class AccountObject {
 			if (!isVisible(writer, write.twin, at)) throw new ApiError("not_found", { description: "No such twin" });
 			// A writer that may not see the whole ledger must not see what its rows cost either.
 			const indexDb = writer.rules.entry === null ? db : database(this.env.DB);
-			const index = (ledger: indexes.LedgerInput) => indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
-			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, { fanOut, beforeCommit: () => this.host.armDrain(account), meter, index });
+			const index = (ledger: indexes.LedgerInput) =>
+				indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
+			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, {
+				fanOut,
+				beforeCommit: () => this.host.armDrain(account),
+				meter,
+				index,
+			});
 			// The account's, not the writer's: ledger bytes are what the account keeps.
 			if (grown) this.usage.add(at, null, { ledger_size_delta: grown });
 			if (published) await this.drain(account);

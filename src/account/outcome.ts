@@ -19,4 +19,3 @@ export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 	if ("failure" in outcome) throw new Error(`The account's object failed: ${outcome.failure}`);
 	throw new ApiError(outcome.code, { description: outcome.description, details: outcome.details });
 }
-

@@ -20,7 +20,12 @@ export type RoleInput = { name: string; rules: RoleRules; statement: Statement }
 // (`effect` and `actions` each replace). A replacement gives all of each; a merge patch (RFC
 // 7396) what it names.
 export type RolePatch = { name?: string; rules?: Partial<RoleRules> | null; statement?: Partial<Statement> };
-export type UserInput = { name: string; role: string; description: Description; activity: Record<string, never> | null };
+export type UserInput = {
+	name: string;
+	role: string;
+	description: Description;
+	activity: Record<string, never> | null;
+};
 // Per-account limits (wrangler.toml vars). Writes run one at a time here, so a count and
 // the insert after it cannot interleave with another create.
 export type Limits = { roles: number; users: number };
@@ -28,28 +33,49 @@ export type Limits = { roles: number; users: number };
 // The caller's role and description are read again here, inside the serialized section: a
 // change made a moment ago by another request counts.
 // The request's dictionary and credential come with it: they are the request's, not stored.
-export async function currentCaller(db: Database, caller: Pick<Caller, "account" | "user" | "dict" | "credential">): Promise<Caller> {
+export async function currentCaller(
+	db: Database,
+	caller: Pick<Caller, "account" | "user" | "dict" | "credential">,
+): Promise<Caller> {
 	const found = await findUserWithRole(db, caller.account, caller.user);
 	if (!found) throw new ApiError("unknown_credential");
 	const { role, user } = found;
 	const { account, dict, credential } = caller;
-	return { account, user: caller.user, role: role.uuid, statement: role.statement, rules: role.rules, description: user.description, dict, credential };
+	return {
+		account,
+		user: caller.user,
+		role: role.uuid,
+		statement: role.statement,
+		rules: role.rules,
+		description: user.description,
+		dict,
+		credential,
+	};
 }
 
 export async function createRole(db: Database, caller: Caller, input: RoleInput, limits: Limits) {
 	requireRoleGrant(caller, input, "The new role");
 	if ((await countRoles(db, caller.account)) >= limits.roles) {
-		throw new ApiError("role_limit", { description: `The account already has ${limits.roles} roles, its limit (MAX_ROLES)` });
+		throw new ApiError("role_limit", {
+			description: `The account already has ${limits.roles} roles, its limit (MAX_ROLES)`,
+		});
 	}
 	const at = now();
-	return insertRole(db, { uuid: crypto.randomUUID(), account: caller.account, ...input, created_ts: at, updated_ts: at });
+	return insertRole(db, {
+		uuid: crypto.randomUUID(),
+		account: caller.account,
+		...input,
+		created_ts: at,
+		updated_ts: at,
+	});
 }
 
 export async function updateRole(db: Database, caller: Caller, uuid: string, patch: RolePatch) {
 	const role = await grantableRole(db, caller, uuid);
 	const changes: Partial<RoleInput> = {};
 	if (patch.name !== undefined) changes.name = patch.name;
-	if (patch.rules !== undefined) changes.rules = { ...role.rules, ...(patch.rules ?? { twin: null, entry: null, identity: null }) };
+	if (patch.rules !== undefined)
+		changes.rules = { ...role.rules, ...(patch.rules ?? { twin: null, entry: null, identity: null }) };
 	if (patch.statement !== undefined) changes.statement = { ...role.statement, ...patch.statement };
 	// The checks see the role as it becomes, every rule and the statement whole, whatever the
 	// patch named: a patch of one rule must not slip the others past them.
@@ -59,7 +85,11 @@ export async function updateRole(db: Database, caller: Caller, uuid: string, pat
 		// Its holders get the change: none of them may end up seeing what the caller does not.
 		if (!isAdministrator(caller)) {
 			for (const holder of await listHolders(db, caller.account, uuid)) {
-				requireManageable(caller, { uuid: holder.uuid, role: changed, description: holder.description }, "A holder of the role");
+				requireManageable(
+					caller,
+					{ uuid: holder.uuid, role: changed, description: holder.description },
+					"A holder of the role",
+				);
 			}
 		}
 	}
@@ -71,7 +101,10 @@ export async function updateRole(db: Database, caller: Caller, uuid: string, pat
 export async function deleteRole(db: Database, caller: Caller, uuid: string) {
 	const role = await grantableRole(db, caller, uuid);
 	const deleted = await deleteUnheldRole(db, caller.account, uuid);
-	if (!deleted) throw new ApiError("conflict", { description: "The role is held by at least one user, or given by an identity provider that provisions users" });
+	if (!deleted)
+		throw new ApiError("conflict", {
+			description: "The role is held by at least one user, or given by an identity provider that provisions users",
+		});
 	return { ...role, ...deleted };
 }
 
@@ -80,7 +113,9 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 	const uuid = crypto.randomUUID();
 	requireManageable(caller, { uuid, role, description: input.description }, "The new user");
 	if ((await countUsers(db, caller.account)) >= limits.users) {
-		throw new ApiError("user_limit", { description: `The account already has ${limits.users} users, its limit (MAX_USERS)` });
+		throw new ApiError("user_limit", {
+			description: `The account already has ${limits.users} users, its limit (MAX_USERS)`,
+		});
 	}
 	const at = now();
 	return insertUser(db, { uuid, account: caller.account, ...input, created_ts: at, updated_ts: at });
@@ -88,15 +123,25 @@ export async function createUser(db: Database, caller: Caller, input: UserInput,
 
 // `merge`: the description given is a merge patch (RFC 7396) of the stored one, merged here,
 // in the step that checks and writes it, so the checks see the description the user gets.
-export async function updateUser(db: Database, caller: Caller, uuid: string, changes: Partial<UserInput>, merge: boolean) {
+export async function updateUser(
+	db: Database,
+	caller: Caller,
+	uuid: string,
+	changes: Partial<UserInput>,
+	merge: boolean,
+) {
 	const current = await manageableUser(db, caller, uuid);
 	if (uuid === caller.user && changes.description !== undefined && !mayChangeOwnDescription(caller)) {
 		throw new ApiError("escalation", {
-			description: "The caller's description decides what it sees (its role's rules or other accounts' visibility rules read it): only the administrator may change it",
+			description:
+				"The caller's description decides what it sees (its role's rules or other accounts' visibility rules read it): only the administrator may change it",
 		});
 	}
 	const role = changes.role ? await grantableRole(db, caller, changes.role) : current.role;
-	const written = merge && changes.description !== undefined ? { ...changes, description: mergedDescription(current.user.description, changes.description) } : changes;
+	const written =
+		merge && changes.description !== undefined
+			? { ...changes, description: mergedDescription(current.user.description, changes.description) }
+			: changes;
 	const description = written.description ?? current.user.description;
 	requireManageable(caller, { uuid, role, description }, "The changed user");
 	const updated = await patchUser(db, caller.account, uuid, written, now());

@@ -30,9 +30,16 @@ export function planPage(caller: Caller, after: string, request: ScanRequest, no
 	const visible = request.details || match ? ruleOf(caller.rules.twin) : null;
 	const budget = new Budget(WORK_UNITS);
 	const scope = { ...scopeOf(caller, now), budget };
-	const conditions = [match, visible].filter((rule) => rule !== null).map((rule) => compileRule(rule, scope, TWIN_COLUMNS));
+	const conditions = [match, visible]
+		.filter((rule) => rule !== null)
+		.map((rule) => compileRule(rule, scope, TWIN_COLUMNS));
 	const verdict = conditions.length ? conditions.join(" AND ") : "1";
-	return { match, visible, budget, query: { owner: caller.account, after, count: request.count, verdict, details: request.details } };
+	return {
+		match,
+		visible,
+		budget,
+		query: { owner: caller.account, after, count: request.count, verdict, details: request.details },
+	};
 }
 
 export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request: ScanRequest, now: number) {
@@ -94,7 +101,12 @@ class PageBytes {
 // `match` must not run on a hidden twin at all, or the work it spends there (a page cut short,
 // a 400 for too much work) would tell what the hidden description holds.
 function accepts(row: PageRow, caller: Caller, match: Rule | null, visible: Rule | null, now: number, budget: Budget) {
-	const twin = { uuid: row.uuid, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
+	const twin = {
+		uuid: row.uuid,
+		owner: row.owner ?? "",
+		status: row.status ?? "",
+		description: JSON.parse(row.description ?? "{}") as Json,
+	};
 	const scope = { ...scopeOf(caller, now), twin, budget };
 	return (!visible || evaluate(visible, scope)) && (!match || evaluate(match, scope));
 }

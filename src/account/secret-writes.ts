@@ -16,7 +16,9 @@ export type PinInput = Omit<typeof secretPins.$inferInsert, "account" | "user">;
 // its dictionary: refused whatever the role, before anything is read.
 export async function issuePin(db: Database, caller: Caller, user: string, pin: PinInput) {
 	if (caller.credential?.type === "token") {
-		throw new ApiError("credential_forbidden", { description: "A PIN can only be issued with a User Secret, not a User Token" });
+		throw new ApiError("credential_forbidden", {
+			description: "A PIN can only be issued with a User Secret, not a User Token",
+		});
 	}
 	await manageableUser(db, caller, user);
 	await replacePin(db, { ...pin, account: caller.account, user });

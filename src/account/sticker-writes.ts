@@ -4,7 +4,17 @@ import type { D1Meter } from "../db/meter";
 import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
 import { fanOut, insertSight, type Published, streamPublication, truncationLog } from "../db/outbox";
-import { deleteStickers, dueStickers, findSticker, insertStickers, nextExpiry, stickerCount, type StickerKey, type StickerRow, stickersOn } from "../db/stickers";
+import {
+	deleteStickers,
+	dueStickers,
+	findSticker,
+	insertStickers,
+	nextExpiry,
+	stickerCount,
+	type StickerKey,
+	type StickerRow,
+	stickersOn,
+} from "../db/stickers";
 import { database } from "../db/client";
 import { now } from "../base/time";
 import { type Host, RETRY_SECONDS } from "./host";
@@ -39,34 +49,74 @@ export type StickerContext = { plain: Database; fanOut: number; beforeCommit: ()
 
 // The record get_sticker and put_sticker answer: publish lists the given events only.
 export function stickerRecord(row: StickerRow) {
-	return { note: row.note, recipients: row.recipients, validity_ts: row.validity_ts, created_ts: row.created_ts, publish: row.publish };
+	return {
+		note: row.note,
+		recipients: row.recipients,
+		validity_ts: row.validity_ts,
+		created_ts: row.created_ts,
+		publish: row.publish,
+	};
 }
 
 // Whether the caller is addressed by a sticker: its user, its role or its account.
-export function isRecipient(caller: Pick<Caller, "account" | "user" | "role">, row: Pick<StickerRow, "recipients">): boolean {
-	return row.recipients.includes(caller.user) || row.recipients.includes(caller.role) || row.recipients.includes(caller.account);
+export function isRecipient(
+	caller: Pick<Caller, "account" | "user" | "role">,
+	row: Pick<StickerRow, "recipients">,
+): boolean {
+	return (
+		row.recipients.includes(caller.user) ||
+		row.recipients.includes(caller.role) ||
+		row.recipients.includes(caller.account)
+	);
 }
 
-export async function putStickers(db: Database, meter: D1Meter, writer: Caller, twin: string, input: StickerInput, limit: number, c: StickerContext, at: number) {
+export async function putStickers(
+	db: Database,
+	meter: D1Meter,
+	writer: Caller,
+	twin: string,
+	input: StickerInput,
+	limit: number,
+	c: StickerContext,
+	at: number,
+) {
 	const account = writer.account;
 	const colors = Object.keys(input);
 	// An expired color not yet swept is absent to the put, which expires it first, as the alarm
 	// would: its rows cost the caller nothing, like any other expired sticker.
 	const found = await stickersOn(c.plain, twin, account, colors);
 	const expired = found.filter((row) => row.validity_ts <= at);
-	await meter.sighted(async () => found, (row) => row.validity_ts > at);
+	await meter.sighted(
+		async () => found,
+		(row) => row.validity_ts > at,
+	);
 	const taken = found.filter((row) => row.validity_ts > at).map((row) => row.color);
 	if (taken.length) {
-		const details = taken.map((color) => ({ path: `stickers.${color}`, message: "The account has a sticker of this color on the twin" }));
-		throw new ApiError("conflict", { description: `The account already has ${taken.join(", ")} on this twin`, details });
+		const details = taken.map((color) => ({
+			path: `stickers.${color}`,
+			message: "The account has a sticker of this color on the twin",
+		}));
+		throw new ApiError("conflict", {
+			description: `The account already has ${taken.join(", ")} on this twin`,
+			details,
+		});
 	}
 	// Unexpired stickers of the account, on any twin: counted without the caller's meter, since
 	// it spans twins the caller may not see.
 	const count = await stickerCount(c.plain, account, at);
 	if (count.held - count.due + colors.length > limit) {
-		throw new ApiError("sticker_limit", { description: `The account would hold more than ${limit} unexpired stickers, its limit (MAX_STICKERS)` });
+		throw new ApiError("sticker_limit", {
+			description: `The account would hold more than ${limit} unexpired stickers, its limit (MAX_STICKERS)`,
+		});
 	}
-	const rows: StickerRow[] = colors.map((color) => ({ twin, account, color, created_ts: at, ...input[color], validity_ts: input[color].validity_ts ?? at + MAX_STICKER_SECONDS }));
+	const rows: StickerRow[] = colors.map((color) => ({
+		twin,
+		account,
+		color,
+		created_ts: at,
+		...input[color],
+		validity_ts: input[color].validity_ts ?? at + MAX_STICKER_SECONDS,
+	}));
 	const statements: BatchItem<"sqlite">[] = [];
 	const ending = expired.length ? await endStatements(c.plain, account, expired, "on_expire", c.fanOut, at) : undefined;
 	if (ending) statements.push(...ending.statements);
@@ -82,20 +132,43 @@ export async function putStickers(db: Database, meter: D1Meter, writer: Caller, 
 // One sticker of `account`, removed by a recipient that sees its twin (the Worker checked the
 // twin). For anyone else, and when absent or expired, 404102: a non-recipient's lookup costs
 // what an absent sticker's does.
-export async function removeSticker(db: Database, meter: D1Meter, remover: Caller, key: StickerKey, c: StickerContext, at: number) {
-	const row = await meter.sightedOne(() => findSticker(c.plain, key), (r) => r.validity_ts > at && isRecipient(remover, r));
+export async function removeSticker(
+	db: Database,
+	meter: D1Meter,
+	remover: Caller,
+	key: StickerKey,
+	c: StickerContext,
+	at: number,
+) {
+	const row = await meter.sightedOne(
+		() => findSticker(c.plain, key),
+		(r) => r.validity_ts > at && isRecipient(remover, r),
+	);
 	if (!row) throw new ApiError("not_found", { description: "No such sticker" });
 	// Its rows go unmetered: what they cost (how many recipients it had) is not the remover's to see.
 	const end = await endStatements(c.plain, key.account, [row], "on_remove", c.fanOut, at);
 	if (end.published) await c.beforeCommit();
 	await runBatch(db, end.statements);
-	return { uuid: key.twin, account: row.account, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts, published: end.published };
+	return {
+		uuid: key.twin,
+		account: row.account,
+		note: row.note,
+		validity_ts: row.validity_ts,
+		created_ts: row.created_ts,
+		published: end.published,
+	};
 }
 
 // One expiry run of the alarm: up to EXPIRY_RUN due stickers deleted, each with its
 // sticker.expired messages and its log line, in one batch. Answers how many, and whether
 // messages were written.
-export async function expireStickers(db: Database, account: string, fanOutLimit: number, beforeCommit: () => Promise<void>, at: number) {
+export async function expireStickers(
+	db: Database,
+	account: string,
+	fanOutLimit: number,
+	beforeCommit: () => Promise<void>,
+	at: number,
+) {
 	const due = await dueStickers(db, account, at, EXPIRY_RUN);
 	if (due.length === 0) return { expired: 0, published: false, more: false };
 	const end = await endStatements(db, account, due, "on_expire", fanOutLimit, at);
@@ -106,7 +179,14 @@ export async function expireStickers(db: Database, account: string, fanOutLimit:
 
 // The end of stickers, removed or expired: their rows, their messages and, for an expiry, the
 // account's log lines.
-async function endStatements(db: Database, account: string, rows: StickerRow[], event: "on_remove" | "on_expire", fanOutLimit: number, at: number) {
+async function endStatements(
+	db: Database,
+	account: string,
+	rows: StickerRow[],
+	event: "on_remove" | "on_expire",
+	fanOutLimit: number,
+	at: number,
+) {
 	const statements = [...deleteStickers(db, account, rows.map(keyOf))];
 	const ended = await publication(db, db, account, rows, event, fanOutLimit, at);
 	statements.push(...ended.statements);
@@ -121,16 +201,31 @@ async function endStatements(db: Database, account: string, rows: StickerRow[], 
 // topic) to webhooks through the outbox, one stream row per sticker, with what a confined
 // reader's rules read of it (its twin, read through `plain`, as the event leaves it; its
 // account and recipients). A sticker without topics for the event publishes nothing.
-async function publication(db: Database, plain: Database, account: string, rows: StickerRow[], event: StickerEvent, limit: number, at: number) {
+async function publication(
+	db: Database,
+	plain: Database,
+	account: string,
+	rows: StickerRow[],
+	event: StickerEvent,
+	limit: number,
+	at: number,
+) {
 	const publishing = rows.filter((row) => (row.publish[event] ?? []).length > 0);
 	if (publishing.length === 0) return { statements: [], published: false };
-	const twins = new Map((await findTwins(plain, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
+	const twins = new Map(
+		(await findTwins(plain, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]),
+	);
 	const statements: BatchItem<"sqlite">[] = [];
 	const sources: Published[][] = publishing.map((row) => {
 		const twin = twins.get(row.twin);
 		let id: string | null = null;
 		if (twin) {
-			const sight: Sight = { kind: "sticker", twin: { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json }, account, recipients: row.recipients };
+			const sight: Sight = {
+				kind: "sticker",
+				twin: { uuid: twin.uuid, owner: twin.owner, status: twin.status, description: twin.description as Json },
+				account,
+				recipients: row.recipients,
+			};
 			id = crypto.randomUUID();
 			statements.push(insertSight(db, { id, account, data: JSON.stringify(sight), at }));
 		}

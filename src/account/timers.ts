@@ -15,7 +15,9 @@ export class Timers {
 		private readonly storage: DurableObjectStorage,
 		private readonly steps: Record<string, Step>,
 	) {
-		storage.sql.exec("CREATE TABLE IF NOT EXISTS timers (name TEXT PRIMARY KEY, account TEXT NOT NULL, due_ms INTEGER NOT NULL)");
+		storage.sql.exec(
+			"CREATE TABLE IF NOT EXISTS timers (name TEXT PRIMARY KEY, account TEXT NOT NULL, due_ms INTEGER NOT NULL)",
+		);
 	}
 
 	// `name` due no later than `atSeconds` (an earlier time already set stays).
@@ -35,7 +37,9 @@ export class Timers {
 	// timer again; the step's answer then only brings it earlier.
 	async run(): Promise<void> {
 		const at = Date.now();
-		const due = this.storage.sql.exec<Due>("SELECT name, account, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms", at).toArray();
+		const due = this.storage.sql
+			.exec<Due>("SELECT name, account, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms", at)
+			.toArray();
 		for (const { name, account } of due) {
 			this.storage.sql.exec("DELETE FROM timers WHERE name = ? AND due_ms <= ?", name, at);
 			const next = await this.steps[name]?.(account);

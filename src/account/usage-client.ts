@@ -16,7 +16,13 @@ const MAX_FLUSH_SECONDS = 25;
 
 type Runtime = { env: Env; waitUntil(promise: Promise<unknown>): void };
 
-export function countUsage({ env, waitUntil }: Runtime, account: string, user: string | null, counts: UsageCounts, at = now()) {
+export function countUsage(
+	{ env, waitUntil }: Runtime,
+	account: string,
+	user: string | null,
+	counts: UsageCounts,
+	at = now(),
+) {
 	if (buffer.add(account, user, hourOf(at), counts)) waitUntil(flushLater(env, account));
 }
 

@@ -8,7 +8,11 @@ export const ERRORS = {
 	invalid_cursor: { status: 400, subcode: 400104, description: "The cursor is invalid or expired" },
 	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
 	ledger_too_large: { status: 400, subcode: 400106, description: "The ledger would exceed 64 KiB" },
-	hash_mismatch: { status: 400, subcode: 400171, description: "A hash differs from the upload's SHA-256; nothing was attached" },
+	hash_mismatch: {
+		status: 400,
+		subcode: 400171,
+		description: "A hash differs from the upload's SHA-256; nothing was attached",
+	},
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
@@ -21,9 +25,14 @@ export const ERRORS = {
 	unverifiable_token: {
 		status: 401,
 		subcode: 401262,
-		description: "Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss)",
+		description:
+			"Not a signed JWT this service verifies (a compact JWS with alg RS256, ES256 or EdDSA, no crit, an iss)",
 	},
-	id_token_expired: { status: 401, subcode: 401263, description: "The ID token has expired, or the token it would give ends by now" },
+	id_token_expired: {
+		status: 401,
+		subcode: 401263,
+		description: "The ID token has expired, or the token it would give ends by now",
+	},
 	id_token_early: { status: 401, subcode: 401264, description: "The ID token is not valid yet" },
 	id_token_subject: {
 		status: 401,
@@ -50,7 +59,8 @@ export const ERRORS = {
 	credential_forbidden: {
 		status: 403,
 		subcode: 403105,
-		description: "The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN",
+		description:
+			"The credential cannot do this: a User Token without the option, a secret on refresh, or a token issuing a PIN",
 	},
 	route_not_found: { status: 404, subcode: 404101, description: "No such route" },
 	not_found: { status: 404, subcode: 404102, description: "No such resource" },
@@ -94,8 +104,16 @@ export const ERRORS = {
 		subcode: 409173,
 		description: "The account's doc bytes, attached and uploaded, would exceed its limit (MAX_DOC_BYTES)",
 	},
-	upload_limit: { status: 409, subcode: 409174, description: "The account holds its limit of live upload URLs (MAX_UPLOADS)" },
-	twin_doc_limit: { status: 409, subcode: 409175, description: "The twin holds its limit of the account's docs (MAX_TWIN_DOCS)" },
+	upload_limit: {
+		status: 409,
+		subcode: 409174,
+		description: "The account holds its limit of live upload URLs (MAX_UPLOADS)",
+	},
+	twin_doc_limit: {
+		status: 409,
+		subcode: 409175,
+		description: "The twin holds its limit of the account's docs (MAX_TWIN_DOCS)",
+	},
 	stream_limit: {
 		status: 409,
 		subcode: 409191,
@@ -123,11 +141,16 @@ export const ERRORS = {
 		description: "If-Match matched no current ETag of the twin; nothing was written",
 	},
 	body_too_large: { status: 413, subcode: 413101, description: "The request body is larger than 64 KiB" },
-	upload_too_large: { status: 413, subcode: 413171, description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)" },
+	upload_too_large: {
+		status: 413,
+		subcode: 413171,
+		description: "The file is larger than an upload may be (MAX_UPLOAD_BYTES)",
+	},
 	unsupported_patch_format: {
 		status: 415,
 		subcode: 415251,
-		description: "The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)",
+		description:
+			"The body is in a patch format this route does not read (it reads application/json and application/merge-patch+json)",
 	},
 	range_unsatisfiable: { status: 416, subcode: 416171, description: "The range cannot be satisfied" },
 	idempotency_mismatch: {
@@ -135,14 +158,22 @@ export const ERRORS = {
 		subcode: 422101,
 		description: "The Idempotency-Key was used with another request (method, path, content type, If-Match or body)",
 	},
-	rate_limited: { status: 429, subcode: 429101, description: "Too many attempts from this address; try again in a minute" },
+	rate_limited: {
+		status: 429,
+		subcode: 429101,
+		description: "Too many attempts from this address; try again in a minute",
+	},
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 	webhooks_unconfigured: {
 		status: 500,
 		subcode: 500102,
 		description: "Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)",
 	},
-	tokens_unconfigured: { status: 500, subcode: 500103, description: "User Tokens are not configured on this server (TOKEN_KEY)" },
+	tokens_unconfigured: {
+		status: 500,
+		subcode: 500103,
+		description: "User Tokens are not configured on this server (TOKEN_KEY)",
+	},
 	provider_keys_unreachable: {
 		status: 503,
 		subcode: 503261,

@@ -25,7 +25,12 @@ export async function peek(token: string): Promise<Peeked | undefined> {
 		const payload = decodeJwt(token);
 		const alg = header.alg as ForeignAlgorithm;
 		if (!FOREIGN_ALGORITHMS.includes(alg) || "crit" in header || typeof payload.iss !== "string") return undefined;
-		const aud = typeof payload.aud === "string" ? [payload.aud] : Array.isArray(payload.aud) ? payload.aud.filter((a) => typeof a === "string") : [];
+		const aud =
+			typeof payload.aud === "string"
+				? [payload.aud]
+				: Array.isArray(payload.aud)
+					? payload.aud.filter((a) => typeof a === "string")
+					: [];
 		return { alg, kid: typeof header.kid === "string" ? header.kid : undefined, iss: payload.iss, aud };
 	} catch {
 		return undefined;
@@ -34,7 +39,15 @@ export async function peek(token: string): Promise<Peeked | undefined> {
 
 // The provider as verification needs it. `version` changes with every change to the provider
 // (its updated_ts): the keys kept for an older version are dropped.
-export type ProviderKeys = { uuid: string; version: number; issuer: string; audiences: string[]; algorithms: string[]; jwks: JwkSet | null; jwks_uri: string | null };
+export type ProviderKeys = {
+	uuid: string;
+	version: number;
+	issuer: string;
+	audiences: string[];
+	algorithms: string[];
+	jwks: JwkSet | null;
+	jwks_uri: string | null;
+};
 
 export type Verified =
 	| { ok: true; payload: Record<string, unknown> }
@@ -62,7 +75,8 @@ async function keysOf(provider: ProviderKeys): Promise<KeyFunction> {
 	if (found && found.version === provider.version) return found.keys;
 	const jose = await loadJose();
 	let keys: KeyFunction;
-	if (provider.jwks) keys = jose.createLocalJWKSet(provider.jwks as Parameters<typeof jose.createLocalJWKSet>[0]) as KeyFunction;
+	if (provider.jwks)
+		keys = jose.createLocalJWKSet(provider.jwks as Parameters<typeof jose.createLocalJWKSet>[0]) as KeyFunction;
 	else {
 		const remote = jose.createRemoteJWKSet(new URL(provider.jwks_uri!), {
 			timeoutDuration: FETCH_TIMEOUT_MS,
@@ -74,7 +88,12 @@ async function keysOf(provider: ProviderKeys): Promise<KeyFunction> {
 			try {
 				return await remote(...args);
 			} catch (error) {
-				if (error instanceof jose.errors.JWKSNoMatchingKey || error instanceof jose.errors.JWKSMultipleMatchingKeys || error instanceof jose.errors.JOSENotSupported) throw error;
+				if (
+					error instanceof jose.errors.JWKSNoMatchingKey ||
+					error instanceof jose.errors.JWKSMultipleMatchingKeys ||
+					error instanceof jose.errors.JOSENotSupported
+				)
+					throw error;
 				throw new Unreachable(String(error));
 			}
 		}) as KeyFunction;
@@ -107,7 +126,8 @@ async function boundedFetch(url: string, options: RequestInit): Promise<Response
 	}
 	const text = new TextDecoder().decode(await new Blob(chunks).arrayBuffer());
 	const set = JSON.parse(text) as { keys?: unknown };
-	if (!Array.isArray(set.keys) || set.keys.length > MAX_JWKS_KEYS) throw new Error(`The key set holds more than ${MAX_JWKS_KEYS} keys, or none`);
+	if (!Array.isArray(set.keys) || set.keys.length > MAX_JWKS_KEYS)
+		throw new Error(`The key set holds more than ${MAX_JWKS_KEYS} keys, or none`);
 	return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
 }
 
@@ -150,13 +170,15 @@ export async function checkJwkSet(set: JwkSet): Promise<ErrorDetail[]> {
 		const refuse = (message: string) => details.push({ path, message });
 		const kty = key.kty;
 		const alg = typeof kty === "string" ? ALGORITHM_OF[kty] : undefined;
-		if (PRIVATE_MEMBERS.some((member) => member in key)) refuse("A private key member (d, p, q, dp, dq, qi, oth or k): give public keys only");
+		if (PRIVATE_MEMBERS.some((member) => member in key))
+			refuse("A private key member (d, p, q, dp, dq, qi, oth or k): give public keys only");
 		else if (kty === "oct") refuse("A symmetric key (kty oct): give public keys only");
 		else if (!alg) refuse("kty must be RSA, EC or OKP");
 		else if (key.alg !== undefined && key.alg !== alg) refuse(`A ${kty} key's alg must be ${alg}`);
 		else if (kty === "EC" && key.crv !== "P-256") refuse("An EC key must be on P-256");
 		else if (kty === "OKP" && key.crv !== "Ed25519") refuse("An OKP key must be Ed25519");
-		else if (kty === "RSA" && (typeof key.n !== "string" || (fromBase64Url(key.n)?.byteLength ?? 0) * 8 < 2048)) refuse("An RSA key must have 2048 bits or more");
+		else if (kty === "RSA" && (typeof key.n !== "string" || (fromBase64Url(key.n)?.byteLength ?? 0) * 8 < 2048))
+			refuse("An RSA key must have 2048 bits or more");
 		else if (typeof key.kid === "string" && kids.has(key.kid)) refuse(`kid ${key.kid} is given twice`);
 		else {
 			try {

@@ -17,7 +17,13 @@ let imported: { secret: string; key: CryptoKey } | undefined;
 
 async function hmacKey(secret: string): Promise<CryptoKey> {
 	if (imported?.secret === secret) return imported.key;
-	const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+	const key = await crypto.subtle.importKey(
+		"raw",
+		new TextEncoder().encode(secret),
+		{ name: "HMAC", hash: "SHA-256" },
+		false,
+		["sign", "verify"],
+	);
 	imported = { secret, key };
 	return key;
 }

@@ -28,7 +28,8 @@ export const implementationOf = <T>(object: Lazy<T>): Promise<T> => object[IMPLE
 // refuses a list that leaves one out), so no handler the runtime looks for can go missing.
 export function lazyObject<T extends object, const M extends readonly Methods<T>[]>(
 	load: () => Promise<Implementation<T>>,
-	methods: M & ([Exclude<Methods<T>, M[number]>] extends [never] ? unknown : { unlisted: Exclude<Methods<T>, M[number]> }),
+	methods: M &
+		([Exclude<Methods<T>, M[number]>] extends [never] ? unknown : { unlisted: Exclude<Methods<T>, M[number]> }),
 ) {
 	class LazyObject extends DurableObject<Env> {
 		declare [LOADED]?: Promise<T>;
@@ -57,5 +58,8 @@ export function lazyObject<T extends object, const M extends readonly Methods<T>
 			configurable: true,
 		});
 	}
-	return LazyObject as unknown as new (ctx: DurableObjectState, env: Env) => DurableObject<Env> & Async<T, M[number]> & Lazy<T>;
+	return LazyObject as unknown as new (
+		ctx: DurableObjectState,
+		env: Env,
+	) => DurableObject<Env> & Async<T, M[number]> & Lazy<T>;
 }

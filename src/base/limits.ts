@@ -23,5 +23,8 @@ export const MAX_DESCRIPTION_BYTES = 32 * 1024;
 export const DESCRIPTION_TOO_LARGE = `Must be at most ${MAX_DESCRIPTION_BYTES} bytes as compact JSON`;
 
 export function descriptionTooLarge(): ApiError {
-	return new ApiError("validation", { description: `description: ${DESCRIPTION_TOO_LARGE}`, details: [{ path: "description", message: DESCRIPTION_TOO_LARGE }] });
+	return new ApiError("validation", {
+		description: `description: ${DESCRIPTION_TOO_LARGE}`,
+		details: [{ path: "description", message: DESCRIPTION_TOO_LARGE }],
+	});
 }

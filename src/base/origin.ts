@@ -10,6 +10,7 @@ export function publicOrigin(env: Pick<Env, "PUBLIC_URL">, what = "Webhooks are"
 	} catch {
 		url = undefined;
 	}
-	if (!url) throw new ApiError("webhooks_unconfigured", { description: `${what} not configured on this server (PUBLIC_URL)` });
+	if (!url)
+		throw new ApiError("webhooks_unconfigured", { description: `${what} not configured on this server (PUBLIC_URL)` });
 	return url.origin;
 }

@@ -13,7 +13,9 @@ export const MIN_WEBHOOK_KEY_LENGTH = 32;
 // not open. Stored as base64url of iv (12 bytes) + ciphertext.
 async function aesKey(secret: string | undefined): Promise<CryptoKey> {
 	if (!secret || secret.length < MIN_WEBHOOK_KEY_LENGTH) {
-		throw new ApiError("webhooks_unconfigured", { description: "Webhooks are not configured on this server (WEBHOOK_KEY)" });
+		throw new ApiError("webhooks_unconfigured", {
+			description: "Webhooks are not configured on this server (WEBHOOK_KEY)",
+		});
 	}
 	const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
 	return crypto.subtle.deriveKey(
@@ -30,7 +32,11 @@ export type Purpose = "token" | "key" | "cursor";
 export async function seal(env: Env, subscription: string, purpose: Purpose, plain: string): Promise<string> {
 	const iv = crypto.getRandomValues(new Uint8Array(12));
 	const additionalData = encoder.encode(`${subscription}/${purpose}`);
-	const cipher = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData }, await aesKey(env.WEBHOOK_KEY), encoder.encode(plain));
+	const cipher = await crypto.subtle.encrypt(
+		{ name: "AES-GCM", iv, additionalData },
+		await aesKey(env.WEBHOOK_KEY),
+		encoder.encode(plain),
+	);
 	const out = new Uint8Array(12 + cipher.byteLength);
 	out.set(iv);
 	out.set(new Uint8Array(cipher), 12);

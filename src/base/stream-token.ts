@@ -24,11 +24,19 @@ export type StreamBinding =
 	| { kind: "issued"; sec: string; actor: string; tsec: string | null }
 	| { kind: "federated"; provider: string; link: string; pvu: number; end: number };
 
-export type StreamClaim = { account: string; user: string; binding: StreamBinding; validityMs: number; dict: Record<string, unknown> | null };
+export type StreamClaim = {
+	account: string;
+	user: string;
+	binding: StreamBinding;
+	validityMs: number;
+	dict: Record<string, unknown> | null;
+};
 
 const UUID_TEXT = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 const HASH_TEXT = "[0-9a-f]{64}";
-const BINDING = new RegExp(`^(\\d{1,15}|i~${HASH_TEXT}~${UUID_TEXT}~(${HASH_TEXT}|-)|f~${UUID_TEXT}~${UUID_TEXT}~\\d{1,15}~\\d{1,15})$`);
+const BINDING = new RegExp(
+	`^(\\d{1,15}|i~${HASH_TEXT}~${UUID_TEXT}~(${HASH_TEXT}|-)|f~${UUID_TEXT}~${UUID_TEXT}~\\d{1,15}~\\d{1,15})$`,
+);
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
 function bindingPart(binding: StreamBinding): string {
@@ -56,7 +64,8 @@ function key(secret: string | undefined): Promise<CryptoKey> | undefined {
 }
 
 const dictPart = (dict: StreamClaim["dict"]) => (dict === null ? "-" : base64Url(encoder.encode(JSON.stringify(dict))));
-const text = (claim: StreamClaim) => `${claim.account}.${claim.user}.${bindingPart(claim.binding)}.${claim.validityMs}.${dictPart(claim.dict)}`;
+const text = (claim: StreamClaim) =>
+	`${claim.account}.${claim.user}.${bindingPart(claim.binding)}.${claim.validityMs}.${dictPart(claim.dict)}`;
 
 // The dictionary a token's part holds: null for `-`, undefined for anything but an object's JSON.
 function dictOf(part: string): StreamClaim["dict"] | undefined {
@@ -65,7 +74,9 @@ function dictOf(part: string): StreamClaim["dict"] | undefined {
 	if (!bytes) return undefined;
 	try {
 		const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
-		return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+		return typeof value === "object" && value !== null && !Array.isArray(value)
+			? (value as Record<string, unknown>)
+			: undefined;
 	} catch {
 		return undefined;
 	}
@@ -85,7 +96,15 @@ export async function verifyStreamToken(secret: string | undefined, token: strin
 	const parts = token.split(".");
 	if (parts.length !== 6) return undefined;
 	const [account, user, binding, validity, dict, mac] = parts as [string, string, string, string, string, string];
-	if (!UUID.test(account) || !UUID.test(user) || !BINDING.test(binding) || !MILLIS.test(validity) || !DICT_PART.test(dict) || !MAC.test(mac)) return undefined;
+	if (
+		!UUID.test(account) ||
+		!UUID.test(user) ||
+		!BINDING.test(binding) ||
+		!MILLIS.test(validity) ||
+		!DICT_PART.test(dict) ||
+		!MAC.test(mac)
+	)
+		return undefined;
 	const signing = key(secret);
 	const bytes = fromBase64Url(mac);
 	if (!signing || !bytes) return undefined;

@@ -55,7 +55,10 @@ export function addCounts(into: UsageCounts, counts: UsageCounts) {
 // Hourly rows (any order) grouped into buckets by key, ascending. A bucket no row fell in is
 // left out; one whose counts cancel out (a ledger grown and shrunk back) is not: something
 // was counted.
-export function bucketed(rows: { hour: number; counts: UsageCounts }[], bucket: Bucket): Record<string, Record<UsageField, number>> {
+export function bucketed(
+	rows: { hour: number; counts: UsageCounts }[],
+	bucket: Bucket,
+): Record<string, Record<UsageField, number>> {
 	const sums = new Map<string, UsageCounts>();
 	for (const row of [...rows].sort((a, b) => a.hour - b.hour)) {
 		const key = bucketKey(row.hour, bucket);
@@ -70,7 +73,11 @@ export function bucketed(rows: { hour: number; counts: UsageCounts }[], bucket: 
 
 // What one request authenticated as a user counts: itself, what it cost in D1 (the figures of
 // its Server-Timing), and a twin it made or ended.
-export function requestCounts(operation: string | undefined, status: number, cost: { rowsRead: number; rowsWritten: number }): UsageCounts {
+export function requestCounts(
+	operation: string | undefined,
+	status: number,
+	cost: { rowsRead: number; rowsWritten: number },
+): UsageCounts {
 	const counts: UsageCounts = { rest_count: 1, db_read_cost: cost.rowsRead, db_write_cost: cost.rowsWritten };
 	if (operation === "create_twin" && status === 201) counts.twins_created = 1;
 	if (operation === "terminate_twin" && status === 200) counts.twins_terminated = 1;

@@ -20,7 +20,16 @@ export async function insertAccount(db: Database, rows: NewAccount) {
 }
 
 export function findAccount(db: Database, uuid: string) {
-	return db.select({ uuid: accounts.uuid, created_ts: accounts.created_ts, updated_ts: accounts.updated_ts, resource_access_log: accounts.resource_access_log }).from(accounts).where(eq(accounts.uuid, uuid)).get();
+	return db
+		.select({
+			uuid: accounts.uuid,
+			created_ts: accounts.created_ts,
+			updated_ts: accounts.updated_ts,
+			resource_access_log: accounts.resource_access_log,
+		})
+		.from(accounts)
+		.where(eq(accounts.uuid, uuid))
+		.get();
 }
 
 export function setResourceAccessLog(db: Database, uuid: string, value: Record<string, never> | null, at: number) {
@@ -28,6 +37,11 @@ export function setResourceAccessLog(db: Database, uuid: string, value: Record<s
 		.update(accounts)
 		.set({ resource_access_log: value, updated_ts: at })
 		.where(eq(accounts.uuid, uuid))
-		.returning({ uuid: accounts.uuid, created_ts: accounts.created_ts, updated_ts: accounts.updated_ts, resource_access_log: accounts.resource_access_log })
+		.returning({
+			uuid: accounts.uuid,
+			created_ts: accounts.created_ts,
+			updated_ts: accounts.updated_ts,
+			resource_access_log: accounts.resource_access_log,
+		})
 		.get();
 }

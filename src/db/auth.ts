@@ -33,7 +33,14 @@ const FEDERATED = `SELECT users.account, users.uuid AS user, users.role, roles.s
 	JOIN roles ON roles.uuid = users.role
 	WHERE links.uuid = ? LIMIT 1`;
 
-type PrincipalRow = { account: string; user: string; role: string; statement: string; rules: string; description: string };
+type PrincipalRow = {
+	account: string;
+	user: string;
+	role: string;
+	statement: string;
+	rules: string;
+	description: string;
+};
 type IssuedRow = PrincipalRow & {
 	validity_ts: number | null;
 	fingerprint: string;
@@ -64,7 +71,12 @@ export async function findIssuedCredential(d1: D1Database, sec: string, target: 
 export async function findFederatedCredential(d1: D1Database, link: string) {
 	const row = await d1.prepare(FEDERATED).bind(link).first<FederatedRow>();
 	if (!row) return undefined;
-	return { ...principalOf(row), provider: row.provider, subject: row.subject, provider_updated_ts: row.provider_updated_ts };
+	return {
+		...principalOf(row),
+		provider: row.provider,
+		subject: row.subject,
+		provider_updated_ts: row.provider_updated_ts,
+	};
 }
 
 export type IssuedFound = NonNullable<Awaited<ReturnType<typeof findIssuedCredential>>>;

@@ -19,7 +19,13 @@ export type NewDelivery = Omit<DeliveryRow, "seq">;
 // message delivered (it would never be sent) nor fail the subscription pending again.
 // `log`: the line the attempt leaves in an account's log (the last attempt of a message that
 // failed for good), committed with the attempt's record.
-export async function recordAttempt(db: Database, entry: NewDelivery, failsSubscription: boolean, confirmation = true, log?: { account: string; line: string }) {
+export async function recordAttempt(
+	db: Database,
+	entry: NewDelivery,
+	failsSubscription: boolean,
+	confirmation = true,
+	log?: { account: string; line: string },
+) {
 	const at = entry.attempted_ts;
 	const s = subscriptions;
 	const d = webhookDeliveries;
@@ -39,12 +45,19 @@ export async function recordAttempt(db: Database, entry: NewDelivery, failsSubsc
 						}
 					: {}),
 			})
-			.where(confirmation ? and(eq(s.uuid, entry.subscription), eq(s.message, entry.message)) : eq(s.uuid, entry.subscription)),
+			.where(
+				confirmation
+					? and(eq(s.uuid, entry.subscription), eq(s.message, entry.message))
+					: eq(s.uuid, entry.subscription),
+			),
 		db.delete(d).where(
 			and(
 				eq(d.subscription, entry.subscription),
-				lte(d.seq, sql`(SELECT ${d.seq} FROM ${d} WHERE ${d.subscription} = ${entry.subscription}
-					ORDER BY ${d.seq} DESC LIMIT 1 OFFSET ${MAX_DELIVERIES_KEPT})`),
+				lte(
+					d.seq,
+					sql`(SELECT ${d.seq} FROM ${d} WHERE ${d.subscription} = ${entry.subscription}
+					ORDER BY ${d.seq} DESC LIMIT 1 OFFSET ${MAX_DELIVERIES_KEPT})`,
+				),
 			),
 		),
 		...(log ? logStatements(db, log.account, at, [log.line]) : []),

@@ -30,7 +30,10 @@ export function findUpload(db: Database, handler: string) {
 }
 
 export function findUploads(db: Database, handlers: string[]) {
-	return db.select().from(uploads).where(sql`${uploads.handler} IN ${each(handlers)}`);
+	return db
+		.select()
+		.from(uploads)
+		.where(sql`${uploads.handler} IN ${each(handlers)}`);
 }
 
 export function docBytes(db: Database, account: string) {
@@ -55,7 +58,11 @@ function releaseDead(db: Database, account: string, at: number, handler?: string
 		handler === undefined ? undefined : eq(uploads.handler, handler),
 	);
 	return [
-		db.insert(docGarbage).select(sql`SELECT ${uploads.object}, ${account}, ${at} FROM ${uploads} WHERE ${dead} AND ${uploads.object} IS NOT NULL`),
+		db
+			.insert(docGarbage)
+			.select(
+				sql`SELECT ${uploads.object}, ${account}, ${at} FROM ${uploads} WHERE ${dead} AND ${uploads.object} IS NOT NULL`,
+			),
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${dead})`),
 		db.update(uploads).set({ state: "pending", object: null, size: null, lease_ts: null }).where(dead),
 	] as const;
@@ -67,7 +74,14 @@ export async function releaseDeadPuts(db: Database, account: string, at: number)
 
 // A PUT begins: the row is claimed, and its length counted, only while it is pending, or held
 // by a PUT whose lease has passed (that one is released first, in the same batch).
-export async function claimUpload(db: Database, row: UploadRow, object: string, size: number, at: number, lease_ts: number): Promise<boolean> {
+export async function claimUpload(
+	db: Database,
+	row: UploadRow,
+	object: string,
+	size: number,
+	at: number,
+	lease_ts: number,
+): Promise<boolean> {
 	const [, , , claimed] = await db.batch([
 		...releaseDead(db, row.account, at, row.handler),
 		db
@@ -75,7 +89,11 @@ export async function claimUpload(db: Database, row: UploadRow, object: string, 
 			.set({ state: "receiving", object, size, lease_ts })
 			.where(and(eq(uploads.handler, row.handler), eq(uploads.state, "pending")))
 			.returning({ handler: uploads.handler }),
-		addBytes(db, row.account, sql`(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${uploads.handler} = ${row.handler} AND ${uploads.object} = ${object})`),
+		addBytes(
+			db,
+			row.account,
+			sql`(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${uploads.handler} = ${row.handler} AND ${uploads.object} = ${object})`,
+		),
 	]);
 	return claimed.length === 1;
 }
@@ -91,7 +109,13 @@ export async function renewUpload(db: Database, handler: string, object: string,
 	return renewed.length === 1;
 }
 
-export async function finishUpload(db: Database, handler: string, object: string, hash: string, content_type: string): Promise<UploadRow | undefined> {
+export async function finishUpload(
+	db: Database,
+	handler: string,
+	object: string,
+	hash: string,
+	content_type: string,
+): Promise<UploadRow | undefined> {
 	const [row] = await db
 		.update(uploads)
 		.set({ state: "uploaded", hash, lease_ts: null, content_type })
@@ -114,7 +138,11 @@ export async function reopenUpload(db: Database, account: string, handler: strin
 export async function releaseUploads(db: Database, account: string, handlers: string[], at: number) {
 	const these = and(eq(uploads.account, account), sql`${uploads.handler} IN ${each(handlers)}`);
 	await db.batch([
-		db.insert(docGarbage).select(sql`SELECT ${uploads.object}, ${account}, ${at} FROM ${uploads} WHERE ${these} AND ${uploads.object} IS NOT NULL`),
+		db
+			.insert(docGarbage)
+			.select(
+				sql`SELECT ${uploads.object}, ${account}, ${at} FROM ${uploads} WHERE ${these} AND ${uploads.object} IS NOT NULL`,
+			),
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${uploads.size}), 0) FROM ${uploads} WHERE ${these})`),
 		db.delete(uploads).where(these),
 	]);
@@ -134,7 +162,12 @@ export function expiredUploads(db: Database, account: string, at: number, limit:
 // a PUT in flight (renewed as long as it streams).
 export async function nextUploadExpiry(db: Database, account: string): Promise<number | undefined> {
 	const [[expiry], [lease]] = await db.batch([
-		db.select({ at: uploads.validity_ts }).from(uploads).where(eq(uploads.account, account)).orderBy(asc(uploads.validity_ts)).limit(1),
+		db
+			.select({ at: uploads.validity_ts })
+			.from(uploads)
+			.where(eq(uploads.account, account))
+			.orderBy(asc(uploads.validity_ts))
+			.limit(1),
 		db
 			.select({ at: uploads.lease_ts })
 			.from(uploads)
@@ -202,7 +235,12 @@ export type AttachRace = "name_taken" | "twin_full";
 // and the twin's count hold in the batch itself (another account's object may attach to the
 // same twin at the same time): a taken name fails the unique index, and a doc past the count
 // gets a NULL uuid, which fails its NOT NULL; either way the batch rolls back whole.
-export async function attachDocs(db: Database, rows: DocRow[], handlers: string[], maxPerTwin: number): Promise<AttachRace | undefined> {
+export async function attachDocs(
+	db: Database,
+	rows: DocRow[],
+	handlers: string[],
+	maxPerTwin: number,
+): Promise<AttachRace | undefined> {
 	const inserts = rows.map((row) => {
 		const count = sql`(SELECT count(*) FROM ${docs} WHERE ${docs.twin} = ${row.twin} AND ${docs.account} = ${row.account})`;
 		const uuid = sql`CASE WHEN ${count} < ${maxPerTwin} THEN ${row.uuid} END`;
@@ -235,7 +273,11 @@ export async function removeDocs(db: Database, account: string, twin: string, uu
 	// Found by primary key, one probe per uuid; account and twin only filter (the unary `+`
 	// keeps SQLite from ranging over the (twin, account) index instead, whose figure in
 	// Server-Timing would read one entry more or less as other twins' docs sort after this one).
-	const these = and(sql`+${docs.account} = ${account}`, sql`+${docs.twin} = ${twin}`, sql`${docs.uuid} IN ${each(uuids)}`);
+	const these = and(
+		sql`+${docs.account} = ${account}`,
+		sql`+${docs.twin} = ${twin}`,
+		sql`${docs.uuid} IN ${each(uuids)}`,
+	);
 	const [, , removed] = await db.batch([
 		db.insert(docGarbage).select(sql`SELECT ${docs.object}, ${account}, ${at} FROM ${docs} WHERE ${these}`),
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${docs.size}), 0) FROM ${docs} WHERE ${these})`),

@@ -31,7 +31,12 @@ export async function findProviderByIssuer(db: Database, account: string, issuer
 
 export function listProviders(db: Database, account: string) {
 	return db
-		.select({ uuid: identityProviders.uuid, issuer: identityProviders.issuer, created_ts: identityProviders.created_ts, updated_ts: identityProviders.updated_ts })
+		.select({
+			uuid: identityProviders.uuid,
+			issuer: identityProviders.issuer,
+			created_ts: identityProviders.created_ts,
+			updated_ts: identityProviders.updated_ts,
+		})
 		.from(identityProviders)
 		.where(eq(identityProviders.account, account))
 		.orderBy(identityProviders.uuid);
@@ -81,7 +86,9 @@ export async function findUserLink(db: Database, account: string, user: string, 
 	const [row] = await db
 		.select()
 		.from(userExternalIds)
-		.where(and(eq(userExternalIds.account, account), eq(userExternalIds.user, user), eq(userExternalIds.provider, provider)))
+		.where(
+			and(eq(userExternalIds.account, account), eq(userExternalIds.user, user), eq(userExternalIds.provider, provider)),
+		)
 		.limit(1);
 	return row;
 }
@@ -102,7 +109,9 @@ export async function insertLink(db: Database, row: LinkRow) {
 export async function deleteLink(db: Database, account: string, user: string, provider: string) {
 	const [row] = await db
 		.delete(userExternalIds)
-		.where(and(eq(userExternalIds.account, account), eq(userExternalIds.user, user), eq(userExternalIds.provider, provider)))
+		.where(
+			and(eq(userExternalIds.account, account), eq(userExternalIds.user, user), eq(userExternalIds.provider, provider)),
+		)
 		.returning();
 	return row;
 }
@@ -119,7 +128,12 @@ export function linkedUsers(db: Database, account: string, provider: string) {
 // statement (the exchange is refused when the role does not allow it).
 export async function findLinkedUser(db: Database, provider: string, subject: string) {
 	const [row] = await db
-		.select({ link: userExternalIds.uuid, user: userExternalIds.user, account: userExternalIds.account, statement: roles.statement })
+		.select({
+			link: userExternalIds.uuid,
+			user: userExternalIds.user,
+			account: userExternalIds.account,
+			statement: roles.statement,
+		})
 		.from(userExternalIds)
 		.innerJoin(users, eq(users.uuid, userExternalIds.user))
 		.innerJoin(roles, eq(roles.uuid, users.role))

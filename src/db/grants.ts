@@ -8,7 +8,14 @@ import { notificationGrants, subscriptions } from "./schema";
 // grantee is written only while the account grants fewer than `limit` accounts, checked in the
 // statement that writes it so concurrent grants cannot pass it; replacing or revoking a grant
 // always is. Answers false, having written nothing, when the limit refused it.
-export async function replaceGrant(db: Database, account: string, grantee: string, topics: string[], at: number, limit: number) {
+export async function replaceGrant(
+	db: Database,
+	account: string,
+	grantee: string,
+	topics: string[],
+	at: number,
+	limit: number,
+) {
 	const g = notificationGrants;
 	const s = subscriptions;
 	const granted = JSON.stringify(topics);
@@ -21,10 +28,20 @@ export async function replaceGrant(db: Database, account: string, grantee: strin
 					.select(sql`SELECT ${account}, ${grantee}, ${granted}, ${at} WHERE ${held} OR ${within}`)
 					.onConflictDoUpdate({ target: [g.account, g.grantee], set: { topics, updated_ts: at } })
 					.returning({ grantee: g.grantee })
-			: db.delete(g).where(and(eq(g.account, account), eq(g.grantee, grantee))).returning({ grantee: g.grantee }),
+			: db
+					.delete(g)
+					.where(and(eq(g.account, account), eq(g.grantee, grantee)))
+					.returning({ grantee: g.grantee }),
 		db
 			.update(s)
-			.set({ status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null, updated_ts: at })
+			.set({
+				status: "unsubscribed",
+				sealed_token: null,
+				sealed_key: null,
+				sealed_previous_key: null,
+				previous_key_until: null,
+				updated_ts: at,
+			})
 			.where(
 				and(
 					eq(s.account, grantee),

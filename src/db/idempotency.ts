@@ -27,32 +27,56 @@ export async function claimKey(db: Database, c: Claim, quota: Quota): Promise<Id
 	const q = idempotencyQuota;
 	const before = c.at - KEPT_SECONDS;
 	const oldest = sql`SELECT ${k.key} FROM ${k} WHERE ${k.account} = ${c.account} AND ${k.created_ts} < ${before} ORDER BY ${k.created_ts} LIMIT ${PRUNED_PER_CLAIM}`;
-	const expired = and(eq(k.account, c.account), sql`${k.created_ts} < ${before}`, sql`(${k.key} = ${c.key} OR ${k.key} IN (${oldest}))`);
+	const expired = and(
+		eq(k.account, c.account),
+		sql`${k.created_ts} < ${before}`,
+		sql`(${k.key} = ${c.key} OR ${k.key} IN (${oldest}))`,
+	);
 	// Only answered keys count in the quota; a claim still running does not.
 	const kept = sql`FROM ${k} WHERE ${expired} AND ${k.status} IS NOT NULL`;
 	const full = sql`SELECT 1 FROM ${q} WHERE ${q.account} = ${c.account} AND (${q.keys} >= ${quota.keys} OR ${q.bytes} >= ${quota.bytes})`;
 	const [, , , , [row]] = await db.batch([
 		db
 			.update(q)
-			.set({ keys: sql`max(0, ${q.keys} - (SELECT count(*) ${kept}))`, bytes: sql`max(0, ${q.bytes} - (SELECT coalesce(sum(${k.bytes}), 0) ${kept}))` })
+			.set({
+				keys: sql`max(0, ${q.keys} - (SELECT count(*) ${kept}))`,
+				bytes: sql`max(0, ${q.bytes} - (SELECT coalesce(sum(${k.bytes}), 0) ${kept}))`,
+			})
 			.where(eq(q.account, c.account)),
 		db.delete(k).where(expired),
 		db
 			.update(k)
 			.set({ trace: c.trace, created_ts: c.at })
-			.where(and(eq(k.account, c.account), eq(k.key, c.key), eq(k.fingerprint, c.fingerprint), isNull(k.status), sql`${k.created_ts} < ${c.at - LEASE_SECONDS}`)),
+			.where(
+				and(
+					eq(k.account, c.account),
+					eq(k.key, c.key),
+					eq(k.fingerprint, c.fingerprint),
+					isNull(k.status),
+					sql`${k.created_ts} < ${c.at - LEASE_SECONDS}`,
+				),
+			),
 		db
 			.insert(k)
-			.select(sql`SELECT ${c.account}, ${c.key}, ${c.fingerprint}, ${c.trace}, NULL, NULL, NULL, 0, ${c.at}, NULL WHERE NOT EXISTS (${full})`)
+			.select(
+				sql`SELECT ${c.account}, ${c.key}, ${c.fingerprint}, ${c.trace}, NULL, NULL, NULL, 0, ${c.at}, NULL WHERE NOT EXISTS (${full})`,
+			)
 			.onConflictDoNothing(),
-		db.select().from(k).where(and(eq(k.account, c.account), eq(k.key, c.key))),
+		db
+			.select()
+			.from(k)
+			.where(and(eq(k.account, c.account), eq(k.key, c.key))),
 	]);
 	return row;
 }
 
 // The answer of the request that holds the claim, stored for its replays and counted in the
 // account's quota (only when this claim's row took it).
-export async function settleKey(db: Database, c: Claim, answer: { status: number; content_type: string | null; etag: string | null; body: string; bytes: number }) {
+export async function settleKey(
+	db: Database,
+	c: Claim,
+	answer: { status: number; content_type: string | null; etag: string | null; body: string; bytes: number },
+) {
 	const k = idempotencyKeys;
 	const q = idempotencyQuota;
 	const mine = and(eq(k.account, c.account), eq(k.key, c.key), eq(k.trace, c.trace));
@@ -63,8 +87,13 @@ export async function settleKey(db: Database, c: Claim, answer: { status: number
 			.where(and(mine, isNull(k.status))),
 		db
 			.insert(q)
-			.select(sql`SELECT ${c.account}, 1, ${answer.bytes} WHERE EXISTS (SELECT 1 FROM ${k} WHERE ${mine} AND ${k.status} IS NOT NULL)`)
-			.onConflictDoUpdate({ target: q.account, set: { keys: sql`${q.keys} + 1`, bytes: sql`${q.bytes} + excluded.bytes` } }),
+			.select(
+				sql`SELECT ${c.account}, 1, ${answer.bytes} WHERE EXISTS (SELECT 1 FROM ${k} WHERE ${mine} AND ${k.status} IS NOT NULL)`,
+			)
+			.onConflictDoUpdate({
+				target: q.account,
+				set: { keys: sql`${q.keys} + 1`, bytes: sql`${q.bytes} + excluded.bytes` },
+			}),
 	]);
 }
 

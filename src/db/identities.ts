@@ -10,8 +10,17 @@ const key = (twin: string, account: string, identity: string) =>
 
 // One of the account's identities on a twin. Whether the caller may see it is decided by the
 // caller, which counts it through D1Meter.sighted.
-export async function findOwnIdentity(db: Database, twin: string, account: string, identity: string): Promise<IdentityRow | undefined> {
-	const [row] = await db.select().from(twinIdentities).where(key(twin, account, identity)).limit(1);
+export async function findOwnIdentity(
+	db: Database,
+	twin: string,
+	account: string,
+	identity: string,
+): Promise<IdentityRow | undefined> {
+	const [row] = await db
+		.select()
+		.from(twinIdentities)
+		.where(key(twin, account, identity))
+		.limit(1);
 	return row;
 }
 
@@ -41,7 +50,14 @@ export async function insertIdentities(db: Database, rows: IdentityRow[]) {
 	await db.batch([first, ...rest]);
 }
 
-export async function patchIdentity(db: Database, twin: string, account: string, identity: string, changes: IdentityChanges, at: number) {
+export async function patchIdentity(
+	db: Database,
+	twin: string,
+	account: string,
+	identity: string,
+	changes: IdentityChanges,
+	at: number,
+) {
 	const [row] = await db
 		.update(twinIdentities)
 		.set({ ...changes, updated_ts: at })
@@ -51,7 +67,10 @@ export async function patchIdentity(db: Database, twin: string, account: string,
 }
 
 export async function deleteIdentity(db: Database, twin: string, account: string, identity: string) {
-	const [row] = await db.delete(twinIdentities).where(key(twin, account, identity)).returning();
+	const [row] = await db
+		.delete(twinIdentities)
+		.where(key(twin, account, identity))
+		.returning();
 	return row;
 }
 
@@ -84,7 +103,12 @@ const noTwinJson = sql.raw("NULL AS description, NULL AS creation_certificate, N
 // and counts the read through D1Meter.sighted.
 export async function resolveIdentity(
 	db: Database,
-	query: { identity: string; own: string | null; foreign: { only: string[] | null; except: string } | null; descriptions: boolean },
+	query: {
+		identity: string;
+		own: string | null;
+		foreign: { only: string[] | null; except: string } | null;
+		descriptions: boolean;
+	},
 	after: ResolvePosition | null,
 	limit: number,
 ): Promise<ResolvedRow[]> {
@@ -97,7 +121,9 @@ export async function resolveIdentity(
 	}
 	const { foreign } = query;
 	if (foreign && foreign.only?.length !== 0) {
-		const accounts = foreign.only ? sql`AND i.account IN (SELECT value FROM json_each(${JSON.stringify(foreign.only)}))` : sql``;
+		const accounts = foreign.only
+			? sql`AND i.account IN (SELECT value FROM json_each(${JSON.stringify(foreign.only)}))`
+			: sql``;
 		const from = after?.part === "foreign" ? sql`AND (i.account, i.twin) > (${after.account}, ${after.twin})` : sql``;
 		parts.push(sql`SELECT * FROM (SELECT 'foreign' AS part, ${columns} FROM twin_identities i JOIN twins t ON t.uuid = i.twin
 			WHERE i.identity = ${query.identity} AND i.visibility IS NOT NULL AND i.account <> ${foreign.except} ${accounts} ${from}

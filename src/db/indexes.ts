@@ -39,10 +39,21 @@ export function setIndexTable(db: Database, uuid: string, changes: Partial<Index
 
 // Adds to the counts of the table's current generation (and sets its status), in the batch
 // that changes its rows.
-export function countRows(db: Database, uuid: string, generation: number, rows: number, bytes: number, status?: IndexTableRow["status"]) {
+export function countRows(
+	db: Database,
+	uuid: string,
+	generation: number,
+	rows: number,
+	bytes: number,
+	status?: IndexTableRow["status"],
+) {
 	return db
 		.update(indexTables)
-		.set({ rows: sql`${indexTables.rows} + ${rows}`, table_size: sql`${indexTables.table_size} + ${bytes}`, ...(status && { status }) })
+		.set({
+			rows: sql`${indexTables.rows} + ${rows}`,
+			table_size: sql`${indexTables.table_size} + ${bytes}`,
+			...(status && { status }),
+		})
 		.where(and(eq(indexTables.uuid, uuid), eq(indexTables.generation, generation)));
 }
 
@@ -54,7 +65,13 @@ export function rowsOfTwin(db: Database, twin: string, keys: RowKey[]) {
 	return db
 		.select({ table: indexRows.table, properties: indexRows.properties, size: indexRows.size })
 		.from(indexRows)
-		.where(or(...keys.map((key) => and(eq(indexRows.table, key.table), eq(indexRows.generation, key.generation), eq(indexRows.twin, twin)))));
+		.where(
+			or(
+				...keys.map((key) =>
+					and(eq(indexRows.table, key.table), eq(indexRows.generation, key.generation), eq(indexRows.twin, twin)),
+				),
+			),
+		);
 }
 
 // The rows some twins have in one generation (a build step's twins).
@@ -62,18 +79,29 @@ export function rowsOfTwins(db: Database, key: RowKey, twins: string[]) {
 	return db
 		.select({ twin: indexRows.twin, properties: indexRows.properties, size: indexRows.size })
 		.from(indexRows)
-		.where(and(eq(indexRows.table, key.table), eq(indexRows.generation, key.generation), sql`${indexRows.twin} IN (SELECT value FROM json_each(${JSON.stringify(twins)}))`));
+		.where(
+			and(
+				eq(indexRows.table, key.table),
+				eq(indexRows.generation, key.generation),
+				sql`${indexRows.twin} IN (SELECT value FROM json_each(${JSON.stringify(twins)}))`,
+			),
+		);
 }
 
 export function upsertRow(db: Database, row: IndexRowRow) {
 	return db
 		.insert(indexRows)
 		.values(row)
-		.onConflictDoUpdate({ target: [indexRows.table, indexRows.generation, indexRows.twin], set: { properties: row.properties, size: row.size, updated_ts: row.updated_ts } });
+		.onConflictDoUpdate({
+			target: [indexRows.table, indexRows.generation, indexRows.twin],
+			set: { properties: row.properties, size: row.size, updated_ts: row.updated_ts },
+		});
 }
 
 export function deleteRow(db: Database, key: RowKey, twin: string) {
-	return db.delete(indexRows).where(and(eq(indexRows.table, key.table), eq(indexRows.generation, key.generation), eq(indexRows.twin, twin)));
+	return db
+		.delete(indexRows)
+		.where(and(eq(indexRows.table, key.table), eq(indexRows.generation, key.generation), eq(indexRows.twin, twin)));
 }
 
 // Deletes up to `limit` rows of the table's generations below `below` (all of a deleted
@@ -99,7 +127,15 @@ export function rowPage(db: Database, key: RowKey, after: string, count: number)
 // key. A row whose twin the rule hides (0, or a twin that is gone) comes back as its twin's
 // uuid alone, its properties left in D1; the twin's columns come back only where SQL could not
 // decide (NULL) and the Worker must. Every row examined reads its twin, hidden or not.
-export type JudgedRow = { twin: string; properties: string | null; updated_ts: number; verdict: number | null; owner: string | null; status: string | null; description: string | null };
+export type JudgedRow = {
+	twin: string;
+	properties: string | null;
+	updated_ts: number;
+	verdict: number | null;
+	owner: string | null;
+	status: string | null;
+	description: string | null;
+};
 
 export function judgedRowPage(db: Database, key: RowKey, after: string, count: number, verdict: string) {
 	const page = sql`SELECT ${indexRows.twin}, ${indexRows.properties}, ${indexRows.updated_ts} FROM ${indexRows}
@@ -136,7 +172,10 @@ export function entriesOf(db: Database, account: string, twins: string[]) {
 }
 
 export async function hasLedgers(db: Database, account: string): Promise<boolean> {
-	const [row] = await db.select({ twin: ledgerEntries.twin }).from(ledgerEntries).where(eq(ledgerEntries.account, account)).limit(1);
+	const [row] = await db
+		.select({ twin: ledgerEntries.twin })
+		.from(ledgerEntries)
+		.where(eq(ledgerEntries.account, account))
+		.limit(1);
 	return row !== undefined;
 }
-

@@ -74,10 +74,15 @@ export function upsertEntry(db: Database, row: EntryRow) {
 
 // Entries and their history, by name: one statement each, however many names.
 export function deleteEntries(db: Database, twin: string, account: string, names: string[]) {
-	const named = (name: typeof ledgerEntries.name | typeof ledgerHistory.name) => sql`${name} IN (SELECT value FROM json_each(${JSON.stringify(names)}))`;
+	const named = (name: typeof ledgerEntries.name | typeof ledgerHistory.name) =>
+		sql`${name} IN (SELECT value FROM json_each(${JSON.stringify(names)}))`;
 	return [
-		db.delete(ledgerEntries).where(and(eq(ledgerEntries.twin, twin), eq(ledgerEntries.account, account), named(ledgerEntries.name))),
-		db.delete(ledgerHistory).where(and(eq(ledgerHistory.twin, twin), eq(ledgerHistory.account, account), named(ledgerHistory.name))),
+		db
+			.delete(ledgerEntries)
+			.where(and(eq(ledgerEntries.twin, twin), eq(ledgerEntries.account, account), named(ledgerEntries.name))),
+		db
+			.delete(ledgerHistory)
+			.where(and(eq(ledgerHistory.twin, twin), eq(ledgerHistory.account, account), named(ledgerHistory.name))),
 	] as const;
 }
 
@@ -86,7 +91,10 @@ export function appendHistory(db: Database, key: Key, ts: number, value: string)
 	return db
 		.insert(ledgerHistory)
 		.values({ ...key, ts, value, bytes })
-		.onConflictDoUpdate({ target: [ledgerHistory.twin, ledgerHistory.account, ledgerHistory.name, ledgerHistory.ts], set: { value, bytes } });
+		.onConflictDoUpdate({
+			target: [ledgerHistory.twin, ledgerHistory.account, ledgerHistory.name, ledgerHistory.ts],
+			set: { value, bytes },
+		});
 }
 
 export function dropHistory(db: Database, key: Key) {
@@ -98,7 +106,9 @@ export function pruneHistory(db: Database, key: Key, cutoff: number) {
 	const oldestKept = sql`(SELECT ts FROM ledger_history
 		WHERE twin = ${key.twin} AND account = ${key.account} AND name = ${key.name}
 		ORDER BY ts DESC LIMIT 1 OFFSET ${MAX_HISTORY_RECORDS - 1})`;
-	return db.delete(ledgerHistory).where(and(historyOf(key), sql`(${ledgerHistory.ts} < ${cutoff} OR ${ledgerHistory.ts} < ${oldestKept})`));
+	return db
+		.delete(ledgerHistory)
+		.where(and(historyOf(key), sql`(${ledgerHistory.ts} < ${cutoff} OR ${ledgerHistory.ts} < ${oldestKept})`));
 }
 
 export function runBatch(db: Database, statements: BatchItem<"sqlite">[]) {
@@ -107,5 +117,9 @@ export function runBatch(db: Database, statements: BatchItem<"sqlite">[]) {
 }
 
 function historyOf(key: Key) {
-	return and(eq(ledgerHistory.twin, key.twin), eq(ledgerHistory.account, key.account), eq(ledgerHistory.name, key.name));
+	return and(
+		eq(ledgerHistory.twin, key.twin),
+		eq(ledgerHistory.account, key.account),
+		eq(ledgerHistory.name, key.name),
+	);
 }

@@ -23,7 +23,9 @@ export function tsText(at: number): string {
 export function logStatements(db: Database, account: string, at: number, messages: string[]): BatchItem<"sqlite">[] {
 	if (messages.length === 0) return [];
 	// `INSERT ... SELECT` names every column; a null id is the table's to give.
-	const insert = db.insert(accountLog).select(sql`SELECT NULL, ${account}, ${at}, value FROM json_each(${JSON.stringify(messages)})`);
+	const insert = db
+		.insert(accountLog)
+		.select(sql`SELECT NULL, ${account}, ${at}, value FROM json_each(${JSON.stringify(messages)})`);
 	return [insert, prune(db, account, at)];
 }
 
@@ -48,5 +50,10 @@ export function pruneAfterInsert(db: Database, account: string, at: number) {
 // The account's lines after `after` (an id; 0 for the oldest kept), oldest first.
 export function readLog(db: Database, account: string, after: number, limit: number) {
 	const l = accountLog;
-	return db.select({ id: l.id, message: l.message }).from(l).where(and(eq(l.account, account), gt(l.id, after))).orderBy(asc(l.id)).limit(limit);
+	return db
+		.select({ id: l.id, message: l.message })
+		.from(l)
+		.where(and(eq(l.account, account), gt(l.id, after)))
+		.orderBy(asc(l.id))
+		.limit(limit);
 }

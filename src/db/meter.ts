@@ -34,7 +34,12 @@ export class D1Meter implements D1Cost {
 	}
 
 	record(meta: D1Meta | undefined) {
-		this.add({ queries: 1, rowsRead: meta?.rows_read ?? 0, rowsWritten: meta?.rows_written ?? 0, ms: meta?.duration ?? 0 });
+		this.add({
+			queries: 1,
+			rowsRead: meta?.rows_read ?? 0,
+			rowsWritten: meta?.rows_written ?? 0,
+			ms: meta?.duration ?? 0,
+		});
 	}
 
 	// The one way a read over items the caller may not all see is counted. What D1 reports for
@@ -53,11 +58,19 @@ export class D1Meter implements D1Cost {
 	}
 
 	// The same for a lookup of one item: it, when found and seen, else undefined.
-	async sightedOne<T>(read: () => Promise<T | undefined>, sees: (row: T) => boolean, perRow = 1): Promise<T | undefined> {
-		const [row] = await this.sighted(async () => {
-			const found = await read();
-			return found === undefined ? [] : [found];
-		}, sees, perRow);
+	async sightedOne<T>(
+		read: () => Promise<T | undefined>,
+		sees: (row: T) => boolean,
+		perRow = 1,
+	): Promise<T | undefined> {
+		const [row] = await this.sighted(
+			async () => {
+				const found = await read();
+				return found === undefined ? [] : [found];
+			},
+			sees,
+			perRow,
+		);
 		return row;
 	}
 

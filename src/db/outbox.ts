@@ -6,7 +6,8 @@ import { pruneAfterInsert, tsText } from "./log";
 export type OutboxRow = typeof notificationOutbox.$inferSelect;
 
 // A random RFC 4122 version 4 uuid in lowercase, made by SQLite: one per inserted row.
-const NEW_UUID = sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
+const NEW_UUID =
+	sql.raw(`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
 	|| substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`);
 
 // One message of a publication: a twin, a topic of the publishing account, and the event; and
@@ -15,7 +16,9 @@ export type Published = { twin: string; topic: string; event: Record<string, unk
 
 // A publishing write's sight, once for all its messages (and, for stickers, once per sticker).
 export function insertSight(db: Database, sight: { id: string; account: string; data: string; at: number }) {
-	return db.insert(outboxSights).values({ id: sight.id, account: sight.account, data: sight.data, created_ts: sight.at });
+	return db
+		.insert(outboxSights)
+		.values({ id: sight.id, account: sight.account, data: sight.data, created_ts: sight.at });
 }
 
 export type Publication = {
@@ -104,7 +107,10 @@ export type StreamRow = typeof streamOutbox.$inferSelect;
 // names of the members its message holds. A ledger event's members are its entries; a
 // sticker's are its color, note, validity_ts and created_ts, so the object builds either
 // message the same way. The rows take ids in the order given, each with its source's sight.
-export function streamPublication(db: Database, p: { account: string; trigger: string; at: number; sources: Published[][] }) {
+export function streamPublication(
+	db: Database,
+	p: { account: string; trigger: string; at: number; sources: Published[][] },
+) {
 	const rows = p.sources.map((messages) => {
 		const entries: Record<string, unknown> = {};
 		const topics: Record<string, string[]> = {};
@@ -125,7 +131,16 @@ export function streamPublication(db: Database, p: { account: string; trigger: s
 export function pendingStreamRows(db: Database, account: string, limit: number): Promise<StreamRow[]> {
 	const s = streamOutbox;
 	return db
-		.select({ id: s.id, account: s.account, twin: s.twin, trigger: s.trigger, topics: s.topics, entries: s.entries, at: s.at, sight: outboxSights.data })
+		.select({
+			id: s.id,
+			account: s.account,
+			twin: s.twin,
+			trigger: s.trigger,
+			topics: s.topics,
+			entries: s.entries,
+			at: s.at,
+			sight: outboxSights.data,
+		})
 		.from(s)
 		.leftJoin(outboxSights, eq(outboxSights.id, s.sight))
 		.where(eq(s.account, account))
@@ -151,12 +166,19 @@ function forgetSights(db: Database, account: string) {
 	const named = sql`SELECT ${streamOutbox.sight} FROM ${streamOutbox} WHERE ${streamOutbox.account} = ${account} AND ${streamOutbox.sight} IS NOT NULL
 		UNION SELECT ${notificationOutbox.sight} FROM ${notificationOutbox}
 		WHERE ${notificationOutbox.account} = ${account} AND ${notificationOutbox.queued_ts} IS NULL AND ${notificationOutbox.sight} IS NOT NULL`;
-	return db.delete(outboxSights).where(and(eq(outboxSights.account, account), sql`${outboxSights.id} NOT IN (${named})`));
+	return db
+		.delete(outboxSights)
+		.where(and(eq(outboxSights.account, account), sql`${outboxSights.id} NOT IN (${named})`));
 }
 
 // Webhook rows as their subscribers may read them: those filtered to nothing deleted unsent,
 // the others' events replaced by what is left of them; one batch.
-export async function settleFiltered(db: Database, account: string, dropped: string[], narrowed: { message: string; event: string }[]) {
+export async function settleFiltered(
+	db: Database,
+	account: string,
+	dropped: string[],
+	narrowed: { message: string; event: string }[],
+) {
 	if (dropped.length === 0 && narrowed.length === 0) return;
 	const o = notificationOutbox;
 	await db.batch([
@@ -167,5 +189,8 @@ export async function settleFiltered(db: Database, account: string, dropped: str
 }
 
 export async function deleteStreamRows(db: Database, account: string, upTo: number) {
-	await db.batch([db.delete(streamOutbox).where(and(eq(streamOutbox.account, account), lte(streamOutbox.id, upTo))), forgetSights(db, account)]);
+	await db.batch([
+		db.delete(streamOutbox).where(and(eq(streamOutbox.account, account), lte(streamOutbox.id, upTo))),
+		forgetSights(db, account),
+	]);
 }

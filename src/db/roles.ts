@@ -41,7 +41,10 @@ export async function patchRole(
 		.returning();
 	if (changes.rules === undefined && changes.statement === undefined) return (await update)[0];
 	// A changed role changes what its holders' pending PINs would redeem into: they go too.
-	const holders = db.select({ uuid: users.uuid }).from(users).where(and(eq(users.role, uuid), eq(users.account, account)));
+	const holders = db
+		.select({ uuid: users.uuid })
+		.from(users)
+		.where(and(eq(users.role, uuid), eq(users.account, account)));
 	const [, rows] = await db.batch([
 		db.delete(secretPins).where(and(eq(secretPins.account, account), inArray(secretPins.user, holders))),
 		update,
@@ -59,7 +62,12 @@ export async function deleteUnheldRole(db: Database, account: string, uuid: stri
 				eq(roles.uuid, uuid),
 				notExists(db.select({ one: users.uuid }).from(users).where(eq(users.role, uuid))),
 				// A provider that provisions users with the role holds it too.
-				notExists(db.select({ one: identityProviders.uuid }).from(identityProviders).where(eq(identityProviders.provisioning_role, uuid))),
+				notExists(
+					db
+						.select({ one: identityProviders.uuid })
+						.from(identityProviders)
+						.where(eq(identityProviders.provisioning_role, uuid)),
+				),
 			),
 		)
 		.returning();

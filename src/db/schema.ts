@@ -98,12 +98,8 @@ export const twins = sqliteTable(
 		owner: text("owner").notNull(),
 		status: text("status", { enum: ["alive", "terminated"] }).notNull(),
 		description: text("description", { mode: "json" }).$type<Description>().notNull(),
-		creation_certificate: text("creation_certificate", { mode: "json" })
-			.$type<Record<string, unknown>>()
-			.notNull(),
-		termination_certificate: text("termination_certificate", { mode: "json" }).$type<
-			Record<string, unknown>
-		>(),
+		creation_certificate: text("creation_certificate", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+		termination_certificate: text("termination_certificate", { mode: "json" }).$type<Record<string, unknown>>(),
 		updated_ts: real("updated_ts").notNull(),
 		// Raised by every write that changes the twin, in that write's own statement: its ETag,
 		// which must differ after two writes within one millisecond (updated_ts would not).
@@ -319,7 +315,10 @@ export const ledgerEntries = sqliteTable(
 		value_changed_ts: real("value_changed_ts").notNull(),
 	},
 	// The account-first index lets an index table's build walk one account's ledgers in twin order.
-	(t) => [primaryKey({ columns: [t.twin, t.account, t.name] }), index("ledger_entries_account_twin").on(t.account, t.twin)],
+	(t) => [
+		primaryKey({ columns: [t.twin, t.account, t.name] }),
+		index("ledger_entries_account_twin").on(t.account, t.twin),
+	],
 );
 
 // Past values of entries that keep history, newest first by `ts`; pruned on write.
@@ -335,7 +334,10 @@ export const ledgerHistory = sqliteTable(
 		// without reading the values (up to 64 KiB each) it will not answer.
 		bytes: integer("bytes").notNull().default(0),
 	},
-	(t) => [primaryKey({ columns: [t.twin, t.account, t.name, t.ts] }), index("ledger_history_sizes").on(t.twin, t.account, t.name, t.ts, t.bytes)],
+	(t) => [
+		primaryKey({ columns: [t.twin, t.account, t.name, t.ts] }),
+		index("ledger_history_sizes").on(t.twin, t.account, t.name, t.ts, t.bytes),
+	],
 );
 
 // An upload URL (create_upload_url): the handler, the SHA-256 of its token, and what has come
@@ -364,7 +366,10 @@ export const uploads = sqliteTable(
 	},
 	// Counting an account's live uploads and finding its expired ones read the first index only;
 	// finding its dead PUTs the second.
-	(t) => [index("uploads_account_validity").on(t.account, t.validity_ts), index("uploads_account_lease").on(t.account, t.lease_ts)],
+	(t) => [
+		index("uploads_account_validity").on(t.account, t.validity_ts),
+		index("uploads_account_lease").on(t.account, t.lease_ts),
+	],
 );
 
 // A file attached to a twin: its bytes are the R2 object `object`. Names are unique per twin
@@ -458,7 +463,9 @@ export const stickers = sqliteTable(
 		recipients: text("recipients", { mode: "json" }).$type<string[]>().notNull(),
 		validity_ts: real("validity_ts").notNull(),
 		created_ts: real("created_ts").notNull(),
-		publish: text("publish", { mode: "json" }).$type<Partial<Record<"on_put" | "on_remove" | "on_expire", string[]>>>().notNull(),
+		publish: text("publish", { mode: "json" })
+			.$type<Partial<Record<"on_put" | "on_remove" | "on_expire", string[]>>>()
+			.notNull(),
 	},
 	(t) => [primaryKey({ columns: [t.twin, t.account, t.color] }), index("stickers_due").on(t.account, t.validity_ts)],
 );
@@ -580,5 +587,8 @@ export const userExternalIds = sqliteTable(
 		subject: text("subject").notNull(),
 		created_ts: real("created_ts").notNull(),
 	},
-	(t) => [uniqueIndex("user_external_ids_subject").on(t.provider, t.subject), uniqueIndex("user_external_ids_user").on(t.user, t.provider)],
+	(t) => [
+		uniqueIndex("user_external_ids_subject").on(t.provider, t.subject),
+		uniqueIndex("user_external_ids_user").on(t.user, t.provider),
+	],
 );

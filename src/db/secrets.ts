@@ -36,10 +36,7 @@ export async function deleteSecret(db: Database, account: string, user: string) 
 
 // A user has at most one pending PIN: asking again replaces it.
 export async function replacePin(db: Database, pin: typeof secretPins.$inferInsert) {
-	await db.batch([
-		db.delete(secretPins).where(eq(secretPins.user, pin.user)),
-		db.insert(secretPins).values(pin),
-	]);
+	await db.batch([db.delete(secretPins).where(eq(secretPins.user, pin.user)), db.insert(secretPins).values(pin)]);
 }
 
 // Redeeming is one transaction: the secret is written from the PIN's row only while the PIN

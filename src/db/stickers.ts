@@ -20,7 +20,10 @@ export async function findSticker(db: Database, key: StickerKey): Promise<Sticke
 // The account's stickers on one twin under the given colors, expired ones included.
 export function stickersOn(db: Database, twin: string, account: string, colors: string[]) {
 	const s = stickers;
-	return db.select().from(s).where(and(eq(s.twin, twin), eq(s.account, account), inArray(s.color, colors)));
+	return db
+		.select()
+		.from(s)
+		.where(and(eq(s.twin, twin), eq(s.account, account), inArray(s.color, colors)));
 }
 
 // How many stickers the account holds (expired ones not yet swept included), and how many of
@@ -51,7 +54,12 @@ export function dueStickers(db: Database, account: string, at: number, limit: nu
 // The earliest validity_ts among the account's stickers: when its alarm is next due.
 export async function nextExpiry(db: Database, account: string): Promise<number | undefined> {
 	const s = stickers;
-	const [row] = await db.select({ at: s.validity_ts }).from(s).where(eq(s.account, account)).orderBy(asc(s.validity_ts)).limit(1);
+	const [row] = await db
+		.select({ at: s.validity_ts })
+		.from(s)
+		.where(eq(s.account, account))
+		.orderBy(asc(s.validity_ts))
+		.limit(1);
 	return row?.at;
 }
 
@@ -59,7 +67,9 @@ export async function nextExpiry(db: Database, account: string): Promise<number 
 // recipients go in as one JSON list: a put may address 10 × 100 of them, far past the bound
 // parameters a statement takes.
 export function insertStickers(db: Database, account: string, rows: StickerRow[]): BatchItem<"sqlite">[] {
-	const recipients = rows.flatMap((row) => row.recipients.map((recipient) => [recipient, row.twin, row.account, row.color, row.created_ts]));
+	const recipients = rows.flatMap((row) =>
+		row.recipients.map((recipient) => [recipient, row.twin, row.account, row.color, row.created_ts]),
+	);
 	const r = stickerRecipients;
 	return [
 		...rows.map((row) => db.insert(stickers).values(row)),
@@ -99,9 +109,23 @@ const MAX_TERMS = 5;
 // ten accounts, per address), whatever else is addressed to the caller, and still holds the
 // newest `limit` stickers: one addressed to several of the addresses comes once per address,
 // and the caller drops the repeats.
-export async function stickersOnTwin(d1: D1Database, twin: string, recipients: string[], accountsIn: string[] | null, at: number, limit: number): Promise<Listed[]> {
-	const groups = accountsIn === null ? [[null]] : Array.from({ length: Math.ceil(accountsIn.length / MAX_TERMS) }, (_, i) => accountsIn.slice(i * MAX_TERMS, (i + 1) * MAX_TERMS));
-	const statements = recipients.flatMap((recipient) => groups.map((accounts) => newestOnTwin(d1, { twin, recipient, accounts, at, limit })));
+export async function stickersOnTwin(
+	d1: D1Database,
+	twin: string,
+	recipients: string[],
+	accountsIn: string[] | null,
+	at: number,
+	limit: number,
+): Promise<Listed[]> {
+	const groups =
+		accountsIn === null
+			? [[null]]
+			: Array.from({ length: Math.ceil(accountsIn.length / MAX_TERMS) }, (_, i) =>
+					accountsIn.slice(i * MAX_TERMS, (i + 1) * MAX_TERMS),
+				);
+	const statements = recipients.flatMap((recipient) =>
+		groups.map((accounts) => newestOnTwin(d1, { twin, recipient, accounts, at, limit })),
+	);
 	if (statements.length === 0) return [];
 	const answers = await d1.batch<Listed>(statements);
 	return answers.flatMap((answer) => answer.results).sort(newerFirst);
@@ -112,14 +136,19 @@ type Ranges = { twin: string; recipient: string; accounts: (string | null)[]; at
 function newestOnTwin(d1: D1Database, { twin, recipient, accounts, at, limit }: Ranges): D1PreparedStatement {
 	const params: unknown[] = [twin, at, limit, recipient];
 	const terms = accounts.map((account) => {
-		const [index, by] = account === null ? ["sticker_recipients_twin", ""] : ["sticker_recipients_twin_account", ` AND r.account = ?${params.push(account)}`];
+		const [index, by] =
+			account === null
+				? ["sticker_recipients_twin", ""]
+				: ["sticker_recipients_twin_account", ` AND r.account = ?${params.push(account)}`];
 		return (
 			"SELECT r.twin AS twin, r.account AS account, r.color AS color, s.note AS note, s.validity_ts AS validity_ts, r.created_ts AS created_ts " +
 			`FROM sticker_recipients AS r INDEXED BY ${index} CROSS JOIN stickers AS s ON s.twin = r.twin AND s.account = r.account AND s.color = r.color ` +
 			`WHERE r.recipient = ?4 AND r.twin = ?1${by} AND s.validity_ts > ?2`
 		);
 	});
-	return d1.prepare(`${terms.join(" UNION ALL ")} ORDER BY created_ts DESC, account DESC, color DESC LIMIT ?3`).bind(...params);
+	return d1
+		.prepare(`${terms.join(" UNION ALL ")} ORDER BY created_ts DESC, account DESC, color DESC LIMIT ?3`)
+		.bind(...params);
 }
 
 function newerFirst(a: Listed, b: Listed): number {
@@ -135,7 +164,8 @@ export type ListFilter = { color?: string; account?: string; ge?: number; le?: n
 // The index whose range holds exactly the entries a filter keeps, newest first: past the
 // recipient, the putting account and the color when the filter names them, then created_ts.
 function listIndex(filter: ListFilter) {
-	if (filter.account === undefined) return filter.color === undefined ? "sticker_recipients_newest" : "sticker_recipients_color";
+	if (filter.account === undefined)
+		return filter.color === undefined ? "sticker_recipients_newest" : "sticker_recipients_color";
 	return filter.color === undefined ? "sticker_recipients_account" : "sticker_recipients_account_color";
 }
 
@@ -146,7 +176,14 @@ export function stickersAddressedTo(db: Database, recipient: string, filter: Lis
 	const s = stickers;
 	const r = stickerRecipients;
 	return db
-		.select({ twin: s.twin, account: s.account, color: s.color, note: s.note, validity_ts: s.validity_ts, created_ts: s.created_ts })
+		.select({
+			twin: s.twin,
+			account: s.account,
+			color: s.color,
+			note: s.note,
+			validity_ts: s.validity_ts,
+			created_ts: s.created_ts,
+		})
 		.from(sql`${r} INDEXED BY ${sql.raw(listIndex(filter))}`)
 		.innerJoin(s, and(eq(s.twin, r.twin), eq(s.account, r.account), eq(s.color, r.color)))
 		.where(

@@ -64,7 +64,13 @@ function prunable(account: string, at: number): SQL {
 // cannot both slip under the limit. `also` is a further condition that must hold when the row
 // is written (a grant of another account's topic). Answers undefined when either fails. The
 // same batch prunes a few of the account's long-ended subscriptions with their deliveries.
-export async function insertSubscriptionWithin(db: Database, row: NewSubscription, limit: number, at: number, also?: SQL) {
+export async function insertSubscriptionWithin(
+	db: Database,
+	row: NewSubscription,
+	limit: number,
+	at: number,
+	also?: SQL,
+) {
 	const full: SubscriptionRow = { ...row, confirmation_ts: at, confirmations: 1 };
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values: SQL[] = Object.entries(getTableColumns(subscriptions)).map(([key, column]) => {
@@ -77,7 +83,9 @@ export async function insertSubscriptionWithin(db: Database, row: NewSubscriptio
 		db.delete(subscriptions).where(sql`${subscriptions.uuid} IN (${pruned})`),
 		db
 			.insert(subscriptions)
-			.select(sql`SELECT ${sql.join(values, sql`, `)} WHERE ${counted(row.account, at, null)} < ${limit}${also ? sql` AND ${also}` : sql``}`)
+			.select(
+				sql`SELECT ${sql.join(values, sql`, `)} WHERE ${counted(row.account, at, null)} < ${limit}${also ? sql` AND ${also}` : sql``}`,
+			)
 			.returning(),
 	]);
 	return inserted[0];
@@ -142,7 +150,8 @@ export function effectiveStatus(row: Pick<SubscriptionRow, "status" | "validity_
 
 function statusIs(status: Status, at: number): SQL | undefined {
 	const s = subscriptions;
-	if (status === "expired") return or(eq(s.status, "expired"), and(inArray(s.status, ["pending", "confirmed"]), lte(s.validity_ts, at)));
+	if (status === "expired")
+		return or(eq(s.status, "expired"), and(inArray(s.status, ["pending", "confirmed"]), lte(s.validity_ts, at)));
 	if (status === "pending" || status === "confirmed") return and(eq(s.status, status), gt(s.validity_ts, at));
 	return eq(s.status, status);
 }

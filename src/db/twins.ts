@@ -15,7 +15,9 @@ export async function insertTwinWithin(db: Database, row: TwinRow, limit: number
 	const [inserted] = await db.batch([
 		db
 			.insert(twins)
-			.select(sql`SELECT ${values} WHERE (SELECT ${accounts.twins} FROM ${accounts} WHERE ${accounts.uuid} = ${row.owner}) < ${limit}`)
+			.select(
+				sql`SELECT ${values} WHERE (SELECT ${accounts.twins} FROM ${accounts} WHERE ${accounts.uuid} = ${row.owner}) < ${limit}`,
+			)
 			.returning({ uuid: twins.uuid }),
 		db
 			.update(accounts)
@@ -34,7 +36,10 @@ export async function findTwin(db: Database, uuid: string) {
 // Several twins by uuid, in no particular order; absent ones are left out. It runs for an
 // empty list too: a read that skipped it would count one query less in Server-Timing.
 export function findTwins(db: Database, uuids: string[]) {
-	return db.select().from(twins).where(sql`${twins.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+	return db
+		.select()
+		.from(twins)
+		.where(sql`${twins.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
 }
 
 // A write of the owner's account to its alive twin, whose version If-Match names when it names
@@ -59,7 +64,10 @@ type Written = { row: TwinRow } | { current: TwinState };
 // The written row, or the twin's state when the write matched nothing (twins are never deleted,
 // and the caller found this one).
 async function guarded(db: Database, target: TwinWrite, update: BatchItem<"sqlite">): Promise<Written> {
-	const state = db.select({ uuid: twins.uuid, owner: twins.owner, status: twins.status, version: twins.version }).from(twins).where(eq(twins.uuid, target.uuid));
+	const state = db
+		.select({ uuid: twins.uuid, owner: twins.owner, status: twins.status, version: twins.version })
+		.from(twins)
+		.where(eq(twins.uuid, target.uuid));
 	const [written, [current]] = (await db.batch([update, state])) as [TwinRow[], TwinState[]];
 	return written.length ? { row: written[0] } : { current };
 }
@@ -72,7 +80,13 @@ export type DescriptionWrite = { merge: boolean; description: Description };
 // json_patch keeps each stored member's text and place, so a merge that leaves the description
 // as it was leaves its text as it was. One larger than `maxBytes` (as compact UTF-8, as
 // json_patch writes it) is not written.
-export function writeDescription(db: Database, target: TwinWrite, write: DescriptionWrite, at: number, maxBytes: number) {
+export function writeDescription(
+	db: Database,
+	target: TwinWrite,
+	write: DescriptionWrite,
+	at: number,
+	maxBytes: number,
+) {
 	const given = JSON.stringify(write.description);
 	const next = write.merge ? sql`json_patch(${twins.description}, ${given})` : sql`${given}`;
 	const same = sql`${next} IS ${twins.description}`;
@@ -92,7 +106,12 @@ export function writeDescription(db: Database, target: TwinWrite, write: Descrip
 export function markTerminated(db: Database, target: TwinWrite, at: number) {
 	const update = db
 		.update(twins)
-		.set({ status: "terminated", termination_certificate: { issuer: target.owner, terminated_ts: at }, updated_ts: at, version: sql`${twins.version} + 1` })
+		.set({
+			status: "terminated",
+			termination_certificate: { issuer: target.owner, terminated_ts: at },
+			updated_ts: at,
+			version: sql`${twins.version} + 1`,
+		})
 		.where(writable(target))
 		.returning();
 	return guarded(db, target, update);
@@ -119,7 +138,14 @@ export type PageRow = {
 export type PageQuery = { owner: string; after: string; count: number; verdict: string; details: boolean };
 
 // The columns a detailed twin is shown from, besides its uuid.
-const DETAIL_COLUMNS = ["owner", "status", "description", "creation_certificate", "termination_certificate", "updated_ts"];
+const DETAIL_COLUMNS = [
+	"owner",
+	"status",
+	"description",
+	"creation_certificate",
+	"termination_certificate",
+	"updated_ts",
+];
 const PAGE_RANGE = "FROM twins WHERE owner = ? AND uuid > ? ORDER BY uuid LIMIT ?";
 
 // A statement, to run in one batch with the credential's row when the object checks it.

@@ -53,7 +53,13 @@ export async function patchUser(
 // The user, its secret and its PINs go together in one transaction.
 // `unsubscribe`: the user's live webhook subscriptions end in the same batch.
 export async function removeUser(db: Database, account: string, uuid: string, unsubscribe = false) {
-	const ended = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
+	const ended = {
+		status: "unsubscribed",
+		sealed_token: null,
+		sealed_key: null,
+		sealed_previous_key: null,
+		previous_key_until: null,
+	} as const;
 	const [, , , deleted] = await db.batch([
 		db.delete(secretPins).where(and(eq(secretPins.account, account), eq(secretPins.user, uuid))),
 		db.delete(userSecrets).where(and(eq(userSecrets.account, account), eq(userSecrets.user, uuid))),
@@ -68,7 +74,13 @@ export async function removeUser(db: Database, account: string, uuid: string, un
 					db
 						.update(subscriptions)
 						.set(ended)
-						.where(and(eq(subscriptions.account, account), eq(subscriptions.user, uuid), inArray(subscriptions.status, ["pending", "confirmed"]))),
+						.where(
+							and(
+								eq(subscriptions.account, account),
+								eq(subscriptions.user, uuid),
+								inArray(subscriptions.status, ["pending", "confirmed"]),
+							),
+						),
 				]
 			: []),
 	]);
@@ -78,7 +90,11 @@ export async function removeUser(db: Database, account: string, uuid: string, un
 // The user together with its role, for the checks that guard managing it.
 export async function findUserWithRole(db: Database, account: string, uuid: string) {
 	const [row] = await db
-		.select({ ...columnsOf(users), statement: sql`${roles.statement}`.mapWith(roles.statement), rules: sql`${roles.rules}`.mapWith(roles.rules) })
+		.select({
+			...columnsOf(users),
+			statement: sql`${roles.statement}`.mapWith(roles.statement),
+			rules: sql`${roles.rules}`.mapWith(roles.rules),
+		})
 		.from(byAccountIndex(users, "users_account"))
 		.innerJoin(roles, eq(roles.uuid, users.role))
 		.where(and(eq(users.account, account), eq(users.uuid, uuid)))

@@ -4,7 +4,14 @@ import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
-import { CHALLENGE as challenge, checkCredential, checkFederated, checkIssued, type CredentialFound, type Standing } from "../policy/credential";
+import {
+	CHALLENGE as challenge,
+	checkCredential,
+	checkFederated,
+	checkIssued,
+	type CredentialFound,
+	type Standing,
+} from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
 import { verifyStreamToken } from "../base/stream-token";
 
@@ -55,10 +62,21 @@ export function callerOf(presented: Presented, found: CredentialFound | undefine
 
 function callerFrom(presented: Presented, standing: Standing): Caller {
 	const { principal, binding, fingerprint, validity_ts } = standing;
-	if (presented.type === "secret") return { ...principal, credential: { type: "secret", binding, fingerprint, validity_ts } };
+	if (presented.type === "secret")
+		return { ...principal, credential: { type: "secret", binding, fingerprint, validity_ts } };
 	const { sub, acc, opt, exp, dict } = presented.claims;
-	if (sub !== principal.user || acc !== principal.account) throw new ApiError("unknown_credential", { headers: challenge });
-	return { ...principal, credential: { type: "token", binding, fingerprint, validity_ts, token: { options: opt, exp, ...(dict ? { dict } : {}) } } };
+	if (sub !== principal.user || acc !== principal.account)
+		throw new ApiError("unknown_credential", { headers: challenge });
+	return {
+		...principal,
+		credential: {
+			type: "token",
+			binding,
+			fingerprint,
+			validity_ts,
+			token: { options: opt, exp, ...(dict ? { dict } : {}) },
+		},
+	};
 }
 
 // The rows a credential rests on, read in one D1 query whatever its kind, and checked.
@@ -77,7 +95,12 @@ async function standingOf(d1: D1Database, presented: Presented, at: number): Pro
 
 // `streamToken`: the operation also takes a stream token in its `access_token` parameter
 // (stream_notifications, for browsers), instead of the header, never beside it.
-export async function authenticate(request: Request, d1: D1Database, env: Env, accepts: { streamToken?: true } = {}): Promise<Caller> {
+export async function authenticate(
+	request: Request,
+	d1: D1Database,
+	env: Env,
+	accepts: { streamToken?: true } = {},
+): Promise<Caller> {
 	const streamToken = accepts.streamToken ? new URL(request.url).searchParams.get("access_token") : null;
 	if (streamToken !== null) return authenticateStream(request, streamToken, d1, env);
 	return standingOf(d1, await presentedCredential(request, env), now());
@@ -104,12 +127,19 @@ async function authenticateStream(request: Request, token: string, d1: D1Databas
 		return { ...principal, credential: { type: "stream", binding, fingerprint, validity_ts, stream } };
 	}
 	const found = await findCredentialOfUser(d1, claim.user);
-	if (!found || found.account !== claim.account || Math.round(found.created_ts * 1000) !== Math.round(claim.binding.created_ts * 1000)) {
+	if (
+		!found ||
+		found.account !== claim.account ||
+		Math.round(found.created_ts * 1000) !== Math.round(claim.binding.created_ts * 1000)
+	) {
 		throw new ApiError("unknown_credential", { headers: challenge });
 	}
 	const principal = checkCredential(found, at);
 	const { fingerprint, validity_ts, created_ts, hash } = found;
-	return { ...principal, credential: { type: "stream", binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts, stream } };
+	return {
+		...principal,
+		credential: { type: "stream", binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts, stream },
+	};
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

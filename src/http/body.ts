@@ -66,7 +66,8 @@ function checkShape(root: unknown) {
 		const list = Array.isArray(step.value);
 		for (const [key, child] of Object.entries(step.value)) {
 			if (!list && key === RESERVED_KEY) throw reserved(pathOf(step, key));
-			if (child !== null && typeof child === "object") stack.push({ value: child, depth: step.depth + 1, key, parent: step });
+			if (child !== null && typeof child === "object")
+				stack.push({ value: child, depth: step.depth + 1, key, parent: step });
 		}
 	}
 }

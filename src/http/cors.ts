@@ -4,7 +4,8 @@
 const PREFLIGHT = {
 	"access-control-allow-origin": "*",
 	"access-control-allow-methods": "GET, POST, PATCH, DELETE",
-	"access-control-allow-headers": "authorization, content-type, x-trustedtwin, idempotency-key, if-match, traceparent, last-event-id",
+	"access-control-allow-headers":
+		"authorization, content-type, x-trustedtwin, idempotency-key, if-match, traceparent, last-event-id",
 	"access-control-max-age": "86400",
 };
 

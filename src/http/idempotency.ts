@@ -49,7 +49,11 @@ export function keepsReplay(operation: Operation, body: unknown): boolean {
 // user, or the same one now seeing through another role or DICT, must not get a kept answer that
 // shows what it may not see (docs/permission-model.md). To such a request the key is another
 // request's: 422101.
-export async function fingerprintOf(request: Request, body: Uint8Array | undefined, caller: Pick<Caller, "user" | "role" | "dict">): Promise<string> {
+export async function fingerprintOf(
+	request: Request,
+	body: Uint8Array | undefined,
+	caller: Pick<Caller, "user" | "role" | "dict">,
+): Promise<string> {
 	const url = new URL(request.url);
 	const who = JSON.stringify([caller.user, caller.role, caller.dict ?? null]);
 	const how = JSON.stringify([mediaType(request), request.headers.get("if-match")]);
@@ -85,10 +89,15 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 	}
 	if (row.trace !== claim.trace) {
 		if (row.fingerprint !== claim.fingerprint) {
-			throw new ApiError("idempotency_mismatch", { details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }] });
+			throw new ApiError("idempotency_mismatch", {
+				details: [{ path: "Idempotency-Key", message: "Send a new key for a new request" }],
+			});
 		}
 		if (row.status === null) throw new ApiError("idempotency_in_flight", { headers: { "retry-after": "1" } });
-		const headers = new Headers({ "content-type": row.content_type ?? "application/json", "idempotent-replayed": "true" });
+		const headers = new Headers({
+			"content-type": row.content_type ?? "application/json",
+			"idempotent-replayed": "true",
+		});
 		if (row.etag !== null) headers.set("etag", row.etag);
 		return new Response(row.body, { status: row.status, headers });
 	}
@@ -112,7 +121,13 @@ export async function runOnce(o: Once, handler: () => Promise<Response>): Promis
 	const body = await response.text();
 	if (body.length > MAX_KEPT_CHARACTERS) await releaseKey(db, claim);
 	else {
-		const kept = { status: response.status, content_type: response.headers.get("content-type"), etag: response.headers.get("etag"), body, bytes: utf8Bytes(body) };
+		const kept = {
+			status: response.status,
+			content_type: response.headers.get("content-type"),
+			etag: response.headers.get("etag"),
+			body,
+			bytes: utf8Bytes(body),
+		};
 		await settleKey(db, claim, kept);
 	}
 	return new Response(body, { status: response.status, headers: response.headers });

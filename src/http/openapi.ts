@@ -11,7 +11,9 @@ import { withMeta } from "../operations/schemas";
 // The error envelope errorResponse (errors.ts) writes.
 const errorEnvelope = z.object({
 	subcode: withMeta(z.number().check(z.int()), { description: "status * 1000 + n; see the catalogue" }),
-	code: withMeta(z.enum(Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]]), { description: "The catalogue's stable name of the subcode (not_found, escalation, ...)" }),
+	code: withMeta(z.enum(Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]]), {
+		description: "The catalogue's stable name of the subcode (not_found, escalation, ...)",
+	}),
 	trace: withMeta(z.string(), { description: "The request id, as in the x-request-id header" }),
 	description: z.string(),
 	details: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),
@@ -31,13 +33,20 @@ function hoistDefinitions(schema: JsonSchema, shared: Record<string, JsonSchema>
 		if (Array.isArray(value)) return value.map(rewrite);
 		if (value === null || typeof value !== "object") return value;
 		return Object.fromEntries(
-			Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? v.replace("#/$defs/", "#/components/schemas/") : rewrite(v)]),
+			Object.entries(value).map(([k, v]) => [
+				k,
+				k === "$ref" && typeof v === "string" ? v.replace("#/$defs/", "#/components/schemas/") : rewrite(v),
+			]),
 		);
 	};
 	for (const [name, definition] of Object.entries($defs)) {
-		if (/^__schema\d+$/.test(name)) throw new Error(`A shared schema has no name: give it .meta({ id }) (${JSON.stringify(definition).slice(0, 120)})`);
+		if (/^__schema\d+$/.test(name))
+			throw new Error(
+				`A shared schema has no name: give it .meta({ id }) (${JSON.stringify(definition).slice(0, 120)})`,
+			);
 		const moved = rewrite(definition) as JsonSchema;
-		if (shared[name] && JSON.stringify(shared[name]) !== JSON.stringify(moved)) throw new Error(`Two shapes are named ${name}`);
+		if (shared[name] && JSON.stringify(shared[name]) !== JSON.stringify(moved))
+			throw new Error(`Two shapes are named ${name}`);
 		shared[name] = moved;
 	}
 	return rewrite(rest) as JsonSchema;
@@ -61,14 +70,26 @@ function jsonSchema(schema: z.ZodMiniType, io: "input" | "output", shared: Recor
 
 // What a request header means, where the name alone does not say.
 const HEADER_NOTES: Record<string, string> = {
-	"if-match": "* or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251",
+	"if-match":
+		"* or a comma-separated list of ETags: the write runs only while the resource's current ETag is one of them (a weak tag never matches), else 412251",
 };
 
 function headerParameters(names: readonly string[] | undefined) {
-	return (names ?? []).map((name) => ({ name, in: "header", required: false, ...(HEADER_NOTES[name] && { description: HEADER_NOTES[name] }), schema: { type: "string" } }));
+	return (names ?? []).map((name) => ({
+		name,
+		in: "header",
+		required: false,
+		...(HEADER_NOTES[name] && { description: HEADER_NOTES[name] }),
+		schema: { type: "string" },
+	}));
 }
 
-const ETAG = { ETag: { description: "The resource's current entity tag, strong: send it back in If-Match", schema: { type: "string" } } };
+const ETAG = {
+	ETag: {
+		description: "The resource's current entity tag, strong: send it back in If-Match",
+		schema: { type: "string" },
+	},
+};
 
 // Query values arrive as text and are parsed by transforms (`count=20` to 20, `details=1` to
 // true, `entries=a,b` to a list), so a query parameter is described by what its schema parses
@@ -113,7 +134,8 @@ const IDEMPOTENCY_KEY = {
 	name: "Idempotency-Key",
 	in: "header",
 	required: false,
-	description: "Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again",
+	description:
+		"Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again",
 	schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
@@ -140,13 +162,24 @@ function errorResponses(operation: Operation, method: string) {
 	const codes = refusals(operation, method);
 	const statuses = new Set([...codes.map((code) => ERRORS[code].status), 404, 405]);
 	return Object.fromEntries(
-		[...statuses].sort((a, b) => a - b).map((status) => {
-			const own = codes.filter((code) => ERRORS[code].status === status).map((code) => ERRORS[code]);
-			const routeLevel = Object.values(ERRORS).filter((e) => e.status === status && (e.subcode === 404101 || e.subcode === 405101));
-			const description = [...routeLevel, ...own].map((e) => `${e.subcode}: ${e.description}`).join("; ");
-			const headers = REFUSAL_HEADERS[status];
-			return [String(status), { description, ...(headers && { headers }), content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } }];
-		}),
+		[...statuses]
+			.sort((a, b) => a - b)
+			.map((status) => {
+				const own = codes.filter((code) => ERRORS[code].status === status).map((code) => ERRORS[code]);
+				const routeLevel = Object.values(ERRORS).filter(
+					(e) => e.status === status && (e.subcode === 404101 || e.subcode === 405101),
+				);
+				const description = [...routeLevel, ...own].map((e) => `${e.subcode}: ${e.description}`).join("; ");
+				const headers = REFUSAL_HEADERS[status];
+				return [
+					String(status),
+					{
+						description,
+						...(headers && { headers }),
+						content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+					},
+				];
+			}),
 	);
 }
 
@@ -155,24 +188,41 @@ const CALLERS: Record<AuthKind, (operation: Operation) => string> = {
 		`A user whose role's statement allows \`${operation.name}\`, with its User Secret or a User Token in \`Authorization\`` +
 		(operation.streamToken ? " (or a stream token in `access_token`)" : ""),
 	admin: () => "The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies",
-	none: () => "Anyone holding the secret value in the URL (a PIN, or a subscription's token); no credential or statement",
+	none: () =>
+		"Anyone holding the secret value in the URL (a PIN, or a subscription's token); no credential or statement",
 	capability: () => "Anyone holding the URL (an upload or download URL); no credential or statement",
-	exchange: () => "Anyone holding an ID token of an identity provider the account trusts; no credential (Authorization is ignored), and the linked user's statement must allow it",
+	exchange: () =>
+		"Anyone holding an ID token of an identity provider the account trusts; no credential (Authorization is ignored), and the linked user's statement must allow it",
 };
 
 // The operation's own text, then who may call it and every refusal with its subcode.
 function describe(operation: Operation, method: string): string {
-	const refused = refusals(operation, method).map((code) => `- ${ERRORS[code].subcode} (${ERRORS[code].status}): ${ERRORS[code].description}`);
-	return [operation.description ?? operation.summary, `**Who may call it:** ${CALLERS[operation.auth](operation)}.`, `**Refusals:**\n${refused.join("\n")}`].join("\n\n");
+	const refused = refusals(operation, method).map(
+		(code) => `- ${ERRORS[code].subcode} (${ERRORS[code].status}): ${ERRORS[code].description}`,
+	);
+	return [
+		operation.description ?? operation.summary,
+		`**Who may call it:** ${CALLERS[operation.auth](operation)}.`,
+		`**Refusals:**\n${refused.join("\n")}`,
+	].join("\n\n");
 }
 
 // A route that reads merge patches states both media types: application/json with the body's
 // schema (replace), application/merge-patch+json with the patch's.
 function requestBody(operation: Operation, shared: Record<string, JsonSchema>) {
 	const { body, example, merge } = operation;
-	if (body === "stream") return { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
+	if (body === "stream")
+		return {
+			required: true,
+			content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+		};
 	const schema = jsonSchema(body as z.ZodMiniType, "input", shared);
-	const patch = merge && { "application/merge-patch+json": { schema: jsonSchema(merge.body as z.ZodMiniType, "input", shared), example: merge.example } };
+	const patch = merge && {
+		"application/merge-patch+json": {
+			schema: jsonSchema(merge.body as z.ZodMiniType, "input", shared),
+			example: merge.example,
+		},
+	};
 	return {
 		required: !(body as z.ZodMiniType).safeParse(undefined).success,
 		content: { "application/json": { schema, ...(example !== undefined && { example }) }, ...patch },
@@ -180,8 +230,14 @@ function requestBody(operation: Operation, shared: Record<string, JsonSchema>) {
 }
 
 function success(operation: Operation, shared: Record<string, JsonSchema>) {
-	if (operation.answers === "bytes") return { "application/octet-stream": { schema: { type: "string", format: "binary" } } };
-	if (operation.answers === "events") return { "text/event-stream": { schema: { type: "string", description: "Server-Sent Events; a WebSocket (101) on an Upgrade request" } } };
+	if (operation.answers === "bytes")
+		return { "application/octet-stream": { schema: { type: "string", format: "binary" } } };
+	if (operation.answers === "events")
+		return {
+			"text/event-stream": {
+				schema: { type: "string", description: "Server-Sent Events; a WebSocket (101) on an Upgrade request" },
+			},
+		};
 	return { "application/json": { schema: jsonSchema(operation.response, "output", shared) } };
 }
 
@@ -200,7 +256,11 @@ function operationObject(operation: Operation, method: string, shared: Record<st
 		],
 		...(operation.body && { requestBody: requestBody(operation, shared) }),
 		responses: {
-			[status]: { description: "Success", ...(operation.etag && { headers: ETAG }), content: success(operation, shared) },
+			[status]: {
+				description: "Success",
+				...(operation.etag && { headers: ETAG }),
+				content: success(operation, shared),
+			},
 			...errorResponses(operation, method),
 		},
 	};
@@ -214,18 +274,27 @@ export function openApiDocument(routes: LoadedRoute[]) {
 		const templated = path.replace(/:(\w+)\+?/g, "{$1}");
 		// Grouped on the page by the first segment of the path: users, roles, twins, ...
 		const tags = [path.split("/")[1]];
-		paths[templated] = { ...paths[templated], [method.toLowerCase()]: { tags, ...operationObject(operation, method, schemas) } };
+		paths[templated] = {
+			...paths[templated],
+			[method.toLowerCase()]: { tags, ...operationObject(operation, method, schemas) },
+		};
 	}
 	return {
 		openapi: "3.1.0",
 		info: {
 			title: "Twin Registry",
 			version: "1.0.0",
-			description: "Twins, users, roles, secrets and webhook subscriptions of an account. Every operation's name is what a role's statement lists.",
+			description:
+				"Twins, users, roles, secrets and webhook subscriptions of an account. Every operation's name is what a role's statement lists.",
 		},
 		components: {
 			securitySchemes: {
-				apiKey: { type: "apiKey", in: "header", name: "Authorization", description: "A User Secret or a User Token, raw or as `Bearer <credential>`" },
+				apiKey: {
+					type: "apiKey",
+					in: "header",
+					name: "Authorization",
+					description: "A User Secret or a User Token, raw or as `Bearer <credential>`",
+				},
 				adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN, for bootstrapping accounts" },
 			},
 			schemas,

@@ -2,7 +2,14 @@ import type { IRequest } from "itty-router";
 import type { D1Meter } from "../db/meter";
 import { type Claim, type Context, JsonText, type Operation, type Stage, StaleGuess } from "../operations/operation";
 import type { Caller } from "../base/caller";
-import { authenticate, authenticateAdmin, callerOf, presentedCredential, refusedCredential, secretHashOf } from "./auth";
+import {
+	authenticate,
+	authenticateAdmin,
+	callerOf,
+	presentedCredential,
+	refusedCredential,
+	secretHashOf,
+} from "./auth";
 import { dictOf } from "./dict";
 import { now } from "../base/time";
 import { forgetCaller, guessCaller, rememberCaller } from "./hints";
@@ -59,7 +66,9 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 		let claim: Claim | undefined;
 		let key: string | undefined;
 		if (operation.auth === "secret") {
-			const caller = await countingFailures(env, request, () => authenticate(request, d1, env, { streamToken: operation.streamToken }));
+			const caller = await countingFailures(env, request, () =>
+				authenticate(request, d1, env, { streamToken: operation.streamToken }),
+			);
 			mark(state, "authenticate");
 			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
@@ -86,15 +95,24 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "validate");
 			if (key !== undefined && keepsReplay(operation, input.body)) {
 				const caller = claim!.caller;
-				const once = { d1: ctx.d1, account: caller.account, key, fingerprint: await fingerprintOf(request, body, caller), trace: state.requestId, quota: quotaOf(env) };
+				const once = {
+					d1: ctx.d1,
+					account: caller.account,
+					key,
+					fingerprint: await fingerprintOf(request, body, caller),
+					trace: state.requestId,
+					quota: quotaOf(env),
+				};
 				const answered = await runOnce(once, () => run(operation, input, ctx));
 				if (answered.headers.get("idempotent-replayed") === "true") state.replayed = true;
 				return answered;
 			}
 			return await run(operation, input, ctx);
 		} catch (error) {
-			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404) await spendFailedLookup(env.SECRET_ATTEMPTS, request, "capability");
-			if (operation.auth === "exchange" && error instanceof ApiError && error.status === 401) await spendFailedLookup(env.AUTH_FAILURES, request, "exchange");
+			if (operation.auth === "capability" && error instanceof ApiError && error.status === 404)
+				await spendFailedLookup(env.SECRET_ATTEMPTS, request, "capability");
+			if (operation.auth === "exchange" && error instanceof ApiError && error.status === 401)
+				await spendFailedLookup(env.AUTH_FAILURES, request, "exchange");
 			throw error;
 		}
 	};
@@ -132,7 +150,13 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 // run only the Durable Objects or the queue consumer never load it.
 export const loadValidation = loadOnce(() => import("./validation"));
 
-async function readInput(operation: Operation, request: IRequest, url: URL, body: Uint8Array | undefined, ctx: RunContext) {
+async function readInput(
+	operation: Operation,
+	request: IRequest,
+	url: URL,
+	body: Uint8Array | undefined,
+	ctx: RunContext,
+) {
 	const { validate, queryOf } = await loadValidation();
 	const params = operation.params ? validate(operation.params, request.params) : {};
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
@@ -145,7 +169,9 @@ async function readInput(operation: Operation, request: IRequest, url: URL, body
 		params,
 		located,
 		query: operation.query ? validate(operation.query, query) : {},
-		headers: Object.fromEntries((operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined])),
+		headers: Object.fromEntries(
+			(operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined]),
+		),
 		merge: patch !== undefined,
 		body: schema === "stream" ? request.body : schema ? validate(schema, bodyOf(body)) : undefined,
 	};
@@ -161,7 +187,10 @@ function bodyOf(bytes: Uint8Array | undefined): unknown {
 function answer(operation: Operation, result: unknown) {
 	if (operation.answers) return result as Response;
 	if (result instanceof JsonText) {
-		return new Response(result.text, { status: operation.status ?? 200, headers: { "content-type": "application/json" } });
+		return new Response(result.text, {
+			status: operation.status ?? 200,
+			headers: { "content-type": "application/json" },
+		});
 	}
 	const headers = operation.etag ? { etag: operation.etag(result) } : undefined;
 	return Response.json(operation.response.parse(result), { status: operation.status ?? 200, headers });
@@ -170,7 +199,15 @@ function answer(operation: Operation, result: unknown) {
 // The operation on the isolate's guess of the caller, for a credential seen before. Undefined
 // sends the request down the usual path: no guess, input the usual path must refuse in its own
 // order (after the credential and the statement), or a guess the object found outdated.
-async function runOnGuess(operation: Operation, request: IRequest, env: Env, url: URL, state: RequestState, d1: D1Database, body: Uint8Array | undefined) {
+async function runOnGuess(
+	operation: Operation,
+	request: IRequest,
+	env: Env,
+	url: URL,
+	state: RequestState,
+	d1: D1Database,
+	body: Uint8Array | undefined,
+) {
 	const presented = await presentedCredential(request, env).catch(() => undefined);
 	const hash = presented && secretHashOf(presented);
 	const found = hash === undefined ? undefined : guessCaller(hash);

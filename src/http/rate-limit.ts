@@ -21,7 +21,10 @@ export async function clientKey(request: Request): Promise<string> {
 	if (!ipaddr.isValid(address)) return "unknown";
 	const parsed = ipaddr.parse(address);
 	if (parsed.kind() === "ipv4") return parsed.toString();
-	return `${(parsed as IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(":")}::/64`;
+	return `${(parsed as IPv6).parts
+		.slice(0, 4)
+		.map((part) => part.toString(16))
+		.join(":")}::/64`;
 }
 
 export async function spendAttempt(limiter: RateLimit, request: Request): Promise<void> {
@@ -39,7 +42,8 @@ const MAX_REMEMBERED = 10_000;
 
 export async function refuseIfLimited(request: Request, kind: Refusing): Promise<void> {
 	const until = refusedUntil.get(`${kind} ${await clientKey(request)}`);
-	if (until !== undefined && until > Date.now()) throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
+	if (until !== undefined && until > Date.now())
+		throw new ApiError("rate_limited", { headers: { "retry-after": "60" } });
 }
 
 export async function spendFailedLookup(limiter: RateLimit, request: Request, kind: Refusing): Promise<void> {

@@ -38,7 +38,14 @@ export function traceIdOf(header: string | null): string | undefined {
 
 export type Ending = { status: number; subcode?: number; failure?: unknown };
 
-export function requestLine(request: Request, trace: string, state: RequestState | undefined, meter: D1Meter, startedAt: number, end: Ending): RequestLine {
+export function requestLine(
+	request: Request,
+	trace: string,
+	state: RequestState | undefined,
+	meter: D1Meter,
+	startedAt: number,
+	end: Ending,
+): RequestLine {
 	const traceparent = traceIdOf(request.headers.get("traceparent"));
 	const counted = state?.counted;
 	const failure = end.failure as Error | undefined;

@@ -6,7 +6,8 @@ import { ApiError, type ErrorDetail } from "../base/errors";
 // string, received undefined": a missing field is "Required", a wrong type names the type
 // expected and the one sent, and a value that fits no branch of a union names them all.
 // Patterns and limits carry their own messages where the schemas are made.
-const kind = (expected: string) => (expected === "array" ? "a list" : `${/^[aeiou]/.test(expected) ? "an" : "a"} ${expected}`);
+const kind = (expected: string) =>
+	expected === "array" ? "a list" : `${/^[aeiou]/.test(expected) ? "an" : "a"} ${expected}`;
 const sent = (input: unknown) => (input === null ? "null" : Array.isArray(input) ? "a list" : kind(typeof input));
 type Issue = { code?: string; expected?: string; input?: unknown; errors?: { code?: string; expected?: string }[][] };
 // zod/mini loads no locale: English gives the messages the schemas do not set themselves.
@@ -15,11 +16,18 @@ z.config({
 	customError: (raw) => {
 		const issue = raw as Issue;
 		if (issue.code === "invalid_type" && issue.expected) {
-			return issue.input === undefined ? `Required: ${kind(issue.expected)}` : `Must be ${kind(issue.expected)}, not ${sent(issue.input)}`;
+			return issue.input === undefined
+				? `Required: ${kind(issue.expected)}`
+				: `Must be ${kind(issue.expected)}, not ${sent(issue.input)}`;
 		}
 		if (issue.code === "invalid_union" && issue.input === undefined) return "Required";
-		if (issue.code === "invalid_union" && issue.errors?.every((branch) => branch[0]?.code === "invalid_type" && branch[0].expected)) {
-			const kinds = issue.errors.map((branch) => (branch[0].expected === "null" ? "null" : kind(branch[0].expected as string)));
+		if (
+			issue.code === "invalid_union" &&
+			issue.errors?.every((branch) => branch[0]?.code === "invalid_type" && branch[0].expected)
+		) {
+			const kinds = issue.errors.map((branch) =>
+				branch[0].expected === "null" ? "null" : kind(branch[0].expected as string),
+			);
 			return `Must be ${kinds.join(" or ")}, not ${sent(issue.input)}`;
 		}
 		return undefined;
@@ -31,9 +39,11 @@ export function validate<S extends z.ZodMiniType>(schema: S, value: unknown): z.
 	const result = schema.safeParse(value);
 	if (result.success) return result.data;
 	const details: ErrorDetail[] = result.error.issues.flatMap((issue) => {
-		if (issue.code === "unrecognized_keys") return issue.keys.map((key) => ({ path: pathOf([...issue.path, key]), message: "Unknown field" }));
+		if (issue.code === "unrecognized_keys")
+			return issue.keys.map((key) => ({ path: pathOf([...issue.path, key]), message: "Unknown field" }));
 		// A key of a record that breaks its pattern: the key schema's own message says what it must be.
-		if (issue.code === "invalid_key") return [{ path: pathOf(issue.path), message: issue.issues.map((inner) => inner.message).join("; ") }];
+		if (issue.code === "invalid_key")
+			return [{ path: pathOf(issue.path), message: issue.issues.map((inner) => inner.message).join("; ") }];
 		return [{ path: pathOf(issue.path), message: issue.message }];
 	});
 	throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });

@@ -27,7 +27,13 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 	const row = await findSubscription(db, job.subscription);
 	// Gone, replaced by a resend, delivered before (a message can arrive twice), or no longer
 	// pending: there is nothing left to deliver.
-	if (!row || row.message !== job.message || row.status !== "pending" || row.delivered_ts !== null || !row.sealed_token) {
+	if (
+		!row ||
+		row.message !== job.message ||
+		row.status !== "pending" ||
+		row.delivered_ts !== null ||
+		!row.sealed_token
+	) {
 		return { action: "done" };
 	}
 	const at = now();
@@ -41,13 +47,31 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(row.callback_url, body, headers);
 
-	const attempted = { subscription: row.uuid, account: row.account, trigger: "Confirmation", message: row.message, attempt, at, since: job.since, confirmation: true };
+	const attempted = {
+		subscription: row.uuid,
+		account: row.account,
+		trigger: "Confirmation",
+		message: row.message,
+		attempt,
+		at,
+		since: job.since,
+		confirmation: true,
+	};
 	return settle(db, attempted, outcome);
 }
 
 // `since`: when the message was first queued, as its job carries it. `account` owns the
 // subscription; `trigger` is the message's (Confirmation for a confirmation).
-type Attempted = { subscription: string; account: string; trigger: string; message: string; attempt: number; at: number; since?: number; confirmation: boolean };
+type Attempted = {
+	subscription: string;
+	account: string;
+	trigger: string;
+	message: string;
+	attempt: number;
+	at: number;
+	since?: number;
+	confirmation: boolean;
+};
 
 // Records an attempt's outcome in the subscription's deliveries and says what comes next. A
 // message whose retry window is over goes the way of one whose schedule is used up.
@@ -55,10 +79,18 @@ export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcom
 	const delay = outcome.kind === "retry" ? retryDelay(a.attempt, outcome.retryAfter, windowLeft(a.since, now())) : null;
 	const asked = outcome.retryAfter !== null ? ` (Retry-After: ${outcome.retryAfter})` : "";
 	const over = a.attempt > RETRY_SCHEDULE.length ? "" : " (the retry window is over)";
-	const note = { delivered: "", permanent: ", not retried", retry: delay === null ? `, retries exhausted${over}` : `, retry in ${delay} s${asked}` };
+	const note = {
+		delivered: "",
+		permanent: ", not retried",
+		retry: delay === null ? `, retries exhausted${over}` : `, retry in ${delay} s${asked}`,
+	};
 	// A message that ends here without a 2xx leaves a line in the log of the subscription's account.
 	const failed = outcome.kind === "permanent" || (outcome.kind === "retry" && delay === null);
-	const line = logLine("Webhook delivery failed for good", { subscription: a.subscription, message: a.message, trigger: a.trigger, reason: outcome.reason }, now());
+	const line = logLine(
+		"Webhook delivery failed for good",
+		{ subscription: a.subscription, message: a.message, trigger: a.trigger, reason: outcome.reason },
+		now(),
+	);
 	await recordAttempt(
 		db,
 		{
@@ -105,8 +137,24 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	// is where the owner looks for what became of its messages, which a log line would not tell.
 	if (!row) {
 		const detail = "not sent: the message is no longer kept, its retry window is long over";
-		const outcome = { kind: "permanent", detail, status: null, durationMs: 0, retryAfter: null, reason: "the message is no longer kept" } as const;
-		const attempted = { subscription: subscription.uuid, account: subscription.account, trigger: "Notification", message: job.message, attempt, at, since: job.since, confirmation: false };
+		const outcome = {
+			kind: "permanent",
+			detail,
+			status: null,
+			durationMs: 0,
+			retryAfter: null,
+			reason: "the message is no longer kept",
+		} as const;
+		const attempted = {
+			subscription: subscription.uuid,
+			account: subscription.account,
+			trigger: "Notification",
+			message: job.message,
+			attempt,
+			at,
+			since: job.since,
+			confirmation: false,
+		};
 		return settle(db, attempted, outcome);
 	}
 
@@ -116,6 +164,15 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 	const headers = await standardWebhookHeaders(row.message, Math.floor(at), body, keys);
 	const outcome = await deliver(subscription.callback_url, body, headers);
 	if (outcome.kind === "delivered") await markDelivered(db, row.message, at);
-	const attempted = { subscription: subscription.uuid, account: subscription.account, trigger: row.trigger, message: row.message, attempt, at, since: job.since, confirmation: false };
+	const attempted = {
+		subscription: subscription.uuid,
+		account: subscription.account,
+		trigger: row.trigger,
+		message: row.message,
+		attempt,
+		at,
+		since: job.since,
+		confirmation: false,
+	};
 	return settle(db, attempted, outcome);
 }

@@ -96,7 +96,8 @@ export function checkCallbackUrl(text: string, policy: string): { url: string } 
 	}
 	if (url.protocol !== "https:" && url.protocol !== "http:") return { refused: "Must be an http or https URL" };
 	if (url.username || url.password) return { refused: "Must not carry a user name or password" };
-	if (url.href.length > MAX_CALLBACK_URL_LENGTH) return { refused: `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters` };
+	if (url.href.length > MAX_CALLBACK_URL_LENGTH)
+		return { refused: `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters` };
 	if (policy === "any") return { url: url.href };
 
 	if (url.protocol !== "https:") return { refused: "Must be an https URL" };

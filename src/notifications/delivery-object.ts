@@ -17,7 +17,9 @@ type Pending = { job: WebhookJob; attempt: number };
 // the way back to the consumer.
 async function attemptJob(env: Env, job: WebhookJob, attempt: number): Promise<Settlement> {
 	try {
-		return await (job.kind === "notification" ? attemptNotification(env, job, attempt) : attemptConfirmation(env, job, attempt));
+		return await (job.kind === "notification"
+			? attemptNotification(env, job, attempt)
+			: attemptConfirmation(env, job, attempt));
 	} catch (error) {
 		console.error(JSON.stringify({ delivery: job.message, attempt, error: String(error) }));
 		return { action: "retry", delay: retryDelay(attempt, null, windowLeft(job.since, now())) ?? RETRY_SCHEDULE[0] };
@@ -59,7 +61,9 @@ export class DeliveryObject {
 		const timer = new Promise<"handed-over">((resolve) => {
 			timeout = setTimeout(() => resolve("handed-over"), HANDOVER_MS);
 		});
-		const answer = await Promise.race([current.result, timer]).finally(() => clearTimeout(timeout as ReturnType<typeof setTimeout>));
+		const answer = await Promise.race([current.result, timer]).finally(() =>
+			clearTimeout(timeout as ReturnType<typeof setTimeout>),
+		);
 		if (answer === "handed-over") {
 			current.handedOver = true;
 			// If this object goes away before the attempt ends, the alarm makes another one.

@@ -24,4 +24,3 @@ export type NotificationJob = {
 };
 
 export type WebhookJob = ConfirmationJob | NotificationJob;
-

@@ -5,7 +5,13 @@ import { publicOrigin } from "../base/origin";
 
 // The "subscription" dictionary of the interface, in answers and messages alike.
 export function subscriptionView(row: SubscriptionRow, at = now()) {
-	return { uuid: row.uuid, topic: row.topic, account: row.publisher, status: effectiveStatus(row, at), validity_ts: row.validity_ts };
+	return {
+		uuid: row.uuid,
+		topic: row.topic,
+		account: row.publisher,
+		status: effectiveStatus(row, at),
+		validity_ts: row.validity_ts,
+	};
 }
 
 // Keys in the interface's order: the hash covers exactly this object, serialized compactly.

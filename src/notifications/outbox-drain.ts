@@ -1,5 +1,12 @@
 import type { Database } from "../db/client";
-import { deleteStreamRows, markQueued, pendingMessages, pendingStreamRows, settleFiltered, sightsOf } from "../db/outbox";
+import {
+	deleteStreamRows,
+	markQueued,
+	pendingMessages,
+	pendingStreamRows,
+	settleFiltered,
+	sightsOf,
+} from "../db/outbox";
 import { subscribersOf } from "../db/subscriptions";
 import type { Caller } from "../base/caller";
 import { FILTER_TURN_UNITS, filterEvent, readerKey, rowScoped, type Sight } from "../rules/reader-filter";
@@ -31,14 +38,22 @@ const STREAM_PAGE = 25;
 type Destinations = { queue: Queue; streams: Env["STREAMS"]; queued?: (messages: number) => void };
 
 export async function drainOutbox(db: Database, to: Destinations, account: string): Promise<boolean> {
-	const [webhooks, streams] = await Promise.all([drainWebhooks(db, to.queue, account, to.queued), drainStreams(db, to.streams, account)]);
+	const [webhooks, streams] = await Promise.all([
+		drainWebhooks(db, to.queue, account, to.queued),
+		drainStreams(db, to.streams, account),
+	]);
 	return webhooks || streams;
 }
 
 // The unsent webhook rows, page by page, each page marked once the queue has it. A crash
 // between the send and the mark sends that page again: delivery is at least once, and the
 // message uuid (webhook-id) lets a receiver drop the duplicate.
-async function drainWebhooks(db: Database, queue: Queue, account: string, queued?: (messages: number) => void): Promise<boolean> {
+async function drainWebhooks(
+	db: Database,
+	queue: Queue,
+	account: string,
+	queued?: (messages: number) => void,
+): Promise<boolean> {
 	for (;;) {
 		const page = await pendingMessages(db, account, DRAIN_PAGE);
 		if (page.length === 0) return false;
@@ -65,7 +80,13 @@ async function drainWebhooks(db: Database, queue: Queue, account: string, queued
 			return true;
 		}
 		queued?.(rows.length);
-		await markQueued(db, account, rows.map((row) => row.message), at, at - OUTBOX_KEEP_SECONDS);
+		await markQueued(
+			db,
+			account,
+			rows.map((row) => row.message),
+			at,
+			at - OUTBOX_KEEP_SECONDS,
+		);
 		if (more) return true;
 		if (page.length < DRAIN_PAGE) return false;
 	}
@@ -77,7 +98,12 @@ type Pending = Awaited<ReturnType<typeof pendingMessages>>[number];
 // deleted; one read of the subscribers and one of the sights, and one evaluation per group of
 // subscribers whose rules read equal values and per message, within a turn's work: `more` when
 // the rest of the page waits for the next turn, untouched.
-async function filtered(db: Database, account: string, page: Pending[], at: number): Promise<{ rows: Pending[]; more: boolean }> {
+async function filtered(
+	db: Database,
+	account: string,
+	page: Pending[],
+	at: number,
+): Promise<{ rows: Pending[]; more: boolean }> {
 	const subscribers = await subscribersOf(db, [...new Set(page.map((row) => row.subscription))]);
 	const readers = new Map<string, { reader: Caller; key: string }>();
 	for (const [subscription, s] of subscribers) {
@@ -85,7 +111,9 @@ async function filtered(db: Database, account: string, page: Pending[], at: numb
 		if (rowScoped(reader)) readers.set(subscription, { reader, key: readerKey(reader) });
 	}
 	if (readers.size === 0) return { rows: page, more: false };
-	const sights = await sightsOf(db, [...new Set(page.filter((row) => readers.has(row.subscription) && row.sight).map((row) => row.sight!))]);
+	const sights = await sightsOf(db, [
+		...new Set(page.filter((row) => readers.has(row.subscription) && row.sight).map((row) => row.sight!)),
+	]);
 	const shown = new Map<string, string | null>();
 	let units = 0;
 	const kept: Pending[] = [];
@@ -105,7 +133,9 @@ async function filtered(db: Database, account: string, page: Pending[], at: numb
 			}
 			// A message whose write recorded no sight cannot be decided: it is not sent.
 			const sight = row.sight ? sights.get(row.sight) : undefined;
-			const result = sight ? filterEvent(subscriber.reader, JSON.parse(sight) as Sight, row.trigger, JSON.parse(row.event), at) : { event: null, units: 0 };
+			const result = sight
+				? filterEvent(subscriber.reader, JSON.parse(sight) as Sight, row.trigger, JSON.parse(row.event), at)
+				: { event: null, units: 0 };
 			units += result.units;
 			shown.set(key, result.event === null ? null : JSON.stringify(result.event));
 		}

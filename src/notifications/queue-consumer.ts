@@ -24,7 +24,9 @@ export async function consumeWebhookJobs(batch: MessageBatch<WebhookJob>, env: E
 			} catch (error) {
 				// D1, the object or the configuration failed us, not the receiver: try again later.
 				console.error(JSON.stringify({ queue: batch.queue, message: message.id, error: String(error) }));
-				message.retry({ delaySeconds: retryDelay(attempt, null, windowLeft(message.body.since, now())) ?? RETRY_SCHEDULE[0] });
+				message.retry({
+					delaySeconds: retryDelay(attempt, null, windowLeft(message.body.since, now())) ?? RETRY_SCHEDULE[0],
+				});
 			}
 		}),
 	);
@@ -42,7 +44,13 @@ export async function consumeDeadLetters(batch: MessageBatch<WebhookJob>, env: E
 		}
 		const row = await findSubscription(db, message.body.subscription);
 		const last = row?.last_outcome ? ` (last attempt: ${row.last_outcome})` : "";
-		await markFailed(db, message.body.subscription, message.body.message, `retries exhausted: the confirmation was not delivered${last}`, now());
+		await markFailed(
+			db,
+			message.body.subscription,
+			message.body.message,
+			`retries exhausted: the confirmation was not delivered${last}`,
+			now(),
+		);
 		message.ack();
 	}
 }

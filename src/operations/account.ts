@@ -32,7 +32,8 @@ export const getAccount = defineOperation({
 export const updateAccount = defineOperation({
 	name: "update_account",
 	summary: "Change the caller's account: only resource_access_log, to null or {}",
-	description: "Changes the caller's account. Only resource_access_log may be given, and only as null or {} (access logs are not kept).",
+	description:
+		"Changes the caller's account. Only resource_access_log may be given, and only as null or {} (access logs are not kept).",
 	example: { resource_access_log: null },
 	auth: "secret",
 	response: accountRecord,

@@ -12,7 +12,8 @@ export const ADMIN_ROLE_NAME = "Administrator";
 export const createAccount = defineOperation({
 	name: "create_account",
 	summary: "Bootstrap: a new account with an Administrator role, its first user and that user's secret",
-	description: "Bootstraps an account: an Administrator role that allows everything, a first user holding it, and that user's User Secret, shown only in this answer.",
+	description:
+		"Bootstraps an account: an Administrator role that allows everything, a first user holding it, and that user's User Secret, shown only in this answer.",
 	example: { name: "admin" },
 	auth: "admin",
 	status: 201,

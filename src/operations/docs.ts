@@ -15,7 +15,18 @@ import { showsInline } from "../storage/media-type";
 import { readRange } from "../storage/range";
 import type { Context } from "./operation";
 import { defineOperation, JsonText } from "./operation";
-import { decodedOnce, description, descriptionOut, mapOf, queryBoolean, queryTimestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
+import {
+	decodedOnce,
+	description,
+	descriptionOut,
+	mapOf,
+	queryBoolean,
+	queryTimestamp,
+	timestampOut,
+	uuid,
+	uuidOut,
+	withMeta,
+} from "./schemas";
 import { twinInPath } from "./twins";
 import { cursorIn, openCursor, sealCursor } from "./paging";
 import { dbOf } from "../db/client";
@@ -27,7 +38,9 @@ import { dbOf } from "../db/client";
 // rest of the request holds.
 
 const DOC_NAME = /^([a-zA-Z0-9_-]{1,32}\/){0,5}[a-zA-Z0-9_-]{1,32}(\.[a-zA-Z0-9]{1,8})?$/;
-const docName = z.string().check(z.regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$"));
+const docName = z
+	.string()
+	.check(z.regex(DOC_NAME, "Must match ^([a-zA-Z0-9_-]{1,32}/){0,5}[a-zA-Z0-9_-]{1,32}(\\.[a-zA-Z0-9]{1,8})?$"));
 
 // In a path the name follows /docs/ with its folders' '/' as they are (or as %2F), decoded once.
 const docNameParam = decodedOnce(docName);
@@ -43,9 +56,16 @@ const MAX_DOWNLOAD_VALIDITY_SECONDS = 7 * 24 * 3600;
 const STORAGE_CLASSES = ["access_optimized", "cost_optimized"] as const;
 
 const docOut = z.object({
-	creation_certificate: z.object({ size: z.number().check(z.int()), hash: z.string(), created_ts: timestampOut, creator: uuidOut }),
+	creation_certificate: z.object({
+		size: z.number().check(z.int()),
+		hash: z.string(),
+		created_ts: timestampOut,
+		creator: uuidOut,
+	}),
 	storage_class: z.enum(STORAGE_CLASSES),
-	content_type: withMeta(z.string(), { description: "The media type its downloads are served with: its upload's Content-Type" }),
+	content_type: withMeta(z.string(), {
+		description: "The media type its downloads are served with: its upload's Content-Type",
+	}),
 	updated_ts: timestampOut,
 	description: z.optional(descriptionOut),
 	status: z.literal("ok"),
@@ -57,14 +77,19 @@ const listedOut = z.tuple([timestampOut, timestampOut, z.number().check(z.int())
 type Tree = { [name: string]: z.infer<typeof listedOut> | Tree };
 // Folders nest at most five deep; no level holds more than the twin's docs. The id names the
 // recursion in the API document.
-const treeOut: z.ZodMiniType<Tree> = withMeta(z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)), { id: "DocTree" });
+const treeOut: z.ZodMiniType<Tree> = withMeta(
+	z.lazy(() => mapOf(z.union([listedOut, treeOut]), MAX_TWIN_DOCS_CEILING)),
+	{ id: "DocTree" },
+);
 const listOut = z.object({ docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]) });
 // get_twin_docs pages a twin holding more docs than one page (each account attaches up to
 // MAX_TWIN_DOCS): `cursor` is there only while more follow, so a twin's usual answer is the
 // original's.
 const pageOut = z.object({
 	docs: z.union([mapOf(listedOut, MAX_TWIN_DOCS_CEILING), treeOut]),
-	cursor: withMeta(z.optional(z.string()), { description: "Present while more docs follow: give it as `cursor` for the next page" }),
+	cursor: withMeta(z.optional(z.string()), {
+		description: "Present while more docs follow: give it as `cursor` for the next page",
+	}),
 });
 const DOCS_PAGE = MAX_TWIN_DOCS_CEILING;
 
@@ -102,7 +127,9 @@ function listing(docs: Listed[], as: "list" | "tree", cursor?: string) {
 // Sorted full names put every level's keys in byte order too: a folder's key is the prefix of
 // its names, '/' included.
 function levelJson(level: Level): string {
-	const members = [...level].map(([key, value]) => `${JSON.stringify(key)}:${value instanceof Map ? levelJson(value) : JSON.stringify(value)}`);
+	const members = [...level].map(
+		([key, value]) => `${JSON.stringify(key)}:${value instanceof Map ? levelJson(value) : JSON.stringify(value)}`,
+	);
 	return `{${members.join(",")}}`;
 }
 
@@ -114,9 +141,20 @@ const docParams = z.strictObject({ twin: uuid, name: docNameParam });
 export const attachTwinDoc = defineOperation({
 	name: "attach_twin_doc",
 	summary: "File uploaded files under names on a twin the caller can see, all or none",
-	description: "Files uploaded files (by handler) under names on a twin the caller can see, alive or terminated, all or none; a given hash must match the upload's SHA-256.",
-	refuses: ["not_found", "upload_not_found", "upload_empty", "hash_mismatch", "conflict", "doc_bytes_limit", "twin_doc_limit"],
-	example: { docs: { "manuals/pump.pdf": { handler: "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", description: { lang: "en" } } } },
+	description:
+		"Files uploaded files (by handler) under names on a twin the caller can see, alive or terminated, all or none; a given hash must match the upload's SHA-256.",
+	refuses: [
+		"not_found",
+		"upload_not_found",
+		"upload_empty",
+		"hash_mismatch",
+		"conflict",
+		"doc_bytes_limit",
+		"twin_doc_limit",
+	],
+	example: {
+		docs: { "manuals/pump.pdf": { handler: "6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", description: { lang: "en" } } },
+	},
 	auth: "secret",
 	params: twinParams,
 	locate: twinInPath,
@@ -132,8 +170,14 @@ export const attachTwinDoc = defineOperation({
 				}),
 			)
 			.check(
-				z.refine((docs) => Object.keys(docs).length >= 1 && Object.keys(docs).length <= MAX_DOCS_PER_ATTACH, `Must hold 1 to ${MAX_DOCS_PER_ATTACH} docs`),
-				z.refine((docs) => new Set(Object.values(docs).map((doc) => doc.handler)).size === Object.keys(docs).length, "Each doc needs its own handler"),
+				z.refine(
+					(docs) => Object.keys(docs).length >= 1 && Object.keys(docs).length <= MAX_DOCS_PER_ATTACH,
+					`Must hold 1 to ${MAX_DOCS_PER_ATTACH} docs`,
+				),
+				z.refine(
+					(docs) => new Set(Object.values(docs).map((doc) => doc.handler)).size === Object.keys(docs).length,
+					"Each doc needs its own handler",
+				),
 			),
 	}),
 	status: 201,
@@ -146,7 +190,8 @@ export const attachTwinDoc = defineOperation({
 export const getTwinDocs = defineOperation({
 	name: "get_twin_docs",
 	summary: "The docs of a twin the caller can see, whoever attached them, as a list or a folder tree",
-	description: "The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression. A page examines 1000 names at most; `cursor` is answered while more follow.",
+	description:
+		"The docs on a twin the caller can see, whoever attached them, as [created_ts, updated_ts, size] by name (view=list) or nested by folder (view=tree); mask filters names by a regular expression. A page examines 1000 names at most; `cursor` is answered while more follow.",
 	refuses: ["not_found", "invalid_cursor"],
 	auth: "secret",
 	params: twinParams,
@@ -174,7 +219,8 @@ export const getTwinDocs = defineOperation({
 		const cursor = read.length > DOCS_PAGE ? await sealCursor(ctx.env, scope, [rows.at(-1)!.name]) : undefined;
 		const budget = new Budget(MASK_WORK_UNITS);
 		const { mask } = query;
-		const matching = mask === undefined ? rows : refuseOverBudget("mask", () => rows.filter((row) => search(row.name, mask, budget)));
+		const matching =
+			mask === undefined ? rows : refuseOverBudget("mask", () => rows.filter((row) => search(row.name, mask, budget)));
 		return listing(matching, query.view, cursor);
 	},
 });
@@ -182,7 +228,8 @@ export const getTwinDocs = defineOperation({
 export const deleteTwinDocs = defineOperation({
 	name: "delete_twin_docs",
 	summary: "Delete the docs the caller's account attached to a twin; other accounts' stay",
-	description: "Deletes every doc the caller's account attached to a twin it can see, with their files; other accounts' docs stay. Answers the deleted ones as get_twin_docs lists them.",
+	description:
+		"Deletes every doc the caller's account attached to a twin it can see, with their files; other accounts' docs stay. Answers the deleted ones as get_twin_docs lists them.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
@@ -198,7 +245,8 @@ export const deleteTwinDocs = defineOperation({
 export const getTwinDoc = defineOperation({
 	name: "get_twin_doc",
 	summary: "One doc of a twin the caller can see; with download=true, a download URL for it too",
-	description: "One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it). With disposition=inline the URL serves a PDF, a PNG, JPEG, GIF or WebP image, plain text, audio or video for the browser to show (sandboxed); any other type stays an attachment.",
+	description:
+		"One doc on a twin the caller can see; with download=true also a download URL, valid until validity_ts (an hour by default, a week at most, never past the User Token that asks for it). With disposition=inline the URL serves a PDF, a PNG, JPEG, GIF or WebP image, plain text, audio or video for the browser to show (sandboxed); any other type stays an attachment.",
 	refuses: ["not_found", "webhooks_unconfigured"],
 	auth: "secret",
 	params: docParams,
@@ -207,11 +255,19 @@ export const getTwinDoc = defineOperation({
 		.strictObject({
 			download: z._default(z.optional(queryBoolean), false),
 			validity_ts: z.optional(queryTimestamp),
-			disposition: withMeta(z.optional(z.enum(["attachment", "inline"])), { description: "How the download URL serves the file: attachment (the default), or inline for a safe type" }),
+			disposition: withMeta(z.optional(z.enum(["attachment", "inline"])), {
+				description: "How the download URL serves the file: attachment (the default), or inline for a safe type",
+			}),
 		})
 		.check(
-			z.refine((q) => q.download || q.validity_ts === undefined, { message: "Only with download=true", path: ["validity_ts"] }),
-			z.refine((q) => q.download || q.disposition === undefined, { message: "Only with download=true", path: ["disposition"] }),
+			z.refine((q) => q.download || q.validity_ts === undefined, {
+				message: "Only with download=true",
+				path: ["validity_ts"],
+			}),
+			z.refine((q) => q.download || q.disposition === undefined, {
+				message: "Only with download=true",
+				path: ["disposition"],
+			}),
 		),
 	response: docOut,
 	async run({ located: twin, params, query }, ctx) {
@@ -234,22 +290,31 @@ async function downloadLink(ctx: SecretContext, at: number, asked: number | unde
 	const wanted = asked ?? at + DOWNLOAD_VALIDITY_SECONDS;
 	if (!(wanted > at && wanted <= at + MAX_DOWNLOAD_VALIDITY_SECONDS)) {
 		const message = `Must be later than now and at most ${MAX_DOWNLOAD_VALIDITY_SECONDS} seconds from now`;
-		throw new ApiError("validation", { description: `validity_ts: ${message}`, details: [{ path: "validity_ts", message }] });
+		throw new ApiError("validation", {
+			description: `validity_ts: ${message}`,
+			details: [{ path: "validity_ts", message }],
+		});
 	}
 	const validity_ts = lastingAtMost(wanted, madeUntil(ctx.caller.credential!));
 	const origin = publicOrigin(ctx.env, "Download URLs are");
 	const account = ctx.caller.account;
 	const expiry = Math.round(validity_ts * 1000);
 	if (!canSign(ctx.env.WEBHOOK_KEY)) {
-		throw new ApiError("webhooks_unconfigured", { description: "Download URLs are not configured on this server (WEBHOOK_KEY)" });
+		throw new ApiError("webhooks_unconfigured", {
+			description: "Download URLs are not configured on this server (WEBHOOK_KEY)",
+		});
 	}
-	return async (doc: string) => ({ url: `${origin}/download/${account}/${await signDownload(ctx.env.WEBHOOK_KEY, account, doc, expiry, disposition)}`, validity_ts: expiry / 1000 });
+	return async (doc: string) => ({
+		url: `${origin}/download/${account}/${await signDownload(ctx.env.WEBHOOK_KEY, account, doc, expiry, disposition)}`,
+		validity_ts: expiry / 1000,
+	});
 }
 
 export const updateTwinDoc = defineOperation({
 	name: "update_twin_doc",
 	summary: "Change or remove the description of a doc the caller's account attached",
-	description: "Changes or (with null) removes the description of a doc the caller's account attached to a twin it can see.",
+	description:
+		"Changes or (with null) removes the description of a doc the caller's account attached to a twin it can see.",
 	refuses: ["not_found", "not_owner"],
 	example: { description: { lang: "de" } },
 	auth: "secret",
@@ -265,7 +330,8 @@ export const updateTwinDoc = defineOperation({
 export const deleteTwinDoc = defineOperation({
 	name: "delete_twin_doc",
 	summary: "Delete a doc the caller's account attached, with its file; answers it as it was",
-	description: "Deletes a doc the caller's account attached to a twin it can see, with its file, and answers it as it was.",
+	description:
+		"Deletes a doc the caller's account attached to a twin it can see, with its file, and answers it as it was.",
 	refuses: ["not_found", "not_owner"],
 	auth: "secret",
 	params: docParams,
@@ -281,7 +347,8 @@ const noSuchDownload = () => new ApiError("upload_not_found", { description: "No
 export const downloadDoc = defineOperation({
 	name: "download_doc",
 	summary: "The GET of a download URL: the doc's bytes, whole or one range, with its media type",
-	description: "The GET of a download URL: the doc's bytes with its upload's media type, whole or one Range, as an attachment, or inline for a safe type when the URL was made so; always sandboxed (Content-Security-Policy) and never sniffed. HEAD answers the same headers without the bytes.",
+	description:
+		"The GET of a download URL: the doc's bytes with its upload's media type, whole or one Range, as an attachment, or inline for a safe type when the URL was made so; always sandboxed (Content-Security-Policy) and never sniffed. HEAD answers the same headers without the bytes.",
 	refuses: ["range_unsatisfiable"],
 	auth: "capability",
 	params: z.strictObject({ account: uuid, handler: z.string().check(z.maxLength(128)) }),
@@ -293,11 +360,14 @@ export const downloadDoc = defineOperation({
 		const row = link === undefined ? undefined : await findDocByUuid(dbOf(ctx), link.doc);
 		if (!row) throw noSuchDownload();
 		const range = readRange(headers.range, row.size);
-		if (range.kind === "unsatisfiable") throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });
+		if (range.kind === "unsatisfiable")
+			throw new ApiError("range_unsatisfiable", { headers: { "content-range": `bytes */${row.size}` } });
 		const part = range.kind === "part" ? range.range : undefined;
 		// HEAD answers what GET would, and reads no byte of the file.
 		const head = ctx.request.method === "HEAD";
-		const object = head ? await ctx.env.DOCS.head(row.object) : await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
+		const object = head
+			? await ctx.env.DOCS.head(row.object)
+			: await ctx.env.DOCS.get(row.object, part ? { range: part } : undefined);
 		if (!object) throw noSuchDownload();
 		const body = "body" in object ? (object as R2ObjectBody).body : null;
 		// Anyone's bytes on the API's origin: shown only when asked for and of a type that runs

@@ -13,7 +13,9 @@ import { mapOf, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
 // its own links and those of the users it could manage (docs/permission-model.md); making
 // one needs a User Secret, since a link outlives any token.
 
-const linkRecord = withMeta(z.object({ provider: uuidOut, subject: z.string(), created_ts: timestampOut }), { id: "ExternalId" });
+const linkRecord = withMeta(z.object({ provider: uuidOut, subject: z.string(), created_ts: timestampOut }), {
+	id: "ExternalId",
+});
 const subject = z.string().check(z.minLength(1), z.maxLength(255));
 const USER_RULE = "The user is the caller itself or one the caller could manage (give its role and description).";
 
@@ -21,25 +23,50 @@ export const createUserExternalId = defineOperation({
 	name: "create_user_external_id",
 	summary: "Link a user to a subject of an identity provider",
 	description: `Links the user to a subject of one of the account's identity providers, so that the subject's ID tokens sign in as the user. ${USER_RULE} A user other than the administrator links itself with subject_token, an ID token of the subject, never with subject. Needs a User Secret.`,
-	refuses: ["credential_forbidden", "escalation", "not_found", "conflict", "untrusted_token", "unverifiable_token", "id_token_expired", "id_token_early", "id_token_subject", "provider_keys_unreachable"],
+	refuses: [
+		"credential_forbidden",
+		"escalation",
+		"not_found",
+		"conflict",
+		"untrusted_token",
+		"unverifiable_token",
+		"id_token_expired",
+		"id_token_early",
+		"id_token_subject",
+		"provider_keys_unreachable",
+	],
 	example: { provider: "0b7a1f4e-2c3d-4e5f-8a9b-0c1d2e3f4a5b", subject: "auth0|5f1c2b3a4d5e" },
 	auth: "secret",
 	status: 201,
 	params: z.strictObject({ user: uuid }),
 	response: linkRecord,
 	body: z
-		.strictObject({ provider: uuid, subject: z.optional(subject), subject_token: z.optional(z.string().check(z.minLength(1), z.maxLength(8192))) })
-		.check(z.refine((body) => (body.subject === undefined) !== (body.subject_token === undefined), "Give exactly one of subject and subject_token")),
+		.strictObject({
+			provider: uuid,
+			subject: z.optional(subject),
+			subject_token: z.optional(z.string().check(z.minLength(1), z.maxLength(8192))),
+		})
+		.check(
+			z.refine(
+				(body) => (body.subject === undefined) !== (body.subject_token === undefined),
+				"Give exactly one of subject and subject_token",
+			),
+		),
 	async run({ params, body }, ctx) {
 		if (ctx.caller.credential!.type !== "secret") {
-			throw new ApiError("credential_forbidden", { description: "A link outlives the token: make it with a User Secret" });
+			throw new ApiError("credential_forbidden", {
+				description: "A link outlives the token: make it with a User Secret",
+			});
 		}
 		const db = dbOf(ctx);
 		// Checked before the token is: nobody learns about a user or provider it may not touch.
 		await linkableUser(db, ctx.caller, params.user);
-		if (!(await findProvider(db, ctx.caller.account, body.provider))) throw new ApiError("not_found", { description: "No such identity provider" });
+		if (!(await findProvider(db, ctx.caller.account, body.provider)))
+			throw new ApiError("not_found", { description: "No such identity provider" });
 		let linked = body.subject;
-		if (body.subject_token !== undefined) linked = (await verifyIdToken(database(ctx.env.DB), ctx.caller.account, body.subject_token, body.provider)).subject;
+		if (body.subject_token !== undefined)
+			linked = (await verifyIdToken(database(ctx.env.DB), ctx.caller.account, body.subject_token, body.provider))
+				.subject;
 		const link = { provider: body.provider, subject: linked!, proven: body.subject_token !== undefined };
 		return accountClient(ctx, ctx.caller.account).createLink(ctx.caller, params.user, link);
 	},
@@ -52,12 +79,18 @@ export const getUserExternalIds = defineOperation({
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	params: z.strictObject({ user: uuid }),
-	response: z.object({ external_ids: mapOf(z.object({ subject: z.string(), created_ts: timestampOut }), MAX_IDENTITY_PROVIDERS_CEILING) }),
+	response: z.object({
+		external_ids: mapOf(z.object({ subject: z.string(), created_ts: timestampOut }), MAX_IDENTITY_PROVIDERS_CEILING),
+	}),
 	async run({ params }, ctx) {
 		const db = dbOf(ctx);
 		await linkableUser(db, ctx.caller, params.user);
 		const rows = await listUserLinks(db, ctx.caller.account, params.user);
-		return { external_ids: Object.fromEntries(rows.map((row) => [row.provider, { subject: row.subject, created_ts: row.created_ts }])) };
+		return {
+			external_ids: Object.fromEntries(
+				rows.map((row) => [row.provider, { subject: row.subject, created_ts: row.created_ts }]),
+			),
+		};
 	},
 });
 

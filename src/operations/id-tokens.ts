@@ -10,7 +10,13 @@ import { judgeClaims } from "../policy/federation";
 // subject. Every refusal before the signature held under a key the account trusts is one
 // answer (401261), whatever its cause: nobody learns which accounts exist or whom they trust.
 
-export type IdToken = { provider: ProviderRow; subject: string; dict: Record<string, unknown>; exp: number; payload: Record<string, unknown> };
+export type IdToken = {
+	provider: ProviderRow;
+	subject: string;
+	dict: Record<string, unknown>;
+	exp: number;
+	payload: Record<string, unknown>;
+};
 
 const untrusted = () => new ApiError("untrusted_token");
 
@@ -21,11 +27,24 @@ export async function verifyIdToken(db: Database, account: string, token: string
 	if (!peeked) throw new ApiError("unverifiable_token");
 	const provider = await findProviderByIssuer(db, account, peeked.iss);
 	if (!provider || (only !== undefined && provider.uuid !== only)) throw untrusted();
-	if (!peeked.aud.some((audience) => provider.audiences.includes(audience)) || !provider.algorithms.includes(peeked.alg)) throw untrusted();
-	const keys = { uuid: provider.uuid, version: provider.updated_ts, issuer: provider.issuer, audiences: provider.audiences, algorithms: provider.algorithms, jwks: provider.jwks, jwks_uri: provider.jwks_uri };
+	if (
+		!peeked.aud.some((audience) => provider.audiences.includes(audience)) ||
+		!provider.algorithms.includes(peeked.alg)
+	)
+		throw untrusted();
+	const keys = {
+		uuid: provider.uuid,
+		version: provider.updated_ts,
+		issuer: provider.issuer,
+		audiences: provider.audiences,
+		algorithms: provider.algorithms,
+		jwks: provider.jwks,
+		jwks_uri: provider.jwks_uri,
+	};
 	const verified = await verifyForeign(token, keys, provider.clock_skew);
 	if (!verified.ok) {
-		if (verified.reason === "unreachable") throw new ApiError("provider_keys_unreachable", { headers: { "retry-after": "30" } });
+		if (verified.reason === "unreachable")
+			throw new ApiError("provider_keys_unreachable", { headers: { "retry-after": "30" } });
 		if (verified.reason === "expired") throw new ApiError("id_token_expired");
 		if (verified.reason === "early") throw new ApiError("id_token_early");
 		throw untrusted();

@@ -16,13 +16,16 @@ import { dbOf } from "../db/client";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
-const IDENTITY_FORM = "a prefix of 1 to 8 letters, digits or '_' (not a digit first), '#', then 1 to 128 letters, digits, '_', '=', '+' or '-' (^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$)";
+const IDENTITY_FORM =
+	"a prefix of 1 to 8 letters, digits or '_' (not a digit first), '#', then 1 to 128 letters, digits, '_', '=', '+' or '-' (^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$)";
 
 export const identityName = z.string().check(z.regex(IDENTITY, `Must be ${IDENTITY_FORM}`));
 
 // In a path the identity is percent-encoded ('#' travels as %23) and decoded exactly once. A
 // raw '#' starts the URL's fragment, which never reaches the service: the message says so.
-export const identityParam = decodedOnce(z.string().check(z.regex(IDENTITY, `Must be ${IDENTITY_FORM}; in a path write '#' as %23`)));
+export const identityParam = decodedOnce(
+	z.string().check(z.regex(IDENTITY, `Must be ${IDENTITY_FORM}; in a path write '#' as %23`)),
+);
 
 // create_twin_identity takes, and answers, at most this many at once.
 const MAX_IDENTITIES_PER_REQUEST = 100;
@@ -35,7 +38,11 @@ const identityOut = z.object({
 	updated_ts: timestampOut,
 	creation_certificate: z.object({ identity: z.string(), creator: uuidOut, created_ts: timestampOut }),
 });
-const listedOut = z.object({ validity_ts: z.nullable(timestampOut), created_ts: timestampOut, updated_ts: timestampOut });
+const listedOut = z.object({
+	validity_ts: z.nullable(timestampOut),
+	created_ts: timestampOut,
+	updated_ts: timestampOut,
+});
 
 const twinParams = z.strictObject({ twin: uuid });
 const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
@@ -45,7 +52,10 @@ const itemParams = z.strictObject({ twin: uuid, identity: identityParam });
 async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: string, identity: string) {
 	const twin = await visibleTwin(ctx, ctx.caller, twinId);
 	const at = now();
-	const row = await ctx.meter.sightedOne(() => findOwnIdentity(dbOf(ctx), twin.uuid, ctx.caller.account, identity), (r) => canSeeIdentity(ctx.caller, r, twin, at));
+	const row = await ctx.meter.sightedOne(
+		() => findOwnIdentity(dbOf(ctx), twin.uuid, ctx.caller.account, identity),
+		(r) => canSeeIdentity(ctx.caller, r, twin, at),
+	);
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { twin, row };
 }
@@ -53,7 +63,8 @@ async function visibleOwnIdentity(ctx: Context & { caller: Caller }, twinId: str
 export const createTwinIdentity = defineOperation({
 	name: "create_twin_identity",
 	summary: "Attach identities of the caller's account to a twin it can see, alive or terminated",
-	description: "Attaches identities (`<kind>#<value>`) of the caller's account to a twin it can see, alive or terminated, each with an optional validity and a visibility rule for other accounts. An identity the caller's role would not see is refused; all or none are attached.",
+	description:
+		"Attaches identities (`<kind>#<value>`) of the caller's account to a twin it can see, alive or terminated, each with an optional validity and a visibility rule for other accounts. An identity the caller's role would not see is refused; all or none are attached.",
 	refuses: ["not_found", "escalation", "conflict"],
 	example: { identities: { "RFID#4b2a9f": { validity_ts: null, visibility: "USER.partner == true" } } },
 	auth: "secret",
@@ -62,7 +73,10 @@ export const createTwinIdentity = defineOperation({
 		identities: z
 			.record(identityName, z.strictObject(settings))
 			.check(
-				z.refine((ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= MAX_IDENTITIES_PER_REQUEST, `Must hold 1 to ${MAX_IDENTITIES_PER_REQUEST} identities`),
+				z.refine(
+					(ids) => Object.keys(ids).length >= 1 && Object.keys(ids).length <= MAX_IDENTITIES_PER_REQUEST,
+					`Must hold 1 to ${MAX_IDENTITIES_PER_REQUEST} identities`,
+				),
 			),
 	}),
 	status: 201,
@@ -81,8 +95,10 @@ const listed = (row: { validity_ts: number | null; created_ts: number; updated_t
 
 export const getTwinIdentities = defineOperation({
 	name: "get_twin_identities",
-	summary: "The identities of a twin the caller can see: its account's, and with show_foreign other accounts' visible ones",
-	description: "The identities on a twin the caller can see: its account's own (filtered by the show_ flags), and with show_foreign (true or an account uuid) other accounts' that the caller's identity rule and their visibility allow.",
+	summary:
+		"The identities of a twin the caller can see: its account's, and with show_foreign other accounts' visible ones",
+	description:
+		"The identities on a twin the caller can see: its account's own (filtered by the show_ flags), and with show_foreign (true or an account uuid) other accounts' that the caller's identity rule and their visibility allow.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
@@ -105,17 +121,23 @@ export const getTwinIdentities = defineOperation({
 		const at = now();
 		// Every rule the lists evaluate, over up to twice MAX_IDENTITIES_PER_TWIN rows, shares one budget.
 		const budget = new Budget(WORK_UNITS);
-		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = { identities: {} };
+		const answer: { identities: Record<string, unknown>; foreign?: Record<string, Record<string, unknown>> } = {
+			identities: {},
+		};
 		if (query.show_personal) {
 			// The identities the reader's role hides cost nothing, as if absent.
-			const rows = await ctx.meter.sighted(() => listOwnIdentities(dbOf(ctx), twin.uuid, reader.account), (r) => canSeeIdentity(reader, r, twin, at, budget));
+			const rows = await ctx.meter.sighted(
+				() => listOwnIdentities(dbOf(ctx), twin.uuid, reader.account),
+				(r) => canSeeIdentity(reader, r, twin, at, budget),
+			);
 			for (const row of rows) {
 				if (isExpired(row, at) ? !query.show_expired : !query.show_valid) continue;
 				if (row.visibility === null ? !query.show_private : !query.show_public) continue;
 				answer.identities[row.identity] = listed(row);
 			}
 		}
-		if (query.show_foreign !== false) answer.foreign = await foreignOf(ctx, twin, query.show_foreign === true ? null : query.show_foreign, budget);
+		if (query.show_foreign !== false)
+			answer.foreign = await foreignOf(ctx, twin, query.show_foreign === true ? null : query.show_foreign, budget);
 		return answer;
 	},
 });
@@ -129,7 +151,10 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
 	// The rows it may not see cost nothing in Server-Timing, as if they were absent.
 	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
-	const rows = await ctx.meter.sighted(() => listPublicIdentities(dbOf(ctx), twin.uuid, only, MAX_IDENTITIES_PER_TWIN), sees);
+	const rows = await ctx.meter.sighted(
+		() => listPublicIdentities(dbOf(ctx), twin.uuid, only, MAX_IDENTITIES_PER_TWIN),
+		sees,
+	);
 	for (const row of rows) (foreign[row.account] ??= {})[row.identity] = listed(row);
 	return foreign;
 }
@@ -137,7 +162,8 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 export const getTwinIdentity = defineOperation({
 	name: "get_twin_identity",
 	summary: "One of the caller's account's identities on a twin",
-	description: "One of the caller's account's identities on a twin it can see; one hidden by the caller's identity rule is 404 as if absent.",
+	description:
+		"One of the caller's account's identities on a twin it can see; one hidden by the caller's identity rule is 404 as if absent.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: itemParams,
@@ -155,7 +181,14 @@ export const updateTwinIdentity = defineOperation({
 	example: { validity_ts: 4102444800 },
 	auth: "secret",
 	params: itemParams,
-	body: z.strictObject(settings).check(z.refine((b) => b.validity_ts !== undefined || b.visibility !== undefined, "Give validity_ts, visibility or both")),
+	body: z
+		.strictObject(settings)
+		.check(
+			z.refine(
+				(b) => b.validity_ts !== undefined || b.visibility !== undefined,
+				"Give validity_ts, visibility or both",
+			),
+		),
 	response: identityOut,
 	async run({ params, body }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);

@@ -15,16 +15,28 @@ import { DESCRIPTION_KEY, jsonValue, mapOf, timestampOut, uuid, uuidOut, withMet
 // allows reads them.
 
 const CLAIM_NAME = /^[A-Za-z_][0-9A-Za-z_.:-]{0,63}$/;
-const claimName = z.string().check(z.regex(CLAIM_NAME, "Must be a top-level claim name: ^[A-Za-z_][0-9A-Za-z_.:-]{0,63}$"));
+const claimName = z
+	.string()
+	.check(z.regex(CLAIM_NAME, "Must be a top-level claim name: ^[A-Za-z_][0-9A-Za-z_.:-]{0,63}$"));
 const MAX_DICT_CLAIMS = 16;
 const unique = <T>(items: T[]) => [...new Set(items)];
 
 const fields = {
 	issuer: z.string().check(z.minLength(1), z.maxLength(512)),
-	audiences: z.pipe(z.array(z.string().check(z.minLength(1), z.maxLength(256))).check(z.minLength(1), z.maxLength(10)), z.transform(unique)),
-	algorithms: z.pipe(z.array(z.enum(FOREIGN_ALGORITHMS, "Must be RS256, ES256 or EdDSA")).check(z.minLength(1), z.maxLength(3)), z.transform(unique)),
+	audiences: z.pipe(
+		z.array(z.string().check(z.minLength(1), z.maxLength(256))).check(z.minLength(1), z.maxLength(10)),
+		z.transform(unique),
+	),
+	algorithms: z.pipe(
+		z.array(z.enum(FOREIGN_ALGORITHMS, "Must be RS256, ES256 or EdDSA")).check(z.minLength(1), z.maxLength(3)),
+		z.transform(unique),
+	),
 	jwks_uri: z.nullable(z.string().check(z.maxLength(MAX_CALLBACK_URL_LENGTH))),
-	jwks: z.nullable(z.strictObject({ keys: z.array(z.record(z.string(), jsonValue)).check(z.minLength(1), z.maxLength(MAX_JWKS_KEYS)) })),
+	jwks: z.nullable(
+		z.strictObject({
+			keys: z.array(z.record(z.string(), jsonValue)).check(z.minLength(1), z.maxLength(MAX_JWKS_KEYS)),
+		}),
+	),
 	clock_skew: z.number().check(z.int(), z.gte(0), z.lte(300)),
 	subject_claim: claimName,
 	dict_claims: z
@@ -37,7 +49,15 @@ const fields = {
 
 type Fields = { [K in keyof typeof fields]: z.infer<(typeof fields)[K]> };
 
-const DEFAULTS = { algorithms: ["RS256"], clock_skew: 60, subject_claim: "sub", dict_claims: {}, provisioning: null, token_validity: 3600, exp_extension: 0 } as const;
+const DEFAULTS = {
+	algorithms: ["RS256"],
+	clock_skew: 60,
+	subject_claim: "sub",
+	dict_claims: {},
+	provisioning: null,
+	token_validity: 3600,
+	exp_extension: 0,
+} as const;
 
 const providerRecord = withMeta(
 	z.object({
@@ -70,7 +90,12 @@ function inputOf(given: Partial<Fields>): Partial<ProviderInput> {
 	return {
 		...rest,
 		...(jwks === undefined ? {} : { jwks: jwks as JwkSet | null }),
-		...(provisioning === undefined ? {} : { provisioning_role: provisioning?.role ?? null, provisioning_name_claim: provisioning ? (provisioning.name_claim ?? "name") : null }),
+		...(provisioning === undefined
+			? {}
+			: {
+					provisioning_role: provisioning?.role ?? null,
+					provisioning_name_claim: provisioning ? (provisioning.name_claim ?? "name") : null,
+				}),
 	};
 }
 
@@ -80,7 +105,10 @@ function invalid(details: ErrorDetail[]): never {
 
 // The keys as the provider will hold them: exactly one of an inline JWK Set (each key imported
 // now) and a jwks_uri under the callback URL policy (fetched only by an exchange).
-async function checkKeys(keys: { jwks: JwkSet | null; jwks_uri: string | null }, policy: string): Promise<{ jwks: JwkSet | null; jwks_uri: string | null }> {
+async function checkKeys(
+	keys: { jwks: JwkSet | null; jwks_uri: string | null },
+	policy: string,
+): Promise<{ jwks: JwkSet | null; jwks_uri: string | null }> {
 	if ((keys.jwks === null) === (keys.jwks_uri === null)) {
 		invalid([{ path: "jwks", message: "Give exactly one of jwks and jwks_uri" }]);
 	}
@@ -102,7 +130,12 @@ export const createIdentityProvider = defineOperation({
 	summary: "Trust an OpenID Connect issuer to sign the account's users in",
 	description: `Registers an identity provider: its issuer, audiences, algorithms and keys (an inline JWK Set, or a jwks_uri under the callback URL policy), clock skew, subject claim, claims mapped into DICT, and optionally a role to provision unknown subjects with. ${ADMIN_ONLY}`,
 	refuses: ["escalation", "conflict", "identity_provider_limit", "not_found"],
-	example: { issuer: "https://login.example.com/", audiences: ["my-app"], jwks_uri: "https://login.example.com/.well-known/jwks.json", dict_claims: { site: "site" } },
+	example: {
+		issuer: "https://login.example.com/",
+		audiences: ["my-app"],
+		jwks_uri: "https://login.example.com/.well-known/jwks.json",
+		dict_claims: { site: "site" },
+	},
 	auth: "secret",
 	status: 201,
 	response: providerRecord,
@@ -120,7 +153,10 @@ export const createIdentityProvider = defineOperation({
 		exp_extension: z.optional(fields.exp_extension),
 	}),
 	async run({ body }, ctx) {
-		const keys = await checkKeys({ jwks: (body.jwks ?? null) as JwkSet | null, jwks_uri: body.jwks_uri ?? null }, ctx.env.CALLBACK_POLICY);
+		const keys = await checkKeys(
+			{ jwks: (body.jwks ?? null) as JwkSet | null, jwks_uri: body.jwks_uri ?? null },
+			ctx.env.CALLBACK_POLICY,
+		);
 		const given = { ...DEFAULTS, ...body, ...keys } as Fields;
 		const input = inputOf(given) as ProviderInput;
 		return recordOf(await accountClient(ctx, ctx.caller.account).createProvider(ctx.caller, input));
@@ -133,7 +169,10 @@ export const getIdentityProviders = defineOperation({
 	description: "Every identity provider of the caller's account by uuid, with its issuer and timestamps.",
 	auth: "secret",
 	response: z.object({
-		providers: mapOf(z.object({ issuer: z.string(), created_ts: timestampOut, updated_ts: timestampOut }), MAX_IDENTITY_PROVIDERS_CEILING),
+		providers: mapOf(
+			z.object({ issuer: z.string(), created_ts: timestampOut, updated_ts: timestampOut }),
+			MAX_IDENTITY_PROVIDERS_CEILING,
+		),
 	}),
 	async run(_input, ctx) {
 		const rows = await listProviders(dbOf(ctx), ctx.caller.account);
@@ -181,12 +220,21 @@ export const updateIdentityProvider = defineOperation({
 	response: providerRecord,
 	body: z.strictObject(changes).check(z.refine((body) => Object.keys(body).length > 0, "Give at least one field")),
 	async run({ params, body }, ctx) {
-		if (body.jwks !== undefined && body.jwks_uri !== undefined) invalid([{ path: "jwks", message: "Give jwks or jwks_uri, not both" }]);
+		if (body.jwks !== undefined && body.jwks_uri !== undefined)
+			invalid([{ path: "jwks", message: "Give jwks or jwks_uri, not both" }]);
 		let given: Partial<Fields> = body as Partial<Fields>;
 		if (body.jwks !== undefined || body.jwks_uri !== undefined) {
-			given = { ...given, ...((await checkKeys({ jwks: (body.jwks ?? null) as JwkSet | null, jwks_uri: body.jwks_uri ?? null }, ctx.env.CALLBACK_POLICY)) as Pick<Fields, "jwks" | "jwks_uri">) };
+			given = {
+				...given,
+				...((await checkKeys(
+					{ jwks: (body.jwks ?? null) as JwkSet | null, jwks_uri: body.jwks_uri ?? null },
+					ctx.env.CALLBACK_POLICY,
+				)) as Pick<Fields, "jwks" | "jwks_uri">),
+			};
 		}
-		return recordOf(await accountClient(ctx, ctx.caller.account).updateProvider(ctx.caller, params.provider, inputOf(given)));
+		return recordOf(
+			await accountClient(ctx, ctx.caller.account).updateProvider(ctx.caller, params.provider, inputOf(given)),
+		);
 	},
 });
 

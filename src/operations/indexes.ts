@@ -5,7 +5,14 @@ import { sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
 import { MAX_INDEXES_TABLES_CEILING } from "../base/limits";
-import { findIndexTable, type IndexTableRow, judgedRowPage, listIndexTables, type RowKey, rowPage } from "../db/indexes";
+import {
+	findIndexTable,
+	type IndexTableRow,
+	judgedRowPage,
+	listIndexTables,
+	type RowKey,
+	rowPage,
+} from "../db/indexes";
 import { TWIN_COLUMNS } from "../db/twins";
 import { now } from "../base/time";
 import { compileRule } from "../rules/compile";
@@ -37,19 +44,28 @@ const STATUSES = ["building", "ready", "full"] as const;
 
 const definitionFields = {
 	rule: z.string().check(z.maxLength(MAX_RULE_LENGTH)),
-	properties: z.strictObject({ names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)), types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)) }),
+	properties: z.strictObject({
+		names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)),
+		types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES + 1)),
+	}),
 	templates: z.strictObject({ properties: z.record(z.string(), z.string()) }),
 };
 
 // The pure checks of a definition (rule roots, names, types, templates), as issues at their paths.
-const definition = z.strictObject(definitionFields).check(z.superRefine((value, ctx) => {
-	for (const detail of checkDefinition(value)) ctx.addIssue({ code: "custom", message: detail.message, path: detail.path.split(".") });
-}));
+const definition = z.strictObject(definitionFields).check(
+	z.superRefine((value, ctx) => {
+		for (const detail of checkDefinition(value))
+			ctx.addIssue({ code: "custom", message: detail.message, path: detail.path.split(".") });
+	}),
+);
 
 const indexOut = z.object({
 	stats: z.object({ rows: z.number().check(z.int()), table_size: z.number().check(z.int()) }),
 	rule: z.string(),
-	properties: z.object({ names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)), types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)) }),
+	properties: z.object({
+		names: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)),
+		types: z.array(z.string()).check(z.maxLength(MAX_INDEX_PROPERTIES)),
+	}),
 	templates: z.object({ properties: mapOf(z.string(), MAX_INDEX_PROPERTIES) }),
 	status: z.enum(STATUSES),
 	created_ts: timestampOut,
@@ -69,7 +85,9 @@ const confined = (use: IndexUse) => async (_params: unknown, ctx: SecretContext)
 // the pattern, answer as an absent one: one lookup through (account, name) either way.
 async function ownTable(params: { index: string }, ctx: SecretContext): Promise<IndexTableRow> {
 	checkIndexAccess(ctx.caller, "read");
-	const row = INDEX_NAME.test(params.index) ? await findIndexTable(dbOf(ctx), ctx.caller.account, params.index) : undefined;
+	const row = INDEX_NAME.test(params.index)
+		? await findIndexTable(dbOf(ctx), ctx.caller.account, params.index)
+		: undefined;
 	if (!row) throw new ApiError("not_found", { description: "No such index table" });
 	return row;
 }
@@ -77,22 +95,35 @@ async function ownTable(params: { index: string }, ctx: SecretContext): Promise<
 const tableParams = z.strictObject({ index: z.string() });
 
 // Said of the Indexes operations in the API document.
-const DEFINERS_ONLY = "Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.";
-const READERS = "A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.";
+const DEFINERS_ONLY =
+	"Only a role with neither a twin nor an entry rule may define Indexes tables (403102): a definition decides every reader's rows.";
+const READERS =
+	"A role with an entry rule may not read Indexes tables (403102): rows come from whole ledgers; a role with a twin rule reads only the rows of twins it sees.";
 
 export const createIndexesTable = defineOperation({
 	name: "create_indexes_table",
 	summary: "Define Indexes tables: typed rows kept from the account's own ledgers by a rule and templates",
 	description: `Defines up to 10 Indexes tables of the caller's account: a rule picks ledgers of its own account, templates fill typed properties. Tables build in the background (status building); a table that cannot be made answers an error in its place. ${DEFINERS_ONLY}`,
 	refuses: ["escalation"],
-	example: { indexes: { pumps: { rule: "LEDGER.status != null", properties: { names: ["state", "rpm"], types: ["text", "integer"] }, templates: { properties: { state: "{LEDGER[status][state]}", rpm: "{LEDGER[status][rpm]}" } } } } },
+	example: {
+		indexes: {
+			pumps: {
+				rule: "LEDGER.status != null",
+				properties: { names: ["state", "rpm"], types: ["text", "integer"] },
+				templates: { properties: { state: "{LEDGER[status][state]}", rpm: "{LEDGER[status][rpm]}" } },
+			},
+		},
+	},
 	auth: "secret",
 	locate: confined("define"),
 	body: z.strictObject({
 		indexes: z
 			.record(z.string().check(z.regex(INDEX_NAME, `Must match ${INDEX_NAME.source}`)), definition)
 			.check(
-				z.refine((tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_TABLES_PER_CREATE, `Must hold 1 to ${MAX_TABLES_PER_CREATE} tables`),
+				z.refine(
+					(tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_TABLES_PER_CREATE,
+					`Must hold 1 to ${MAX_TABLES_PER_CREATE} tables`,
+				),
 			),
 	}),
 	status: 201,
@@ -139,7 +170,14 @@ export const updateIndexesTable = defineOperation({
 	auth: "secret",
 	params: tableParams,
 	locate: confined("define"),
-	body: z.partial(z.strictObject(definitionFields)).check(z.refine((b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined, "Give rule, properties, templates or several")),
+	body: z
+		.partial(z.strictObject(definitionFields))
+		.check(
+			z.refine(
+				(b) => b.rule !== undefined || b.properties !== undefined || b.templates !== undefined,
+				"Give rule, properties, templates or several",
+			),
+		),
 	response: indexOut,
 	async run({ params, body }, ctx) {
 		return accountClient(ctx, ctx.caller.account).updateIndexTable(ctx.caller, params.index, body);
@@ -178,14 +216,25 @@ export const truncateIndexesTable = defineOperation({
 // names included (a query is about rows, not about who asks).
 function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scope {
 	const none = null as unknown as string;
-	return { twin: { uuid: twin, owner: none, status: none, description: null }, user: { account: none, user: none, role: none, description: null }, now: none as unknown as number, budget, row };
+	return {
+		twin: { uuid: twin, owner: none, status: none, description: null },
+		user: { account: none, user: none, role: none, description: null },
+		now: none as unknown as number,
+		budget,
+		row,
+	};
 }
 
 // A page of rows as the caller may see them: all of them without a twin rule; with one, the
 // rule decides in D1 where it can (rows of hidden twins come back without their properties),
 // and here where it cannot, each row within its share of one work budget (past it the row is
 // hidden: a page shows less, never more, and no row's cost moves another's verdict).
-async function readPage(ctx: SecretContext, key: RowKey, after: string, count: number): Promise<{ twin: string; properties: string | null; updated_ts: number }[]> {
+async function readPage(
+	ctx: SecretContext,
+	key: RowKey,
+	after: string,
+	count: number,
+): Promise<{ twin: string; properties: string | null; updated_ts: number }[]> {
 	const caller = ctx.caller;
 	const rule = ruleOf(caller.rules.twin);
 	if (!rule) return rowPage(dbOf(ctx), key, after, count);
@@ -195,14 +244,23 @@ async function readPage(ctx: SecretContext, key: RowKey, after: string, count: n
 	const share = Math.floor(WORK_UNITS / count);
 	return rows.map((row) => {
 		if (row.verdict !== null) return row;
-		const twin = { uuid: row.twin, owner: row.owner ?? "", status: row.status ?? "", description: JSON.parse(row.description ?? "{}") as Json };
+		const twin = {
+			uuid: row.twin,
+			owner: row.owner ?? "",
+			status: row.status ?? "",
+			description: JSON.parse(row.description ?? "{}") as Json,
+		};
 		return isVisible(caller, twin, at, new Budget(share, 0)) ? row : { ...row, properties: null };
 	});
 }
 
 // Property values are typed scalars (or null) once coerced.
 const propertyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-const rowOut = z.object({ twin: uuidOut, properties: mapOf(propertyValue, MAX_INDEX_PROPERTIES), updated_ts: timestampOut });
+const rowOut = z.object({
+	twin: uuidOut,
+	properties: mapOf(propertyValue, MAX_INDEX_PROPERTIES),
+	updated_ts: timestampOut,
+});
 
 export const queryIndexesTable = defineOperation({
 	name: "query_indexes_table",
@@ -212,7 +270,11 @@ export const queryIndexesTable = defineOperation({
 	auth: "secret",
 	params: tableParams,
 	locate: ownTable,
-	query: z.strictObject({ match: z.optional(ruleText), cursor: z.optional(cursorIn), count: z._default(z.optional(pageLimit(1000)), 100) }),
+	query: z.strictObject({
+		match: z.optional(ruleText),
+		cursor: z.optional(cursorIn),
+		count: z._default(z.optional(pageLimit(1000)), 100),
+	}),
 	response: z.object({ cursor: cursorOut, rows: z.array(rowOut).check(z.maxLength(1000)) }),
 	async run({ located: table, query }, ctx) {
 		const match = query.match === undefined ? null : ruleOf(query.match);

@@ -33,17 +33,30 @@ async function visibleEntries(ctx: Context & { caller: Caller }, params: Params,
 	const ledger = ledgerAccount(params.ledger, ctx.caller, twin);
 	// The sight is made from the whole ledger: the owner's visibility rules read every entry.
 	let sight!: EntrySight;
-	const visible = await ctx.meter.sighted(async () => {
-		const all = (await readLedger(dbOf(ctx), twin.uuid, ledger)).map(storedOf);
-		sight = new EntrySight(ctx.caller, twinView(twin), ledger, new Map(all.map((entry) => [entry.name, entry])), now());
-		return all;
-	}, (entry) => sight.shows(entry));
+	const visible = await ctx.meter.sighted(
+		async () => {
+			const all = (await readLedger(dbOf(ctx), twin.uuid, ledger)).map(storedOf);
+			sight = new EntrySight(
+				ctx.caller,
+				twinView(twin),
+				ledger,
+				new Map(all.map((entry) => [entry.name, entry])),
+				now(),
+			);
+			return all;
+		},
+		(entry) => sight.shows(entry),
+	);
 	const seen = new Map(visible.map((entry) => [entry.name, entry]));
 	const entries = names ? names.map((name) => seen.get(name)).filter((e) => e !== undefined) : [...seen.values()];
 	return { twin, ledger, sight, entries };
 }
 
-function ledgerAccount(ledger: Params["ledger"], caller: Caller, twin: { owner: string; creation_certificate: Record<string, unknown> }) {
+function ledgerAccount(
+	ledger: Params["ledger"],
+	caller: Caller,
+	twin: { owner: string; creation_certificate: Record<string, unknown> },
+) {
 	if (ledger === "personal") return caller.account;
 	if (ledger === "owner") return twin.owner;
 	if (ledger === "creator") return String(twin.creation_certificate.creator);
@@ -53,7 +66,8 @@ function ledgerAccount(ledger: Params["ledger"], caller: Caller, twin: { owner: 
 export const getTwinLedgerEntry = defineOperation({
 	name: "get_twin_ledger_entry",
 	summary: "Entries of a ledger on a twin that the caller may see",
-	description: "The entries of a ledger (personal, owner, creator or an account uuid) on a twin the caller can see that the caller may see: on its own account's ledger by its role's entry rule, on another's by that rule and the entry's visibility. Its own account's users get each entry's configuration too.",
+	description:
+		"The entries of a ledger (personal, owner, creator or an account uuid) on a twin the caller can see that the caller may see: on its own account's ledger by its role's entry rule, on another's by that rule and the entry's visibility. Its own account's users get each entry's configuration too.",
 	refuses: ["not_found"],
 	auth: "secret",
 	response: readEntries,
@@ -76,7 +90,8 @@ export const getTwinLedgerEntry = defineOperation({
 export const getTwinLedgerEntryValue = defineOperation({
 	name: "get_twin_ledger_entry_value",
 	summary: "Values of entries of a ledger on a twin that the caller may see",
-	description: "The values of the entries of a ledger on a twin the caller can see that the caller may see, as get_twin_ledger_entry decides.",
+	description:
+		"The values of the entries of a ledger on a twin the caller can see that the caller may see, as get_twin_ledger_entry decides.",
 	refuses: ["not_found"],
 	auth: "secret",
 	response: valueEntries,
@@ -105,7 +120,8 @@ const historyPosition = z.tuple([z.string(), z.number()]);
 export const getTwinLedgerEntryHistory = defineOperation({
 	name: "get_twin_ledger_entry_history",
 	summary: "Past values, newest first, of entries of a ledger on a twin that keep history; paged under 4 MiB",
-	description: "Past values, newest first, of the entries that keep history on a ledger of a twin the caller can see, between ge and le, limit per entry; paged by cursor. A name absent, hidden or without history answers \"Entry not accessible.\"",
+	description:
+		'Past values, newest first, of the entries that keep history on a ledger of a twin the caller can see, between ge and le, limit per entry; paged by cursor. A name absent, hidden or without history answers "Entry not accessible."',
 	refuses: ["not_found", "invalid_cursor"],
 	auth: "secret",
 	response: historyEntries,
@@ -117,7 +133,10 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		const position = await openCursor(ctx.env, scope, query.cursor, historyPosition);
 		const after: HistoryPosition | null = position && { name: position[0], ts: position[1] };
 		// In the order the index keeps names, as pages walk them.
-		const kept = entries.filter((e) => e.history !== null).map((e) => e.name).sort();
+		const kept = entries
+			.filter((e) => e.history !== null)
+			.map((e) => e.name)
+			.sort();
 		// A page reads the records of at most HISTORY_NAMES_PER_PAGE entries, from where the last stopped.
 		const from = after ? kept.filter((name) => name >= after.name) : kept;
 		const names = from.slice(0, HISTORY_NAMES_PER_PAGE);
@@ -125,11 +144,20 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		// Server-Timing counts the records answered: the index steps around the ranges read
 		// would count the records of entries the caller may not see.
 		let more = false;
-		const rows = await ctx.meter.sighted(async () => {
-			const page = await readHistory(dbOf(ctx), { twin: twin.uuid, account: ledger, names }, range, after, HISTORY_PAGE_BYTES);
-			more = page.more;
-			return page.rows;
-		}, () => true);
+		const rows = await ctx.meter.sighted(
+			async () => {
+				const page = await readHistory(
+					dbOf(ctx),
+					{ twin: twin.uuid, account: ledger, names },
+					range,
+					after,
+					HISTORY_PAGE_BYTES,
+				);
+				more = page.more;
+				return page.rows;
+			},
+			() => true,
+		);
 		const answer: Record<string, Record<string, unknown> | typeof NOT_ACCESSIBLE> = {};
 		// One text for absent, hidden and history-less names: none of them says which it is.
 		const keeps = new Set(kept);

@@ -14,7 +14,10 @@ const entryName = z.string().check(z.regex(ENTRY_NAME, "Must match ^[a-z_][0-9a-
 
 export const ledgerParams = z.strictObject({
 	twin: uuid,
-	ledger: z.union([z.enum(["personal", "owner", "creator"]), uuid], "Must be personal, owner, creator or an account uuid"),
+	ledger: z.union(
+		[z.enum(["personal", "owner", "creator"]), uuid],
+		"Must be personal, owner, creator or an account uuid",
+	),
 });
 
 // The pattern allows "__proto__", but answers are objects keyed by entry name, built by
@@ -24,15 +27,21 @@ const listedName = entryName.check(z.refine((name) => name !== "__proto__", '"__
 // A comma-separated list of entry names, at most 100, repeats dropped.
 export const entryList = commaList(listedName, MAX_ENTRIES, "names");
 
-const history = z.string().check(z.regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF"));
+const history = z
+	.string()
+	.check(z.regex(/^([1-9][0-9]{0,2}[DWMY]|INF)$/, "Must be 1 to 999 followed by D, W, M or Y, or INF"));
 const topicKey = z.string().check(z.regex(TOPIC, "Topics must match ^[0-9A-Za-z-]{3,48}$"));
-const publish = z.record(topicKey, ruleText).check(z.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`));
+const publish = z
+	.record(topicKey, ruleText)
+	.check(z.refine((topics) => Object.keys(topics).length <= MAX_TOPICS, `At most ${MAX_TOPICS} topics`));
 // In a merge patch a null topic is removed; the topics are counted once merged.
 const publishPatch = z.record(topicKey, z.nullable(ruleText));
 
 // Entry types other than a plain value, and transactions, are not supported here.
 const unsupported = z.optional(z.unknown()).check(z.refine((value) => value === undefined, "not supported"));
-const transaction = z.optional(z.unknown()).check(z.refine((value) => value === undefined || value === null, "not supported"));
+const transaction = z
+	.optional(z.unknown())
+	.check(z.refine((value) => value === undefined || value === null, "not supported"));
 
 const properties = {
 	visibility: z.optional(z.nullable(ruleText)),
@@ -44,13 +53,17 @@ const properties = {
 };
 
 const entriesOf = <T extends z.ZodMiniType>(entry: T) =>
-	z.record(entryName, entry).check(z.refine((entries) => {
-		const count = Object.keys(entries).length;
-		return count >= 1 && count <= MAX_ENTRIES;
-	}, `From 1 to ${MAX_ENTRIES} entries`));
+	z.record(entryName, entry).check(
+		z.refine((entries) => {
+			const count = Object.keys(entries).length;
+			return count >= 1 && count <= MAX_ENTRIES;
+		}, `From 1 to ${MAX_ENTRIES} entries`),
+	);
 
 const conditions = z.optional(
-	z.record(entryName, ruleText).check(z.refine((c) => Object.keys(c).length <= MAX_ENTRIES, `At most ${MAX_ENTRIES} conditions`)),
+	z
+		.record(entryName, ruleText)
+		.check(z.refine((c) => Object.keys(c).length <= MAX_ENTRIES, `At most ${MAX_ENTRIES} conditions`)),
 );
 
 export const addBody = z.strictObject({
@@ -68,7 +81,9 @@ export const updateBody = z.strictObject({
 // A merge patch of entries (RFC 7396): `value` merges into the stored value and `publish` by
 // topic. An entry itself may not be null: deleting one is delete_twin_ledger_entry's.
 export const mergeBody = z.strictObject({
-	entries: entriesOf(z.strictObject({ value: z.optional(jsonValue), ...properties, publish: z.optional(z.nullable(publishPatch)) })),
+	entries: entriesOf(
+		z.strictObject({ value: z.optional(jsonValue), ...properties, publish: z.optional(z.nullable(publishPatch)) }),
+	),
 	conditions,
 	transaction,
 });
@@ -112,11 +127,22 @@ export const historyQuery = z
 			z.optional(
 				z.pipe(
 					z.pipe(z.string().check(z.regex(/^\d{1,3}$/, "Must be an integer from 1 to 100")), z.transform(Number)),
-					z.number().check(z.int(), z.gte(1, "Must be an integer from 1 to 100"), z.lte(100, "Must be an integer from 1 to 100")),
+					z
+						.number()
+						.check(
+							z.int(),
+							z.gte(1, "Must be an integer from 1 to 100"),
+							z.lte(100, "Must be an integer from 1 to 100"),
+						),
 				),
 			),
 			100,
 		),
 		cursor: z.optional(cursorIn),
 	})
-	.check(z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }));
+	.check(
+		z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, {
+			message: "ge must not be after le",
+			path: ["ge"],
+		}),
+	);

@@ -6,7 +6,16 @@ import { ApiError } from "../base/errors";
 import type { Json } from "../rules/ast";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
-import { addBody, deleteBody, entryList, ledgerParams, mergeBody, ownEntries, updateBody, updateValueBody } from "./ledger-schemas";
+import {
+	addBody,
+	deleteBody,
+	entryList,
+	ledgerParams,
+	mergeBody,
+	ownEntries,
+	updateBody,
+	updateValueBody,
+} from "./ledger-schemas";
 import { twinView, visibleTwin } from "./twins";
 
 // The writes of a ledger: only the caller's own (`personal` or its account uuid), on any twin
@@ -37,7 +46,8 @@ async function send(ctx: Context & { caller: Caller }, params: Params, request: 
 export const addTwinLedgerEntry = defineOperation({
 	name: "add_twin_ledger_entry",
 	summary: "Add entries to the caller's ledger on a twin",
-	description: "Adds entries to the caller's own ledger (personal or its account uuid) on a twin it can see, alive or terminated, all or none, after the conditions hold. Each entry has a value and optional visibility rule, history and publish topics. Another account's ledger is 403103.",
+	description:
+		"Adds entries to the caller's own ledger (personal or its account uuid) on a twin it can see, alive or terminated, all or none, after the conditions hold. Each entry has a value and optional visibility rule, history and publish topics. Another account's ledger is 403103.",
 	refuses: ["not_found", "not_owner", "escalation", "conflict", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "running", rpm: 1450 }, visibility: "true", history: "30D" } } },
 	auth: "secret",
@@ -46,13 +56,21 @@ export const addTwinLedgerEntry = defineOperation({
 	params: ledgerParams,
 	body: addBody,
 	async run({ params, body }, ctx) {
-		return send(ctx, params, { action: "add_twin_ledger_entry", kind: "add", entries: changes(body.entries), conditions: body.conditions });
+		return send(ctx, params, {
+			action: "add_twin_ledger_entry",
+			kind: "add",
+			entries: changes(body.entries),
+			conditions: body.conditions,
+		});
 	},
 });
 
 // An update's body, sent whole (given fields replace stored ones) or as a merge patch: the same
 // entries, one kind of write or the other.
-type UpdateInput = { merge: boolean; body: { entries: Record<string, Record<string, unknown>>; conditions?: Record<string, string> } };
+type UpdateInput = {
+	merge: boolean;
+	body: { entries: Record<string, Record<string, unknown>>; conditions?: Record<string, string> };
+};
 
 function updates(action: LedgerAction, { merge, body: { entries, conditions } }: UpdateInput): Request {
 	if (merge) return { action, kind: "merge", entries: changes<EntryPatch>(entries), conditions };
@@ -61,15 +79,23 @@ function updates(action: LedgerAction, { merge, body: { entries, conditions } }:
 
 export const updateTwinLedgerEntry = defineOperation({
 	name: "update_twin_ledger_entry",
-	summary: "Change entries of the caller's ledger on a twin; given fields replace stored ones, or merge in a merge patch",
-	description: "Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. Sent as application/merge-patch+json (RFC 7396), an entry's value merges into the stored value and its publish by topic (null removes one); an entry given as null is 400101. An unknown or hidden name is 404 and nothing is written.",
+	summary:
+		"Change entries of the caller's ledger on a twin; given fields replace stored ones, or merge in a merge patch",
+	description:
+		"Changes entries of the caller's own ledger on a twin it can see; given fields replace the stored ones. Sent as application/merge-patch+json (RFC 7396), an entry's value merges into the stored value and its publish by topic (null removes one); an entry given as null is 400101. An unknown or hidden name is 404 and nothing is written.",
 	refuses: ["not_found", "not_owner", "escalation", "condition_failed", "ledger_too_large"],
-	example: { entries: { status: { value: { state: "stopped", rpm: 0 } } }, conditions: { status: "value_changed_ts > 0" } },
+	example: {
+		entries: { status: { value: { state: "stopped", rpm: 0 } } },
+		conditions: { status: "value_changed_ts > 0" },
+	},
 	auth: "secret",
 	response: ownEntries,
 	params: ledgerParams,
 	body: updateBody,
-	merge: { body: mergeBody, example: { entries: { status: { value: { rpm: 0, fault: null }, publish: { alerts: null } } } } },
+	merge: {
+		body: mergeBody,
+		example: { entries: { status: { value: { rpm: 0, fault: null }, publish: { alerts: null } } } },
+	},
 	async run({ params, ...input }, ctx) {
 		return send(ctx, params, updates("update_twin_ledger_entry", input));
 	},
@@ -78,7 +104,8 @@ export const updateTwinLedgerEntry = defineOperation({
 export const updateTwinLedgerEntryValue = defineOperation({
 	name: "update_twin_ledger_entry_value",
 	summary: "Change the values of entries of the caller's ledger on a twin",
-	description: "Changes only the values of entries of the caller's own ledger on a twin it can see; sent as application/merge-patch+json (RFC 7396), each value merges into the stored value. An unknown or hidden name is 404 and nothing is written.",
+	description:
+		"Changes only the values of entries of the caller's own ledger on a twin it can see; sent as application/merge-patch+json (RFC 7396), each value merges into the stored value. An unknown or hidden name is 404 and nothing is written.",
 	refuses: ["not_found", "not_owner", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "running", rpm: 1500 } } } },
 	auth: "secret",
@@ -94,7 +121,8 @@ export const updateTwinLedgerEntryValue = defineOperation({
 export const deleteTwinLedgerEntry = defineOperation({
 	name: "delete_twin_ledger_entry",
 	summary: "Delete entries (by default all the caller can see) of the caller's ledger on a twin",
-	description: "Deletes the named entries (by default every one the caller can see) of the caller's own ledger on a twin it can see, and answers them as they were.",
+	description:
+		"Deletes the named entries (by default every one the caller can see) of the caller's own ledger on a twin it can see, and answers them as they were.",
 	refuses: ["not_found", "not_owner", "condition_failed"],
 	example: { conditions: { status: "value_changed_ts > 0" } },
 	auth: "secret",
@@ -103,7 +131,12 @@ export const deleteTwinLedgerEntry = defineOperation({
 	query: z.strictObject({ entries: z.optional(entryList) }),
 	body: deleteBody,
 	async run({ params, query, body }, ctx) {
-		return send(ctx, params, { action: "delete_twin_ledger_entry", kind: "delete", names: query.entries ?? null, conditions: body?.conditions });
+		return send(ctx, params, {
+			action: "delete_twin_ledger_entry",
+			kind: "delete",
+			names: query.entries ?? null,
+			conditions: body?.conditions,
+		});
 	},
 });
 

@@ -34,8 +34,10 @@ async function positionOf(env: Env, account: string, text: string): Promise<numb
 
 export const getLog = defineOperation({
 	name: "get_log",
-	summary: "The account's log of what background work could not do, oldest first; give the answered fragment to read on",
-	description: "The account's log of what background work could not do (a webhook that failed, a sticker that expired), oldest first. Give the answered fragment to read only what came since.",
+	summary:
+		"The account's log of what background work could not do, oldest first; give the answered fragment to read on",
+	description:
+		"The account's log of what background work could not do (a webhook that failed, a sticker that expired), oldest first. Give the answered fragment to read only what came since.",
 	auth: "secret",
 	query: z.strictObject({ fragment: z.optional(fragment) }),
 	response: z.object({ fragment: z.nullable(z.string()), messages: z.array(z.string()).check(z.maxLength(LOG_PAGE)) }),
@@ -45,7 +47,9 @@ export const getLog = defineOperation({
 		const lines = await readLog(dbOf(ctx), account, after, LOG_PAGE);
 		const last = lines.at(-1);
 		// Nothing new: the fragment stays where it was (null for an empty log read from its start).
-		const next = last ? await seal(ctx.env, fragmentScope(account), "cursor", String(last.id)) : (query.fragment ?? null);
+		const next = last
+			? await seal(ctx.env, fragmentScope(account), "cursor", String(last.id))
+			: (query.fragment ?? null);
 		return { fragment: next, messages: lines.map((line) => line.message) };
 	},
 });

@@ -21,12 +21,17 @@ const topics = z.array(topic).check(z.maxLength(MAX_GRANTED_TOPICS, `At most ${M
 // `topics` is the client's name for the list, `publish` the reference page's: either, not both.
 const accessBody = z
 	.strictObject({ topics: z.optional(topics), publish: z.optional(topics) })
-	.check(z.refine((b) => (b.topics === undefined) !== (b.publish === undefined), { message: "Give either topics or publish" }));
+	.check(
+		z.refine((b) => (b.topics === undefined) !== (b.publish === undefined), {
+			message: "Give either topics or publish",
+		}),
+	);
 
 export const updateNotificationsAccountAccess = defineOperation({
 	name: "update_notifications_account_access",
 	summary: "Replace the topics another account may subscribe to; [] revokes all and ends its subscriptions to them",
-	description: "Replaces the topics another account may subscribe to or stream; [] revokes them all and ends that account's subscriptions to them. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
+	description:
+		"Replaces the topics another account may subscribe to or stream; [] revokes them all and ends that account's subscriptions to them. A role with a twin or entry rule may not (403102): notifications show entries whatever their visibility.",
 	refuses: ["escalation", "grantee_limit"],
 	example: { topics: ["alerts", "status-changes"] },
 	auth: "secret",
@@ -43,7 +48,9 @@ export const updateNotificationsAccountAccess = defineOperation({
 		const granted = [...new Set(body.topics ?? body.publish ?? [])];
 		const limit = Number(ctx.env.MAX_GRANTEES);
 		if (!(await replaceGrant(dbOf(ctx), ctx.caller.account, params.account, granted, now(), limit))) {
-			throw new ApiError("grantee_limit", { description: `The account already grants topics to ${limit} accounts, its limit (MAX_GRANTEES)` });
+			throw new ApiError("grantee_limit", {
+				description: `The account already grants topics to ${limit} accounts, its limit (MAX_GRANTEES)`,
+			});
 		}
 		// Its streams reading a topic no longer granted end, as its subscriptions did in the batch.
 		await revokeUngranted(ctx.env, ctx.caller.account, params.account, granted);
@@ -56,10 +63,14 @@ const grantPosition = z.tuple([z.string().check(z.maxLength(64))]);
 export const getNotificationsAccess = defineOperation({
 	name: "get_notifications_access",
 	summary: "The accounts the caller's account lets subscribe to its topics, and which topics, in account order; paged",
-	description: "The accounts the caller's account lets subscribe to its topics, with the topics, in account order; paged by cursor.",
+	description:
+		"The accounts the caller's account lets subscribe to its topics, with the topics, in account order; paged by cursor.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
-	query: z.strictObject({ limit: z._default(z.optional(pageLimit(MAX_GRANTS_PAGE)), 100), cursor: z.optional(cursorIn) }),
+	query: z.strictObject({
+		limit: z._default(z.optional(pageLimit(MAX_GRANTS_PAGE)), 100),
+		cursor: z.optional(cursorIn),
+	}),
 	response: z.object({
 		accounts: mapOf(z.object({ topics: z.array(z.string()).check(z.maxLength(MAX_GRANTED_TOPICS)) }), MAX_GRANTS_PAGE),
 		cursor: cursorOut,

@@ -33,7 +33,10 @@ export type Streamed = "stream";
 // The body as `body` reads it (replace semantics), or, for an operation that reads merge
 // patches and a body sent as one, as `merge.body` reads it, with `merge` saying which.
 type Bodies<B, M> =
-	| { merge: false; body: B extends z.ZodMiniType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined }
+	| {
+			merge: false;
+			body: B extends z.ZodMiniType ? z.infer<B> : B extends Streamed ? ReadableStream<Uint8Array> | null : undefined;
+	  }
 	| (M extends z.ZodMiniType ? { merge: true; body: z.infer<M> } : never);
 
 type Input<P, Q, B, L, M> = {

@@ -23,7 +23,9 @@ export function pageLimit(max: number) {
 // other that is not, without being opened.
 export const cursorIn = z.string();
 const MAX_CURSOR_LENGTH = 1024;
-export const cursorOut = withMeta(z.nullable(z.string()), { description: "Give it as `cursor` for the next page; null after the last" });
+export const cursorOut = withMeta(z.nullable(z.string()), {
+	description: "Give it as `cursor` for the next page; null after the last",
+});
 
 export function sealCursor(env: Env, scope: string, position: unknown[]): Promise<string> {
 	return seal(env, scope, "cursor", JSON.stringify(position));
@@ -31,7 +33,12 @@ export function sealCursor(env: Env, scope: string, position: unknown[]): Promis
 
 // The position a cursor holds, of the shape `position` describes; 400104 for a cursor that is
 // not one of this read's, whatever is wrong with it.
-export async function openCursor<T extends z.ZodMiniType>(env: Env, scope: string, cursor: string | undefined, position: T): Promise<z.infer<T> | null> {
+export async function openCursor<T extends z.ZodMiniType>(
+	env: Env,
+	scope: string,
+	cursor: string | undefined,
+	position: T,
+): Promise<z.infer<T> | null> {
 	if (cursor === undefined) return null;
 	let decoded: unknown;
 	try {

@@ -23,10 +23,7 @@ export const MAX_RESOLVED_DESCRIBED = Math.floor(MAX_PAGE_BYTES / (MAX_DESCRIPTI
 const MAX_CONTEXT_ACCOUNTS = 10;
 
 // `personal` (the caller's account), `system` (every account), or 1 to 10 account uuids.
-export const context = z.union([
-	z.enum(["personal", "system"]),
-	commaList(uuid, MAX_CONTEXT_ACCOUNTS, "accounts"),
-]);
+export const context = z.union([z.enum(["personal", "system"]), commaList(uuid, MAX_CONTEXT_ACCOUNTS, "accounts")]);
 
 function twinOf(row: ResolvedRow) {
 	return {
@@ -49,8 +46,10 @@ const resolvePosition = z.tuple([z.enum(["own", "foreign"]), z.string(), z.strin
 
 export const resolveTwinIdentity = defineOperation({
 	name: "resolve_twin_identity",
-	summary: "The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity; paged",
-	description: "The twins an identity (`%23` for its `#`) is attached to, by the accounts of context (personal, system, or account uuids), as far as the caller's identity rule and the identities' visibility allow; uuids, or twin records with details=true. Expired identities no longer resolve. Paged by cursor.",
+	summary:
+		"The twins an identity is attached to, by the context's accounts, as far as the caller may see the identity; paged",
+	description:
+		"The twins an identity (`%23` for its `#`) is attached to, by the accounts of context (personal, system, or account uuids), as far as the caller's identity rule and the identities' visibility allow; uuids, or twin records with details=true. Expired identities no longer resolve. Paged by cursor.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
 	params: z.strictObject({ identity: identityParam }),
@@ -59,7 +58,10 @@ export const resolveTwinIdentity = defineOperation({
 		details: z._default(z.optional(queryBoolean), false),
 		cursor: z.optional(cursorIn),
 	}),
-	response: z.object({ twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_RESOLVED)), cursor: cursorOut }),
+	response: z.object({
+		twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_RESOLVED)),
+		cursor: cursorOut,
+	}),
 	async run({ params, query }, ctx) {
 		const reader = ctx.caller;
 		const me = reader.account;
@@ -80,14 +82,21 @@ export const resolveTwinIdentity = defineOperation({
 		// Every rule this page evaluates shares one budget.
 		const budget = new Budget(WORK_UNITS);
 		let examined: ResolvedRow[] = [];
-		const read = async () => (examined = await resolveIdentity(dbOf(ctx), { identity: params.identity, own, foreign, descriptions }, after, limit));
+		const read = async () =>
+			(examined = await resolveIdentity(
+				dbOf(ctx),
+				{ identity: params.identity, own, foreign, descriptions },
+				after,
+				limit,
+			));
 		// Expired identities no longer identify; the others as the reader's sight decides.
 		const sees = (row: ResolvedRow) => !isExpired(row, at) && canSeeIdentity(reader, row, twinOf(row), at, budget);
 		// Each attachment costs its index entry and its twin.
 		const visible = await ctx.meter.sighted(read, sees, 2);
 
 		const last = examined.at(-1);
-		const cursor = examined.length < limit || !last ? null : await sealCursor(ctx.env, scope, [last.part, last.account, last.twin]);
+		const cursor =
+			examined.length < limit || !last ? null : await sealCursor(ctx.env, scope, [last.part, last.account, last.twin]);
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
 		for (const row of visible.sort((x, y) => (x.twin < y.twin ? -1 : x.twin > y.twin ? 1 : 0))) {
 			if (!twins.has(row.twin)) twins.set(row.twin, twinOf(row));

@@ -30,9 +30,16 @@ export const jsonValue = z.json().register(z.globalRegistry, { [ANY_JSON]: true,
 
 // Twin and user descriptions (base/limits.ts bounds their size). A merge patch of one (RFC
 // 7396) has the same keys, and a null member removes one; its size is checked once merged.
-const describedKeys = z.record(z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")), jsonValue);
-export const description = describedKeys.check(z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, DESCRIPTION_TOO_LARGE));
-export const descriptionPatch = withMeta(describedKeys, { description: "A merge patch of the description (RFC 7396): null removes a key" });
+const describedKeys = z.record(
+	z.string().check(z.regex(DESCRIPTION_KEY, "Keys must match ^[a-z_][0-9a-z_]{0,63}$")),
+	jsonValue,
+);
+export const description = describedKeys.check(
+	z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, DESCRIPTION_TOO_LARGE),
+);
+export const descriptionPatch = withMeta(describedKeys, {
+	description: "A merge patch of the description (RFC 7396): null removes a key",
+});
 
 // A statement names each operation at most once (repeats are dropped when it is written).
 export const MAX_STATEMENT_ACTIONS = STATEMENT_VOCABULARY.length;
@@ -43,15 +50,20 @@ export const timestamp = z.number().check(z.nonnegative());
 // A timestamp in a query string: seconds, with at most 6 decimals. The closing pipe states the
 // transform's result, which the API document shows.
 export const queryTimestamp = z.pipe(
-	z.pipe(z.string().check(z.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp: seconds since the Unix epoch")), z.transform(Number)),
+	z.pipe(
+		z.string().check(z.regex(/^\d{1,12}(\.\d{1,6})?$/, "Must be a timestamp: seconds since the Unix epoch")),
+		z.transform(Number),
+	),
 	timestamp,
 );
 
 // A rule is parsed when it is written, so a stored rule always parses.
-export const ruleText = z.string().check(z.superRefine((text, ctx) => {
-	const parsed = parseRule(text);
-	if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
-}));
+export const ruleText = z.string().check(
+	z.superRefine((text, ctx) => {
+		const parsed = parseRule(text);
+		if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${parsed.message} at position ${parsed.position}` });
+	}),
+);
 
 // A path segment (or the rest of a path) percent-decoded exactly once, then checked by `inner`:
 // an identity's '#' travels as %23, a doc name's '/' as itself or %2F.
@@ -71,7 +83,10 @@ export function decodedOnce(inner: z.ZodMiniType<string, string>) {
 // value, repeats dropped, 1 to `max` items. The closing array is what the API document shows.
 export function commaList(item: z.ZodMiniType<string, string>, max: number, noun: string) {
 	return z.pipe(
-		z.pipe(z.string(), z.transform((text: string) => [...new Set(text.split(","))])),
+		z.pipe(
+			z.string(),
+			z.transform((text: string) => [...new Set(text.split(","))]),
+		),
 		z.array(item).check(z.minLength(1), z.maxLength(max, `At most ${max} ${noun}`)),
 	);
 }
@@ -79,7 +94,10 @@ export function commaList(item: z.ZodMiniType<string, string>, max: number, noun
 // A boolean in a query string: true, false, 1 or 0, in any case. The closing pipe states what
 // the transform gives, which is how the API document types the parameter.
 export const queryBoolean = z.pipe(
-	z.pipe(z.string().check(z.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")), z.transform((v: string) => /^(true|1)$/i.test(v))),
+	z.pipe(
+		z.string().check(z.regex(/^(true|false|1|0)$/i, "Must be true, false, 1 or 0")),
+		z.transform((v: string) => /^(true|1)$/i.test(v)),
+	),
 	z.boolean(),
 );
 
@@ -94,23 +112,28 @@ export const timestampOut = withMeta(z.number(), { description: "Seconds since t
 // so a list that could outgrow its page fails here instead of reaching a client, and
 // test/node/bounded-answers.test.ts fails when a list in an answer states no bound.
 export function mapOf<T extends z.ZodMiniType>(item: T, max: number) {
-	const bounded = z.record(z.string(), item).check(z.refine((map) => Object.keys(map).length <= max, `At most ${max} members`));
+	const bounded = z
+		.record(z.string(), item)
+		.check(z.refine((map) => Object.keys(map).length <= max, `At most ${max} members`));
 	return withMeta(bounded, { maxProperties: max });
 }
 
 // Each member of a compact JSON object takes at least 6 bytes (`"a":0,`).
 export const descriptionOut = mapOf(jsonValue, Math.floor(MAX_DESCRIPTION_BYTES / 6));
 
-export const userRecord = withMeta(z.object({
-	uuid: uuidOut,
-	account: uuidOut,
-	name: z.string(),
-	role: uuidOut,
-	description: descriptionOut,
-	activity: z.nullable(z.strictObject({})),
-	created_ts: timestampOut,
-	updated_ts: timestampOut,
-}), { id: "User" });
+export const userRecord = withMeta(
+	z.object({
+		uuid: uuidOut,
+		account: uuidOut,
+		name: z.string(),
+		role: uuidOut,
+		description: descriptionOut,
+		activity: z.nullable(z.strictObject({})),
+		created_ts: timestampOut,
+		updated_ts: timestampOut,
+	}),
+	{ id: "User" },
+);
 
 // The original's activity logging setting (of users) and resource access log (of the
 // account) route logs into Timeseries tables, which this service does not have: only "none"
@@ -119,40 +142,54 @@ export const unsupportedSetting = z.union([z.null(), z.strictObject({}, { error:
 	error: "Only null or {} are supported",
 });
 
-export const secretRecord = withMeta(z.object({
-	fingerprint: withMeta(z.string(), { description: "The last 4 characters of the secret" }),
-	account: uuidOut,
-	user: uuidOut,
-	validity_ts: z.nullable(timestampOut),
-	created_ts: timestampOut,
-	updated_ts: timestampOut,
-}), { id: "UserSecret" });
+export const secretRecord = withMeta(
+	z.object({
+		fingerprint: withMeta(z.string(), { description: "The last 4 characters of the secret" }),
+		account: uuidOut,
+		user: uuidOut,
+		validity_ts: z.nullable(timestampOut),
+		created_ts: timestampOut,
+		updated_ts: timestampOut,
+	}),
+	{ id: "UserSecret" },
+);
 
-export const roleRecord = withMeta(z.object({
-	uuid: uuidOut,
-	name: z.string(),
-	account: uuidOut,
-	rules: z.object({ twin: z.nullable(z.string()), entry: z.nullable(z.string()), identity: z.nullable(z.string()) }),
-	statement: z.object({ effect: z.enum(["allow", "deny"]), actions: z.nullable(z.array(z.string()).check(z.maxLength(MAX_STATEMENT_ACTIONS))) }),
-	created_ts: timestampOut,
-	updated_ts: timestampOut,
-}), { id: "Role" });
+export const roleRecord = withMeta(
+	z.object({
+		uuid: uuidOut,
+		name: z.string(),
+		account: uuidOut,
+		rules: z.object({ twin: z.nullable(z.string()), entry: z.nullable(z.string()), identity: z.nullable(z.string()) }),
+		statement: z.object({
+			effect: z.enum(["allow", "deny"]),
+			actions: z.nullable(z.array(z.string()).check(z.maxLength(MAX_STATEMENT_ACTIONS))),
+		}),
+		created_ts: timestampOut,
+		updated_ts: timestampOut,
+	}),
+	{ id: "Role" },
+);
 
-export const twinRecord = withMeta(z.object({
-	uuid: uuidOut,
-	owner: uuidOut,
-	status: z.enum(["alive", "terminated"]),
-	updated_ts: timestampOut,
-	description: descriptionOut,
-	creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
-	termination_certificate: z.nullable(z.object({ issuer: uuidOut, terminated_ts: timestampOut })),
-}), { id: "Twin" });
+export const twinRecord = withMeta(
+	z.object({
+		uuid: uuidOut,
+		owner: uuidOut,
+		status: z.enum(["alive", "terminated"]),
+		updated_ts: timestampOut,
+		description: descriptionOut,
+		creation_certificate: z.object({ uuid: uuidOut, creator: uuidOut, created_ts: timestampOut }),
+		termination_certificate: z.nullable(z.object({ issuer: uuidOut, terminated_ts: timestampOut })),
+	}),
+	{ id: "Twin" },
+);
 
-export const subscriptionOut = withMeta(z.object({
-	uuid: uuidOut,
-	topic: z.string(),
-	account: uuidOut,
-	status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
-	validity_ts: timestampOut,
-}), { id: "Subscription" });
-
+export const subscriptionOut = withMeta(
+	z.object({
+		uuid: uuidOut,
+		topic: z.string(),
+		account: uuidOut,
+		status: z.enum(["pending", "confirmed", "unsubscribed", "expired", "failed"]),
+		validity_ts: timestampOut,
+	}),
+	{ id: "Subscription" },
+);

@@ -25,7 +25,8 @@ export const createUserSecretPin = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "Issue a single-use PIN that the user redeems for a new secret",
-	description: "Issues a single-use PIN (valid 10 minutes) for a user of the caller's account, which anyone holding it redeems once with create_user_secret for the user's new User Secret; validity_ts becomes that secret's expiry. For another user the caller must be able to grant its role. Needs a User Secret, not a User Token.",
+	description:
+		"Issues a single-use PIN (valid 10 minutes) for a user of the caller's account, which anyone holding it redeems once with create_user_secret for the user's new User Secret; validity_ts becomes that secret's expiry. For another user the caller must be able to grant its role. Needs a User Secret, not a User Token.",
 	refuses: ["credential_forbidden", "escalation", "not_found"],
 	example: { validity_ts: null },
 	auth: "secret",
@@ -33,7 +34,9 @@ export const createUserSecretPin = defineOperation({
 	response: z.object({ pin: z.string() }),
 	params: userParams,
 	body: z.strictObject({
-		validity_ts: z.optional(z.nullable(timestamp)).check(z.refine((ts) => ts == null || ts > now(), "Must be in the future")),
+		validity_ts: z
+			.optional(z.nullable(timestamp))
+			.check(z.refine((ts) => ts == null || ts > now(), "Must be in the future")),
 	}),
 	async run({ params, body }, ctx) {
 		const pin = randomPin(PIN_LENGTH);
@@ -53,7 +56,8 @@ export const createUserSecretPin = defineOperation({
 export const createUserSecret = defineOperation({
 	name: "create_user_secret",
 	summary: "Redeem a PIN for the user's new secret, shown only in this answer",
-	description: "Redeems a PIN of create_user_secret_pin for the user's new User Secret, which replaces the old one and is shown only in this answer. A wrong, used or expired PIN is 404 and never says which.",
+	description:
+		"Redeems a PIN of create_user_secret_pin for the user's new User Secret, which replaces the old one and is shown only in this answer. A wrong, used or expired PIN is 404 and never says which.",
 	refuses: ["pin_not_found"],
 	auth: "none",
 	status: 201,
@@ -82,7 +86,8 @@ export const createUserSecret = defineOperation({
 export const getUserSecret = defineOperation({
 	name: "get_user_secret",
 	summary: "The User Secret record of a user",
-	description: "The record of a user's User Secret (fingerprint and validity, never the secret). A user may always read its own; another user's needs the right to grant its role.",
+	description:
+		"The record of a user's User Secret (fingerprint and validity, never the secret). A user may always read its own; another user's needs the right to grant its role.",
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	response: secretRecord,
@@ -99,7 +104,8 @@ export const getUserSecret = defineOperation({
 export const updateUserSecret = defineOperation({
 	name: "update_user_secret",
 	summary: "Change when a user's secret expires (a past time expires it at once)",
-	description: "Changes when a user's secret expires: a number (a past one expires it at once) or null for never. A user may always change its own; another user's needs the right to grant its role.",
+	description:
+		"Changes when a user's secret expires: a number (a past one expires it at once) or null for never. A user may always change its own; another user's needs the right to grant its role.",
 	refuses: ["escalation", "not_found"],
 	example: { validity_ts: 4102444800 },
 	auth: "secret",
@@ -114,7 +120,8 @@ export const updateUserSecret = defineOperation({
 export const deleteUserSecret = defineOperation({
 	name: "delete_user_secret",
 	summary: "Delete a user's secret; it is refused from the next request on",
-	description: "Deletes a user's secret: it is refused from the next request on. A user may always delete its own; another user's needs the right to grant its role.",
+	description:
+		"Deletes a user's secret: it is refused from the next request on. A user may always delete its own; another user's needs the right to grant its role.",
 	refuses: ["escalation", "not_found"],
 	auth: "secret",
 	response: secretRecord,

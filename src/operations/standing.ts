@@ -15,13 +15,21 @@ export async function standingOfBinding(
 	at: number,
 ): Promise<Standing> {
 	let standing: Standing;
-	if (binding.kind === "issued") standing = checkIssued(await findIssuedCredential(d1, binding.sec, named.user), binding, at);
-	else if (binding.kind === "federated") standing = checkFederated(await findFederatedCredential(d1, binding.link), binding, at);
+	if (binding.kind === "issued")
+		standing = checkIssued(await findIssuedCredential(d1, binding.sec, named.user), binding, at);
+	else if (binding.kind === "federated")
+		standing = checkFederated(await findFederatedCredential(d1, binding.link), binding, at);
 	else {
 		const found = await findCredential(d1, binding.hash);
-		standing = { principal: checkCredential(found, at), binding, fingerprint: found!.fingerprint, validity_ts: found!.validity_ts };
+		standing = {
+			principal: checkCredential(found, at),
+			binding,
+			fingerprint: found!.fingerprint,
+			validity_ts: found!.validity_ts,
+		};
 	}
-	if (standing.principal.user !== named.user || standing.principal.account !== named.account) throw new ApiError("unknown_credential", { headers: CHALLENGE });
+	if (standing.principal.user !== named.user || standing.principal.account !== named.account)
+		throw new ApiError("unknown_credential", { headers: CHALLENGE });
 	return standing;
 }
 

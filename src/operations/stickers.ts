@@ -31,7 +31,13 @@ const MAX_STICKERS_ANSWERED = 1000;
 const MAX_LIST_LIMIT = 100;
 
 // A uuid in any case, answered and stored lowercased.
-const recipient = z.pipe(z.pipe(z.string(), z.transform((text) => text.toLowerCase())), uuid);
+const recipient = z.pipe(
+	z.pipe(
+		z.string(),
+		z.transform((text) => text.toLowerCase()),
+	),
+	uuid,
+);
 
 // One topic or a list of them, kept as a list in the order given, without repeats.
 const topics = z.pipe(
@@ -40,32 +46,57 @@ const topics = z.pipe(
 );
 
 const stickerIn = z.strictObject({
-	note: z._default(z.optional(z.nullable(z.string().check(z.maxLength(MAX_NOTE, `Must be at most ${MAX_NOTE} characters`)))), null),
+	note: z._default(
+		z.optional(z.nullable(z.string().check(z.maxLength(MAX_NOTE, `Must be at most ${MAX_NOTE} characters`)))),
+		null,
+	),
 	recipients: z.pipe(
-		z.array(recipient).check(z.minLength(1, "Must name 1 to 100 recipients"), z.maxLength(MAX_RECIPIENTS, "Must name 1 to 100 recipients")),
+		z
+			.array(recipient)
+			.check(
+				z.minLength(1, "Must name 1 to 100 recipients"),
+				z.maxLength(MAX_RECIPIENTS, "Must name 1 to 100 recipients"),
+			),
 		z.transform((list) => [...new Set(list)]),
 	),
 	validity_ts: z.optional(timestamp),
-	publish: z._default(z.optional(z.strictObject({ on_put: z.optional(topics), on_remove: z.optional(topics), on_expire: z.optional(topics) })), {}),
+	publish: z._default(
+		z.optional(
+			z.strictObject({ on_put: z.optional(topics), on_remove: z.optional(topics), on_expire: z.optional(topics) }),
+		),
+		{},
+	),
 });
 
-const stickersIn = z.record(color, stickerIn).check(z.superRefine((stickers, ctx) => {
-	const count = Object.keys(stickers).length;
-	if (count < 1 || count > MAX_COLORS) ctx.addIssue({ code: "custom", message: `Must hold 1 to ${MAX_COLORS} colors` });
-	const at = now();
-	for (const [key, sticker] of Object.entries(stickers)) {
-		const v = sticker.validity_ts;
-		if (v !== undefined && (v <= at || v > at + MAX_STICKER_SECONDS)) {
-			ctx.addIssue({ code: "custom", path: [key, "validity_ts"], message: `Must be after now and at most ${MAX_STICKER_SECONDS} seconds from now` });
+const stickersIn = z.record(color, stickerIn).check(
+	z.superRefine((stickers, ctx) => {
+		const count = Object.keys(stickers).length;
+		if (count < 1 || count > MAX_COLORS)
+			ctx.addIssue({ code: "custom", message: `Must hold 1 to ${MAX_COLORS} colors` });
+		const at = now();
+		for (const [key, sticker] of Object.entries(stickers)) {
+			const v = sticker.validity_ts;
+			if (v !== undefined && (v <= at || v > at + MAX_STICKER_SECONDS)) {
+				ctx.addIssue({
+					code: "custom",
+					path: [key, "validity_ts"],
+					message: `Must be after now and at most ${MAX_STICKER_SECONDS} seconds from now`,
+				});
+			}
 		}
-	}
-}));
+	}),
+);
 
 const topicsOut = z.optional(z.array(z.string()).check(z.maxLength(MAX_EVENT_TOPICS)));
 const publishOut = z.object({ on_put: topicsOut, on_remove: topicsOut, on_expire: topicsOut });
-const stickerOut = z.object({ note: z.nullable(z.string()), recipients: z.array(uuidOut).check(z.maxLength(MAX_RECIPIENTS)), validity_ts: timestampOut, created_ts: timestampOut, publish: publishOut });
+const stickerOut = z.object({
+	note: z.nullable(z.string()),
+	recipients: z.array(uuidOut).check(z.maxLength(MAX_RECIPIENTS)),
+	validity_ts: timestampOut,
+	created_ts: timestampOut,
+	publish: publishOut,
+});
 const summaryOut = z.object({ note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut });
-
 
 const twinParams = z.strictObject({ twin: uuid });
 const stickerParams = z.strictObject({ twin: uuid, color });
@@ -76,7 +107,8 @@ const addressesOf = (caller: Caller) => [caller.user, caller.role, caller.accoun
 export const putSticker = defineOperation({
 	name: "put_sticker",
 	summary: "Put stickers of the caller's account on a twin it can see, for their recipients",
-	description: "Puts stickers (by color) of the caller's account on a twin it can see, each for its recipients (users, roles or accounts) until validity_ts, optionally publishing put, remove and expiry to topics. All or none; a color the account already has on the twin is 409101.",
+	description:
+		"Puts stickers (by color) of the caller's account on a twin it can see, each for its recipients (users, roles or accounts) until validity_ts, optionally publishing put, remove and expiry to topics. All or none; a color the account already has on the twin is 409101.",
 	refuses: ["not_found", "conflict", "sticker_limit"],
 	example: { stickers: { red: { note: "inspect this", recipients: ["6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b"] } } },
 	auth: "secret",
@@ -93,7 +125,8 @@ export const putSticker = defineOperation({
 export const getSticker = defineOperation({
 	name: "get_sticker",
 	summary: "A sticker the caller's account put on a twin the caller can see",
-	description: "A sticker the caller's account put on a twin the caller can see, with its recipients. The twin must be one the caller can see (404102 otherwise).",
+	description:
+		"A sticker the caller's account put on a twin the caller can see, with its recipients. The twin must be one the caller can see (404102 otherwise).",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
@@ -101,7 +134,10 @@ export const getSticker = defineOperation({
 	response: stickerOut,
 	async run({ located: twin, params }, ctx) {
 		const at = now();
-		const row = await ctx.meter.sightedOne(() => findSticker(dbOf(ctx), { twin: twin.uuid, account: ctx.caller.account, color: params.color }), (r) => r.validity_ts > at);
+		const row = await ctx.meter.sightedOne(
+			() => findSticker(dbOf(ctx), { twin: twin.uuid, account: ctx.caller.account, color: params.color }),
+			(r) => r.validity_ts > at,
+		);
 		if (!row) throw new ApiError("not_found", { description: "No such sticker" });
 		return stickerRecord(row);
 	},
@@ -109,8 +145,10 @@ export const getSticker = defineOperation({
 
 export const getStickers = defineOperation({
 	name: "get_stickers",
-	summary: "The stickers on a twin the caller can see that the context's accounts addressed to the caller, newest first",
-	description: "The unexpired stickers on a twin the caller can see that the context's accounts addressed to the caller (its user, role or account), by account and color, newest first.",
+	summary:
+		"The stickers on a twin the caller can see that the context's accounts addressed to the caller, newest first",
+	description:
+		"The unexpired stickers on a twin the caller can see that the context's accounts addressed to the caller (its user, role or account), by account and color, newest first.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
@@ -119,17 +157,26 @@ export const getStickers = defineOperation({
 	response: z.object({ accounts: mapOf(mapOf(summaryOut, MAX_STICKERS_ANSWERED), MAX_STICKERS_ANSWERED) }),
 	async run({ located: twin, query }, ctx) {
 		const at = now();
-		const from = query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
+		const from =
+			query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
 		// A sticker addressed to the caller's user and its role comes once per address; each
 		// answered one costs its recipient entry and its row, whatever else was read.
-		const rows = await ctx.meter.sighted(() => stickersOnTwin(ctx.d1, twin.uuid, addressesOf(ctx.caller), from, at, MAX_STICKERS_ANSWERED), () => true, 2);
+		const rows = await ctx.meter.sighted(
+			() => stickersOnTwin(ctx.d1, twin.uuid, addressesOf(ctx.caller), from, at, MAX_STICKERS_ANSWERED),
+			() => true,
+			2,
+		);
 		const accounts: Record<string, Record<string, unknown>> = {};
 		let answered = 0;
 		for (const row of rows) {
 			if (accounts[row.account] && Object.hasOwn(accounts[row.account], row.color)) continue;
 			if (answered === MAX_STICKERS_ANSWERED) break;
 			answered++;
-			(accounts[row.account] ??= {})[row.color] = { note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts };
+			(accounts[row.account] ??= {})[row.color] = {
+				note: row.note,
+				validity_ts: row.validity_ts,
+				created_ts: row.created_ts,
+			};
 		}
 		return { accounts };
 	},
@@ -138,13 +185,19 @@ export const getStickers = defineOperation({
 export const removeSticker = defineOperation({
 	name: "remove_sticker",
 	summary: "Remove a sticker addressed to the caller from a twin the caller can see",
-	description: "Removes a sticker addressed to the caller, by the account of context (default its own), from a twin the caller can see; answers it as it was.",
+	description:
+		"Removes a sticker addressed to the caller, by the account of context (default its own), from a twin the caller can see; answers it as it was.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
 	locate: twinInPath,
 	query: z.strictObject({ context: z._default(z.optional(z.union([z.literal("personal"), uuid])), "personal") }),
-	response: z.object({ account: uuidOut, note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut }),
+	response: z.object({
+		account: uuidOut,
+		note: z.nullable(z.string()),
+		validity_ts: timestampOut,
+		created_ts: timestampOut,
+	}),
 	async run({ located: twin, params, query }, ctx) {
 		const account = query.context === "personal" ? ctx.caller.account : query.context;
 		const key = { twin: twin.uuid, account, color: params.color };
@@ -152,7 +205,10 @@ export const removeSticker = defineOperation({
 		// with its writes): anyone else, naming any account, cannot queue work there. The lookup
 		// costs a non-recipient what an absent sticker does.
 		const at = now();
-		const found = await ctx.meter.sightedOne(() => findSticker(dbOf(ctx), key), (row) => row.validity_ts > at && isRecipient(ctx.caller, row));
+		const found = await ctx.meter.sightedOne(
+			() => findSticker(dbOf(ctx), key),
+			(row) => row.validity_ts > at && isRecipient(ctx.caller, row),
+		);
 		if (!found) throw new ApiError("not_found", { description: "No such sticker" });
 		return accountClient(ctx, account).removeSticker(ctx.caller, key);
 	},
@@ -168,7 +224,10 @@ const listQuery = z
 		offset: z._default(z.optional(offsetIn(MAX_STICKERS_ANSWERED - 1)), 0),
 	})
 	.check(
-		z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, { message: "ge must not be after le", path: ["ge"] }),
+		z.refine((q) => q.ge === undefined || q.le === undefined || q.ge <= q.le, {
+			message: "ge must not be after le",
+			path: ["ge"],
+		}),
 		z.refine((q) => q.offset + q.limit <= MAX_STICKERS_ANSWERED, {
 			message: `offset + limit must be at most ${MAX_STICKERS_ANSWERED}; go further with le`,
 			path: ["offset"],
@@ -178,7 +237,10 @@ const listQuery = z
 // Query `offset`: an integer from 0 to `max`.
 function offsetIn(max: number) {
 	const message = `Must be an integer from 0 to ${max}`;
-	return z.pipe(z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)), z.number().check(z.int(), z.lte(max, message)));
+	return z.pipe(
+		z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)),
+		z.number().check(z.int(), z.lte(max, message)),
+	);
 }
 
 // Descending (created_ts, account, twin, color): the order list_stickers answers in.
@@ -190,19 +252,31 @@ function newestFirst(a: Listed, b: Listed): number {
 
 export const listStickers = defineOperation({
 	name: "list_stickers",
-	summary: "Stickers addressed to the caller across twins, newest first; those on twins it cannot see are left out after the limit",
-	description: "Stickers addressed to the caller across twins, newest first, filtered by color, putting account and creation time; offset and limit page them. Those on twins the caller cannot see are left out after the limit is applied.",
+	summary:
+		"Stickers addressed to the caller across twins, newest first; those on twins it cannot see are left out after the limit",
+	description:
+		"Stickers addressed to the caller across twins, newest first, filtered by color, putting account and creation time; offset and limit page them. Those on twins the caller cannot see are left out after the limit is applied.",
 	auth: "secret",
 	query: listQuery,
 	response: z.object({
 		stickers: z
-			.array(z.object({ twin: uuidOut, account: uuidOut, color: z.string(), note: z.nullable(z.string()), validity_ts: timestampOut, created_ts: timestampOut }))
+			.array(
+				z.object({
+					twin: uuidOut,
+					account: uuidOut,
+					color: z.string(),
+					note: z.nullable(z.string()),
+					validity_ts: timestampOut,
+					created_ts: timestampOut,
+				}),
+			)
 			.check(z.maxLength(MAX_LIST_LIMIT)),
 	}),
 	async run({ query }, ctx) {
 		const caller = ctx.caller;
 		const at = now();
-		const account = query.context === "personal" ? caller.account : query.context === "system" ? undefined : query.context;
+		const account =
+			query.context === "personal" ? caller.account : query.context === "system" ? undefined : query.context;
 		const filter = { color: query.color, account, ge: query.ge, le: query.le, at };
 		const reach = query.offset + query.limit;
 		const budget = new Budget(WORK_UNITS);
@@ -211,7 +285,9 @@ export const listStickers = defineOperation({
 		// the caller cannot see.
 		const page = await ctx.meter.sighted(
 			async () => {
-				const lists = await Promise.all(addressesOf(caller).map((address) => stickersAddressedTo(dbOf(ctx), address, filter, reach)));
+				const lists = await Promise.all(
+					addressesOf(caller).map((address) => stickersAddressedTo(dbOf(ctx), address, filter, reach)),
+				);
 				const seen = new Set<string>();
 				const merged = lists
 					.flat()
@@ -221,12 +297,23 @@ export const listStickers = defineOperation({
 						return !seen.has(key) && Boolean(seen.add(key));
 					})
 					.slice(query.offset, reach);
-				const twins = new Map((await findTwins(dbOf(ctx), [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]));
+				const twins = new Map(
+					(await findTwins(dbOf(ctx), [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]),
+				);
 				return merged.map((row) => ({ row, twin: twins.get(row.twin) }));
 			},
 			({ twin }) => twin !== undefined && isVisible(caller, twin, at, budget),
 			3,
 		);
-		return { stickers: page.map(({ row }) => ({ twin: row.twin, account: row.account, color: row.color, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts })) };
+		return {
+			stickers: page.map(({ row }) => ({
+				twin: row.twin,
+				account: row.account,
+				color: row.color,
+				note: row.note,
+				validity_ts: row.validity_ts,
+				created_ts: row.created_ts,
+			})),
+		};
 	},
 });

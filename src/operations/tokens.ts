@@ -3,7 +3,15 @@ import { ApiError } from "../base/errors";
 import { MIN_TOKEN_KEY_LENGTH, signJwt } from "../base/jwt";
 import { now } from "../base/time";
 import type { Caller, Description, TokenOption } from "../base/caller";
-import { basisFor, deriveToken, mayRefresh, payloadOf, TOKEN_OPTIONS, tokenExpiry, type TokenClaims } from "../policy/token";
+import {
+	basisFor,
+	deriveToken,
+	mayRefresh,
+	payloadOf,
+	TOKEN_OPTIONS,
+	tokenExpiry,
+	type TokenClaims,
+} from "../policy/token";
 import { defineOperation } from "./operation";
 import { DESCRIPTION_KEY, jsonValue, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { dbOf } from "../db/client";
@@ -25,7 +33,9 @@ export const secretDict = z
 		}),
 	);
 
-export const validity = z.optional(z.nullable(timestamp)).check(z.refine((ts) => ts == null || ts > now(), "Must be in the future"));
+export const validity = z
+	.optional(z.nullable(timestamp))
+	.check(z.refine((ts) => ts == null || ts > now(), "Must be in the future"));
 
 export async function issue(ctx: { env: Env }, claims: TokenClaims): Promise<string> {
 	const key = ctx.env.TOKEN_KEY;
@@ -34,7 +44,13 @@ export async function issue(ctx: { env: Env }, claims: TokenClaims): Promise<str
 }
 
 // A token made with the caller's credential rests on what that credential rests on.
-function claimsFor(caller: Caller, exp: number, at: number, options: TokenOption[], dict: Description | undefined): TokenClaims {
+function claimsFor(
+	caller: Caller,
+	exp: number,
+	at: number,
+	options: TokenOption[],
+	dict: Description | undefined,
+): TokenClaims {
 	return {
 		sub: caller.user,
 		acc: caller.account,
@@ -52,12 +68,17 @@ export const createUserToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A User Token: acts as the caller until it expires (a day at most), without its secret",
-	description: "Issues a signed User Token that acts as the caller with the caller's role, as it is at each request, until validity_ts (a day at most, never past the secret's expiry). secret_dict is read by rules as DICT. A token may make a token only with the create option and only with its own options and secret_dict.",
+	description:
+		"Issues a signed User Token that acts as the caller with the caller's role, as it is at each request, until validity_ts (a day at most, never past the secret's expiry). secret_dict is read by rules as DICT. A token may make a token only with the create option and only with its own options and secret_dict.",
 	refuses: ["credential_forbidden", "escalation", "tokens_unconfigured"],
 	example: { options: ["refresh"], secret_dict: { site: "north" }, validity_ts: 4102444800 },
 	auth: "secret",
 	status: 201,
-	response: z.object({ token: z.string(), options: z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(TOKEN_OPTIONS.length)), validity_ts: timestampOut }),
+	response: z.object({
+		token: z.string(),
+		options: z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(TOKEN_OPTIONS.length)),
+		validity_ts: timestampOut,
+	}),
 	body: z.strictObject({
 		secret_dict: z.optional(secretDict),
 		options: z._default(z.optional(z.array(z.enum(TOKEN_OPTIONS)).check(z.maxLength(16))), []),
@@ -65,12 +86,17 @@ export const createUserToken = defineOperation({
 	}),
 	async run({ body }, ctx) {
 		const credential = ctx.caller.credential!;
-		const derived = deriveToken(credential, { options: body.options, dict: body.secret_dict as Description | undefined });
+		const derived = deriveToken(credential, {
+			options: body.options,
+			dict: body.secret_dict as Description | undefined,
+		});
 		if (!derived.ok && derived.refusal === "no_option") {
 			throw new ApiError("credential_forbidden", { description: "The User Token does not have the create option" });
 		}
 		if (!derived.ok) {
-			throw new ApiError("escalation", { description: "A token made from a token takes only its options and its secret_dict" });
+			throw new ApiError("escalation", {
+				description: "A token made from a token takes only its options and its secret_dict",
+			});
 		}
 		const at = now();
 		const exp = tokenExpiry(body.validity_ts, at, [credential.validity_ts, credential.token?.exp]);
@@ -84,7 +110,8 @@ export const refreshUserToken = defineOperation({
 	// Its answer is a credential: never kept for replays.
 	replays: false,
 	summary: "A new copy of the calling User Token with a later expiry (its refresh option needed)",
-	description: "Issues a new copy of the calling User Token (same options and secret_dict) with a later expiry. Needs a User Token with the refresh option; a User Secret is refused.",
+	description:
+		"Issues a new copy of the calling User Token (same options and secret_dict) with a later expiry. Needs a User Token with the refresh option; a User Secret is refused.",
 	refuses: ["credential_forbidden", "tokens_unconfigured"],
 	example: { validity_ts: 4102444800 },
 	auth: "secret",
@@ -94,7 +121,9 @@ export const refreshUserToken = defineOperation({
 	async run({ body }, ctx) {
 		const credential = ctx.caller.credential!;
 		if (!mayRefresh(credential)) {
-			throw new ApiError("credential_forbidden", { description: "Only a User Token with the refresh option can be refreshed" });
+			throw new ApiError("credential_forbidden", {
+				description: "Only a User Token with the refresh option can be refreshed",
+			});
 		}
 		const at = now();
 		// Not bounded by the token's own expiry: outliving it is what refreshing is for.
@@ -134,7 +163,9 @@ export const issueUserToken = defineOperation({
 		const credential = ctx.caller.credential!;
 		// Nothing made with a token outlives it; a token for another user would.
 		if (credential.type !== "secret" || credential.binding.kind !== "secret") {
-			throw new ApiError("credential_forbidden", { description: "A token for a user can only be issued with a User Secret, not a User Token" });
+			throw new ApiError("credential_forbidden", {
+				description: "A token for a user can only be issued with a User Secret, not a User Token",
+			});
 		}
 		const db = dbOf(ctx);
 		// The caller itself, or a user it could give a PIN: a token gives no more than that.
@@ -143,9 +174,23 @@ export const issueUserToken = defineOperation({
 		const at = now();
 		const exp = tokenExpiry(body.validity_ts, at, [credential.validity_ts, target?.validity_ts]);
 		const options = [...new Set(body.options)];
-		const basis = { kind: "issued" as const, sec: credential.binding.hash, actor: ctx.caller.user, tsec: target?.hash ?? null };
+		const basis = {
+			kind: "issued" as const,
+			sec: credential.binding.hash,
+			actor: ctx.caller.user,
+			tsec: target?.hash ?? null,
+		};
 		const dict = body.secret_dict as Description | undefined;
-		const claims: TokenClaims = { sub: params.user, acc: ctx.caller.account, basis, iat: at, exp, opt: options, ...(dict === undefined ? {} : { dict }), jti: crypto.randomUUID() };
+		const claims: TokenClaims = {
+			sub: params.user,
+			acc: ctx.caller.account,
+			basis,
+			iat: at,
+			exp,
+			opt: options,
+			...(dict === undefined ? {} : { dict }),
+			jti: crypto.randomUUID(),
+		};
 		return { token: await issue(ctx, claims), options, validity_ts: exp, user: params.user };
 	},
 });

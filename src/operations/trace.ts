@@ -9,7 +9,8 @@ import { jsonValue, mapOf, timestampOut, uuidOut } from "./schemas";
 export const trace = defineOperation({
 	name: "trace",
 	summary: "What the service saw of this request: caller, credential, DICT and the steps so far",
-	description: "Echoes what the service saw of this request (caller, credential, the X-TrustedTwin dictionary and the steps taken) and writes the same to the log under the request's id.",
+	description:
+		"Echoes what the service saw of this request (caller, credential, the X-TrustedTwin dictionary and the steps taken) and writes the same to the log under the request's id.",
 	auth: "secret",
 	status: 201,
 	response: z.object({
@@ -52,10 +53,15 @@ export const trace = defineOperation({
 				validity_ts: ends.length ? Math.min(...ends) : null,
 				...(token ? { options: token.options } : {}),
 				...(credential.binding.kind === "issued" ? { actor: credential.binding.actor } : {}),
-				...(credential.binding.kind === "federated" ? { provider: credential.binding.provider, subject: credential.binding.subject } : {}),
+				...(credential.binding.kind === "federated"
+					? { provider: credential.binding.provider, subject: credential.binding.subject }
+					: {}),
 			},
 			dict: caller.dict ?? null,
-			stages: [...steps, { name: "handler", at: Date.now() }].map((stage) => ({ name: stage.name, ms: stage.at - start })),
+			stages: [...steps, { name: "handler", at: Date.now() }].map((stage) => ({
+				name: stage.name,
+				ms: stage.at - start,
+			})),
 		};
 		console.log(JSON.stringify({ event: "trace", ...answer }));
 		return answer;

@@ -1,5 +1,13 @@
 import * as z from "zod/mini";
-import { findTwin, insertTwinWithin, markTerminated, type TwinRow, type TwinState, type TwinWrite, writeDescription } from "../db/twins";
+import {
+	findTwin,
+	insertTwinWithin,
+	markTerminated,
+	type TwinRow,
+	type TwinState,
+	type TwinWrite,
+	writeDescription,
+} from "../db/twins";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import type { Json } from "../rules/ast";
@@ -32,7 +40,8 @@ export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, al
 }
 
 // The `locate` of a route under /twins/{twin}: the twin the path names, if the caller sees it.
-export const twinInPath = (params: { twin: string }, ctx: Context & { caller: Caller }) => visibleTwin(ctx, ctx.caller, params.twin);
+export const twinInPath = (params: { twin: string }, ctx: Context & { caller: Caller }) =>
+	visibleTwin(ctx, ctx.caller, params.twin);
 
 // A twin's ETag: its uuid and version, which every write that changes the twin raises in its
 // own statement. The uuid keeps a tag of one twin from matching another's.
@@ -44,10 +53,13 @@ const TAGGED = /^([0-9a-f-]{36})\.(\d{1,15})$/;
 // header is read only now, so a twin the caller cannot see is 404102 whatever If-Match holds.
 function writeOf(ctx: { caller: Caller }, twin: TwinRow, header: string | undefined): TwinWrite {
 	const tags = ifMatch(header);
-	const versions = tags === undefined || tags === "*" ? null : tags.flatMap((tag) => {
-		const [, uuid, version] = TAGGED.exec(tag) ?? [];
-		return uuid === twin.uuid ? [Number(version)] : [];
-	});
+	const versions =
+		tags === undefined || tags === "*"
+			? null
+			: tags.flatMap((tag) => {
+					const [, uuid, version] = TAGGED.exec(tag) ?? [];
+					return uuid === twin.uuid ? [Number(version)] : [];
+				});
 	return { owner: ctx.caller.account, uuid: twin.uuid, versions };
 }
 
@@ -55,14 +67,16 @@ function writeOf(ctx: { caller: Caller }, twin: TwinRow, header: string | undefi
 // is another account's (403103) or terminated (400103), If-Match names none of its versions
 // (412251, with its current ETag), or else the write's own condition (`own`) refused it.
 function refusal(current: TwinState, write: TwinWrite, own?: () => ApiError): ApiError {
-	if (current.owner !== write.owner) return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
+	if (current.owner !== write.owner)
+		return new ApiError("not_owner", { description: "Only the owner's account may change a twin" });
 	if (current.status === "terminated") return new ApiError("twin_terminated");
 	if (own && (write.versions === null || write.versions.includes(current.version))) return own();
 	return new ApiError("precondition_failed", { headers: { etag: twinTag(current) } });
 }
 
 // Said of every operation on one twin in the API document.
-const VISIBLE_ONLY = "Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.";
+const VISIBLE_ONLY =
+	"Only twins the caller can see (its role's twin rule; null: its own account's) are found; any other is 404102 as if absent.";
 
 export const createTwin = defineOperation({
 	name: "create_twin",
@@ -79,17 +93,24 @@ export const createTwin = defineOperation({
 		const at = now();
 		const twin = crypto.randomUUID();
 		const limit = Number(ctx.env.MAX_TWINS);
-		const created = await insertTwinWithin(dbOf(ctx), {
-			uuid: twin,
-			owner: ctx.caller.account,
-			status: "alive",
-			description: body.description ?? {},
-			creation_certificate: { uuid: twin, creator: ctx.caller.account, created_ts: at },
-			termination_certificate: null,
-			updated_ts: at,
-			version: 1,
-		}, limit);
-		if (!created) throw new ApiError("twin_limit", { description: `The account already has ${limit} twins, its limit (MAX_TWINS)` });
+		const created = await insertTwinWithin(
+			dbOf(ctx),
+			{
+				uuid: twin,
+				owner: ctx.caller.account,
+				status: "alive",
+				description: body.description ?? {},
+				creation_certificate: { uuid: twin, creator: ctx.caller.account, created_ts: at },
+				termination_certificate: null,
+				updated_ts: at,
+				version: 1,
+			},
+			limit,
+		);
+		if (!created)
+			throw new ApiError("twin_limit", {
+				description: `The account already has ${limit} twins, its limit (MAX_TWINS)`,
+			});
 		return created;
 	},
 });
@@ -110,7 +131,8 @@ export const getTwin = defineOperation({
 });
 
 // Said of update_twin and terminate_twin in the API document.
-const PRECONDITION = "With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written.";
+const PRECONDITION =
+	"With If-Match (* or a list of ETags, compared strongly), a twin whose current ETag it does not name is 412251, answering that ETag, and nothing is written.";
 
 export const updateTwin = defineOperation({
 	name: "update_twin",
@@ -124,11 +146,20 @@ export const updateTwin = defineOperation({
 	params: twinParams,
 	headers: ["if-match"],
 	body: z.strictObject({ description }),
-	merge: { body: z.strictObject({ description: descriptionPatch }), example: { description: { site: "south", serial: null } } },
+	merge: {
+		body: z.strictObject({ description: descriptionPatch }),
+		example: { description: { site: "south", serial: null } },
+	},
 	async run({ params, headers, body, merge }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const write = writeOf(ctx, twin, headers["if-match"]);
-		const written = await writeDescription(dbOf(ctx), write, { merge, description: body.description }, now(), MAX_DESCRIPTION_BYTES);
+		const written = await writeDescription(
+			dbOf(ctx),
+			write,
+			{ merge, description: body.description },
+			now(),
+			MAX_DESCRIPTION_BYTES,
+		);
 		if ("row" in written) return written.row;
 		throw refusal(written.current, write, descriptionTooLarge);
 	},
@@ -159,10 +190,14 @@ const MAX_SCAN_COUNT = 1000;
 export const scanTwins = defineOperation({
 	name: "scan_twins",
 	summary: "Page through the caller's account's twins: uuids, or details of the visible ones",
-	description: "Pages through every twin of the caller's account, count at a time: uuids, or with details=true the records of those the caller can see. match filters with a rule over each twin; pass the answered cursor for the next page until it is null.",
+	description:
+		"Pages through every twin of the caller's account, count at a time: uuids, or with details=true the records of those the caller can see. match filters with a rule over each twin; pass the answered cursor for the next page until it is null.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
-	response: z.object({ cursor: z.nullable(z.string()), twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_SCAN_COUNT)) }),
+	response: z.object({
+		cursor: z.nullable(z.string()),
+		twins: z.array(z.union([uuidOut, twinRecord])).check(z.maxLength(MAX_SCAN_COUNT)),
+	}),
 	query: z.strictObject({
 		cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
 		count: z._default(z.optional(pageLimit(MAX_SCAN_COUNT)), 100),

@@ -22,7 +22,9 @@ const usageQuery = z.strictObject({
 	bucket: z._default(z.optional(z.enum(["hour", "day"], { error: "Must be hour or day" })), "hour"),
 });
 
-const bucketOut = z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number()])) as Record<UsageField, z.ZodMiniNumber>);
+const bucketOut = z.object(
+	Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number()])) as Record<UsageField, z.ZodMiniNumber>,
+);
 
 const usageAnswer = z.object({
 	// By bucket key (`YYYY-MM-DD-HH` or `YYYY-MM-DD`, UTC), ascending; buckets where nothing
@@ -37,7 +39,8 @@ type UsageQuery = z.infer<typeof usageQuery>;
 function hoursOf(query: UsageQuery) {
 	const le = query.le ?? now();
 	const ge = query.ge ?? le - DEFAULT_SPAN_SECONDS;
-	const refuse = (path: string, message: string) => new ApiError("validation", { description: `${path}: ${message}`, details: [{ path, message }] });
+	const refuse = (path: string, message: string) =>
+		new ApiError("validation", { description: `${path}: ${message}`, details: [{ path, message }] });
 	if (ge > le) throw refuse("ge", "ge must not be after le");
 	if (le - ge > MAX_RANGE_SECONDS) throw refuse("le", "le must be at most 31 days after ge");
 	return { from: hourOf(ge), to: hourOf(le) };
@@ -54,7 +57,8 @@ function readUsage(ctx: Context & { caller: Caller }, user: string | null, query
 export const getAccountUsage = defineOperation({
 	name: "get_account_usage",
 	summary: "The caller's account's usage by hour or day: requests, D1 rows, twins, ledger bytes, messages, stickers",
-	description: "The caller's account's usage by hour or day between ge and le: requests, D1 rows, twins, ledger bytes, messages and stickers.",
+	description:
+		"The caller's account's usage by hour or day between ge and le: requests, D1 rows, twins, ledger bytes, messages and stickers.",
 	auth: "secret",
 	query: usageQuery,
 	response: usageAnswer,

@@ -1,6 +1,13 @@
 import * as z from "zod/mini";
 import { listDeliveries, MAX_DELIVERIES_KEPT } from "../db/deliveries";
-import { effectiveStatus, findOwnSubscription, listSubscriptions, patchSubscription, reissueConfirmation, type SubscriptionRow } from "../db/subscriptions";
+import {
+	effectiveStatus,
+	findOwnSubscription,
+	listSubscriptions,
+	patchSubscription,
+	reissueConfirmation,
+	type SubscriptionRow,
+} from "../db/subscriptions";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { subscriptionView } from "../notifications/messages";
@@ -21,7 +28,9 @@ const subscriptionDetail = z.extend(subscriptionOut, {
 	callback_url: z.string(),
 	created_ts: timestampOut,
 	updated_ts: timestampOut,
-	attempts: withMeta(z.number().check(z.int()), { description: "Delivery attempts of the current confirmation message" }),
+	attempts: withMeta(z.number().check(z.int()), {
+		description: "Delivery attempts of the current confirmation message",
+	}),
 	last_attempt_ts: z.nullable(timestampOut),
 	last_outcome: z.nullable(z.string()),
 	delivered_ts: withMeta(z.nullable(timestampOut), { description: "When the confirmation message was delivered" }),
@@ -44,7 +53,10 @@ function detail(row: SubscriptionRow, at = now()) {
 
 async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
 	// Another account's subscription reports what an absent one costs.
-	const row = await ctx.meter.sightedOne(() => findOwnSubscription(dbOf(ctx), ctx.caller.account, subscription), () => true);
+	const row = await ctx.meter.sightedOne(
+		() => findOwnSubscription(dbOf(ctx), ctx.caller.account, subscription),
+		() => true,
+	);
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	return row;
 }
@@ -60,7 +72,8 @@ const listPosition = z.tuple([z.number().check(z.nonnegative()), z.string().chec
 export const getWebhookSubscriptions = defineOperation({
 	name: "get_webhook_subscriptions",
 	summary: "The caller's account's webhook subscriptions, optionally of one topic and/or status, oldest first; paged",
-	description: "The caller's account's webhook subscriptions, oldest first, optionally of one topic and/or status; paged by cursor.",
+	description:
+		"The caller's account's webhook subscriptions, oldest first, optionally of one topic and/or status; paged by cursor.",
 	refuses: ["invalid_cursor"],
 	auth: "secret",
 	query: z.strictObject({
@@ -113,23 +126,30 @@ export const getWebhookSubscription = defineOperation({
 export const getWebhookDeliveries = defineOperation({
 	name: "get_webhook_deliveries",
 	summary: "Every recorded delivery attempt to a subscription, newest first (the newest 100 are kept)",
-	description: "The recorded delivery attempts to a subscription of the caller's account, newest first (the newest 100 are kept).",
+	description:
+		"The recorded delivery attempts to a subscription of the caller's account, newest first (the newest 100 are kept).",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: subscriptionParams,
 	response: z.object({
-		deliveries: z.array(
-			z.object({
-				message: uuidOut,
-				attempt: z.number().check(z.int()),
-				attempted_ts: timestampOut,
-				outcome: z.enum(["delivered", "retry", "failed"]),
-				http_status: withMeta(z.nullable(z.number().check(z.int())), { description: "null when no answer came (timeout, network error)" }),
-				duration_ms: z.number().check(z.int()),
-				next_attempt_ts: withMeta(z.nullable(timestampOut), { description: "When the next attempt is due; null if none will follow" }),
-				detail: z.string(),
-			}),
-		).check(z.maxLength(MAX_DELIVERIES_KEPT)),
+		deliveries: z
+			.array(
+				z.object({
+					message: uuidOut,
+					attempt: z.number().check(z.int()),
+					attempted_ts: timestampOut,
+					outcome: z.enum(["delivered", "retry", "failed"]),
+					http_status: withMeta(z.nullable(z.number().check(z.int())), {
+						description: "null when no answer came (timeout, network error)",
+					}),
+					duration_ms: z.number().check(z.int()),
+					next_attempt_ts: withMeta(z.nullable(timestampOut), {
+						description: "When the next attempt is due; null if none will follow",
+					}),
+					detail: z.string(),
+				}),
+			)
+			.check(z.maxLength(MAX_DELIVERIES_KEPT)),
 	}),
 	async run({ params }, ctx) {
 		const row = await ownSubscription(ctx, params.subscription);
@@ -140,7 +160,8 @@ export const getWebhookDeliveries = defineOperation({
 export const resendWebhookConfirmation = defineOperation({
 	name: "resend_webhook_confirmation",
 	summary: "Send a pending or failed subscription a new confirmation message with a new token",
-	description: "Sends a pending or failed subscription of the caller's account a new confirmation message with a new token; the old token stops working.",
+	description:
+		"Sends a pending or failed subscription of the caller's account a new confirmation message with a new token; the old token stops working.",
 	refuses: ["not_found", "subscription_expired", "conflict", "subscription_limit", "webhooks_unconfigured"],
 	auth: "secret",
 	params: subscriptionParams,
@@ -151,7 +172,9 @@ export const resendWebhookConfirmation = defineOperation({
 		const status = effectiveStatus(row, at);
 		if (status === "expired") throw new ApiError("subscription_expired");
 		if (status !== "pending" && status !== "failed") {
-			throw new ApiError("conflict", { description: `The subscription is ${status}: it takes no confirmation message` });
+			throw new ApiError("conflict", {
+				description: `The subscription is ${status}: it takes no confirmation message`,
+			});
 		}
 		// Every resend issues a message, so every one counts against the limit, in the statement
 		// that issues it: concurrent resends cannot pass it.
@@ -166,7 +189,9 @@ export const resendWebhookConfirmation = defineOperation({
 			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		}
 		const reason = "the new confirmation message could not be queued";
-		await queueConfirmation(ctx, pending, () => patchSubscription(dbOf(ctx), row.uuid, { status: "failed", failure_reason: reason }, now()));
+		await queueConfirmation(ctx, pending, () =>
+			patchSubscription(dbOf(ctx), row.uuid, { status: "failed", failure_reason: reason }, now()),
+		);
 		return detail(pending, at);
 	},
 });
@@ -174,7 +199,8 @@ export const resendWebhookConfirmation = defineOperation({
 export const deleteWebhookSubscription = defineOperation({
 	name: "delete_webhook_subscription",
 	summary: "End a subscription without its token (idempotent); it stays listed as unsubscribed",
-	description: "Ends a subscription of the caller's account without its token (idempotent); it stays listed as unsubscribed.",
+	description:
+		"Ends a subscription of the caller's account without its token (idempotent); it stays listed as unsubscribed.",
 	refuses: ["not_found"],
 	auth: "secret",
 	params: subscriptionParams,

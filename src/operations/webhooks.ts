@@ -1,7 +1,13 @@
 import * as z from "zod/mini";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
-import { deleteSubscription, findByToken, insertSubscriptionWithin, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import {
+	deleteSubscription,
+	findByToken,
+	insertSubscriptionWithin,
+	patchSubscription,
+	type SubscriptionRow,
+} from "../db/subscriptions";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { maySubscribe } from "../policy/grant";
@@ -35,7 +41,8 @@ async function liveSubscription(ctx: Context, account: string, token: string): P
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
-		if (row.status !== "expired") await patchSubscription(dbOf(ctx), row.uuid, { status: "expired" }, now(), { status: row.status });
+		if (row.status !== "expired")
+			await patchSubscription(dbOf(ctx), row.uuid, { status: "expired" }, now(), { status: row.status });
 		throw new ApiError("subscription_expired");
 	}
 	return row;
@@ -56,8 +63,16 @@ export function requireNotificationStanding(caller: Caller, what: string) {
 // telling that the grant exists and how long it is; Server-Timing counts the row only when the
 // topics are granted, so a refusal costs what it costs for an account that grants nothing or
 // does not exist. `db` is the request's, or one that reads at the primary.
-export async function topicsGranted(ctx: Context & { caller: Pick<Caller, "account"> }, publisher: string, topics: string[], db = dbOf(ctx)) {
-	const [held] = await ctx.meter.sighted(async () => [await isGranted(db, publisher, ctx.caller.account, topics)], (holds) => holds);
+export async function topicsGranted(
+	ctx: Context & { caller: Pick<Caller, "account"> },
+	publisher: string,
+	topics: string[],
+	db = dbOf(ctx),
+) {
+	const [held] = await ctx.meter.sighted(
+		async () => [await isGranted(db, publisher, ctx.caller.account, topics)],
+		(holds) => holds,
+	);
 	return held === true;
 }
 
@@ -66,27 +81,40 @@ export const webhookSubscribe = defineOperation({
 	// With a client_secret the answer holds the server_secret of the signing key: not kept.
 	replays: (body) => body.client_secret === undefined,
 	summary: "Subscribe a callback URL to a topic; a confirmation message is sent to it",
-	description: "Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule subscribes too: each message reaches it only as it could read it (of twins it sees, with the entries it sees; filtered to nothing, it is not sent), its DICT the subscribing request's.",
+	description:
+		"Subscribes a callback URL to a topic of the caller's account, or of another account that granted it the topic, for expires seconds (a week at most, never past the User Token that subscribes, refreshes included); a confirmation message with a token goes to the URL, and messages flow once it is confirmed. With client_secret, messages are signed and the answer carries server_secret. A role with a twin or entry rule subscribes too: each message reaches it only as it could read it (of twins it sees, with the entries it sees; filtered to nothing, it is not sent), its DICT the subscribing request's.",
 	refuses: ["topic_not_granted", "subscription_limit", "webhooks_unconfigured"],
 	example: { callback_url: "https://example.com/hooks/twins", topic: "alerts", expires: 86400 },
 	auth: "secret",
 	status: 201,
-	response: z.object({ callback_url: z.string(), subscription: subscriptionOut, server_secret: z.optional(z.string()) }),
+	response: z.object({
+		callback_url: z.string(),
+		subscription: subscriptionOut,
+		server_secret: z.optional(z.string()),
+	}),
 	body: z.strictObject({
-		callback_url: z.string().check(z.maxLength(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`)),
+		callback_url: z
+			.string()
+			.check(z.maxLength(MAX_CALLBACK_URL_LENGTH, `Must be at most ${MAX_CALLBACK_URL_LENGTH} characters`)),
 		topic,
 		client_secret: z.optional(clientSecret),
 		expires: z._default(z.optional(expires), MAX_EXPIRES),
-		account: withMeta(z.optional(uuid), { description: "The account whose topic this is (default: the caller's); another account's needs its grant" }),
+		account: withMeta(z.optional(uuid), {
+			description: "The account whose topic this is (default: the caller's); another account's needs its grant",
+		}),
 	}),
 	async run({ body }, ctx) {
 		const publisher = body.account ?? ctx.caller.account;
-		const granted = publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
+		const granted =
+			publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
 		if (granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
 		if ("refused" in checked) {
-			throw new ApiError("validation", { description: `callback_url: ${checked.refused}`, details: [{ path: "callback_url", message: checked.refused }] });
+			throw new ApiError("validation", {
+				description: `callback_url: ${checked.refused}`,
+				details: [{ path: "callback_url", message: checked.refused }],
+			});
 		}
 		const at = now();
 		const lastsUntil = madeUntil(ctx.caller.credential!);
@@ -94,32 +122,40 @@ export const webhookSubscribe = defineOperation({
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
-		const row = await insertSubscriptionWithin(dbOf(ctx), {
-			uuid,
-			account: ctx.caller.account,
-			publisher,
-			user: ctx.caller.user,
-			topic: body.topic,
-			callback_url: checked.url,
-			status: "pending",
-			validity_ts: lastingAtMost(at + body.expires, lastsUntil),
-			lasts_until: lastsUntil,
-			attempts: 0,
-			last_attempt_ts: null,
-			last_outcome: null,
-			delivered_ts: null,
-			failure_reason: null,
-			...confirmation,
-			sealed_key: body.client_secret && serverSecret ? await sealKey(ctx.env, uuid, body.client_secret, serverSecret) : null,
-			sealed_previous_key: null,
-			previous_key_until: null,
-			created_ts: at,
-			updated_ts: at,
-			// What its subscriber's rules read as DICT when its messages are filtered.
-			dict: ctx.caller.dict ?? null,
-		}, limit, at, granted);
+		const row = await insertSubscriptionWithin(
+			dbOf(ctx),
+			{
+				uuid,
+				account: ctx.caller.account,
+				publisher,
+				user: ctx.caller.user,
+				topic: body.topic,
+				callback_url: checked.url,
+				status: "pending",
+				validity_ts: lastingAtMost(at + body.expires, lastsUntil),
+				lasts_until: lastsUntil,
+				attempts: 0,
+				last_attempt_ts: null,
+				last_outcome: null,
+				delivered_ts: null,
+				failure_reason: null,
+				...confirmation,
+				sealed_key:
+					body.client_secret && serverSecret ? await sealKey(ctx.env, uuid, body.client_secret, serverSecret) : null,
+				sealed_previous_key: null,
+				previous_key_until: null,
+				created_ts: at,
+				updated_ts: at,
+				// What its subscriber's rules read as DICT when its messages are filtered.
+				dict: ctx.caller.dict ?? null,
+			},
+			limit,
+			at,
+			granted,
+		);
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
-		if (!row && granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");
+		if (!row && granted && !(await topicsGranted(ctx, publisher, [body.topic])))
+			throw new ApiError("topic_not_granted");
 		if (!row) throw subscriptionLimit(limit);
 		await queueConfirmation(ctx, row, () => deleteSubscription(dbOf(ctx), row.uuid));
 		return {
@@ -136,7 +172,8 @@ function managed(row: SubscriptionRow, url: string) {
 }
 
 // Said of every token route in the API document.
-const TOKEN_PROOF = "The token of the subscription's confirmation message is the proof: unknown or unsubscribed is 404102, expired 400105, failed 409106.";
+const TOKEN_PROOF =
+	"The token of the subscription's confirmation message is the proof: unknown or unsubscribed is 404102, expired 400105, failed 409106.";
 
 export const confirmSubscription = defineOperation({
 	name: "confirm_a_webhook_subscription",
@@ -153,7 +190,10 @@ export const confirmSubscription = defineOperation({
 		const url = tokenUrl(ctx.env, row.publisher, query.token);
 		if (row.status === "confirmed") return managed(row, url);
 		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
-		const confirmed = await patchSubscription(dbOf(ctx), row.uuid, { status: "confirmed" }, now(), { status: "pending", message: row.message });
+		const confirmed = await patchSubscription(dbOf(ctx), row.uuid, { status: "confirmed" }, now(), {
+			status: "pending",
+			message: row.message,
+		});
 		return managed(confirmed ?? (await liveSubscription(ctx, params.account, query.token)), url);
 	},
 });
@@ -165,7 +205,11 @@ export const refreshSubscription = defineOperation({
 	refuses: ["not_found", "subscription_expired", "subscription_failed", "conflict", "webhooks_unconfigured"],
 	example: { expires: 604800 },
 	auth: "none",
-	response: z.object({ subscription: subscriptionOut, callback_url: z.string(), server_secret: z.optional(z.string()) }),
+	response: z.object({
+		subscription: subscriptionOut,
+		callback_url: z.string(),
+		server_secret: z.optional(z.string()),
+	}),
 	params: tokenParams,
 	query: tokenQuery,
 	body: z.strictObject({ expires: z.optional(expires), client_secret: z.optional(clientSecret) }),
@@ -173,7 +217,8 @@ export const refreshSubscription = defineOperation({
 		const row = await liveSubscription(ctx, params.account, query.token);
 		const at = now();
 		// Without expires the validity stays as it is.
-		const changes: Parameters<typeof patchSubscription>[2] = body.expires === undefined ? {} : { validity_ts: lastingAtMost(at + body.expires, row.lasts_until) };
+		const changes: Parameters<typeof patchSubscription>[2] =
+			body.expires === undefined ? {} : { validity_ts: lastingAtMost(at + body.expires, row.lasts_until) };
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		if (body.client_secret && serverSecret) {
 			// The new key signs from now on; the old one signs alongside it for a day.
@@ -213,7 +258,13 @@ export const unsubscribe = defineOperation({
 // Ends a subscription (the token's unsubscribe, the owner's delete): the secrets it kept are
 // dropped with it.
 export async function endSubscription(ctx: Context, row: SubscriptionRow) {
-	const changes = { status: "unsubscribed", sealed_token: null, sealed_key: null, sealed_previous_key: null, previous_key_until: null } as const;
+	const changes = {
+		status: "unsubscribed",
+		sealed_token: null,
+		sealed_key: null,
+		sealed_previous_key: null,
+		previous_key_until: null,
+	} as const;
 	return (await patchSubscription(dbOf(ctx), row.uuid, changes, now())) ?? row;
 }
 

@@ -5,7 +5,8 @@ import { uuidOut } from "./schemas";
 export const whoAmI = defineOperation({
 	name: "who_am_i",
 	summary: "The calling user's account, user and role",
-	description: "The account, user and role of the credential the request carries: what to call first to check a credential.",
+	description:
+		"The account, user and role of the credential the request carries: what to call first to check a credential.",
 	auth: "secret",
 	response: z.object({ account: uuidOut, user: uuidOut, role: uuidOut }),
 	async run(_input, { caller }) {

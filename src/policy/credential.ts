@@ -9,7 +9,12 @@ export const CHALLENGE = { "www-authenticate": 'Bearer realm="twin-registry"' };
 
 // The caller of a credential row, if the secret exists and has not expired. `created_ts` and
 // `hash` are the secret's.
-export type CredentialFound = Principal & { validity_ts: number | null; fingerprint: string; created_ts: number; hash: string };
+export type CredentialFound = Principal & {
+	validity_ts: number | null;
+	fingerprint: string;
+	created_ts: number;
+	hash: string;
+};
 
 export function checkCredential(found: CredentialFound | undefined, at: number): Principal {
 	if (!found) throw new ApiError("unknown_credential", { headers: CHALLENGE });
@@ -22,7 +27,12 @@ export function checkCredential(found: CredentialFound | undefined, at: number):
 
 // What a token that rests on more than a secret stands for, checked against what it was made on
 // (docs/sign-in.md "Revocation"): anything changed since is 401102 on the next request.
-export type Standing = { principal: Principal; binding: Binding; fingerprint: string | null; validity_ts: number | null };
+export type Standing = {
+	principal: Principal;
+	binding: Binding;
+	fingerprint: string | null;
+	validity_ts: number | null;
+};
 
 // A token issued for a user: the issuer's secret still the one it was made with (the query
 // found it by hash) and unexpired, held by the issuer it names, in the target's account; the
@@ -37,14 +47,32 @@ export type IssuedFound = Principal & {
 	target_validity_ts: number | null;
 };
 
-export function checkIssued(found: IssuedFound | undefined, basis: { actor: string; tsec: string | null }, at: number): Standing {
-	if (!found || found.actor !== basis.actor || found.actor_account !== found.account || found.target_hash !== basis.tsec) {
+export function checkIssued(
+	found: IssuedFound | undefined,
+	basis: { actor: string; tsec: string | null },
+	at: number,
+): Standing {
+	if (
+		!found ||
+		found.actor !== basis.actor ||
+		found.actor_account !== found.account ||
+		found.target_hash !== basis.tsec
+	) {
 		throw new ApiError("unknown_credential", { headers: CHALLENGE });
 	}
 	const ends = [found.validity_ts, found.target_validity_ts].filter((ts): ts is number => ts !== null);
 	const validity_ts = ends.length ? Math.min(...ends) : null;
 	if (validity_ts !== null && validity_ts <= at) throw new ApiError("expired_credential", { headers: CHALLENGE });
-	const { validity_ts: _, fingerprint, hash, actor, actor_account: __, target_hash: tsec, target_validity_ts: ___, ...principal } = found;
+	const {
+		validity_ts: _,
+		fingerprint,
+		hash,
+		actor,
+		actor_account: __,
+		target_hash: tsec,
+		target_validity_ts: ___,
+		...principal
+	} = found;
 	return { principal, binding: { kind: "issued", sec: hash, actor, tsec }, fingerprint, validity_ts };
 }
 
@@ -52,13 +80,26 @@ export function checkIssued(found: IssuedFound | undefined, basis: { actor: stri
 // unchanged since (its updated_ts, to the millisecond). It lasts no longer than the sign-in.
 export type FederatedFound = Principal & { provider: string; subject: string; provider_updated_ts: number };
 
-export function checkFederated(found: FederatedFound | undefined, basis: { provider: string; link: string; pvu: number; end: number }, at: number): Standing {
-	if (!found || found.provider !== basis.provider || Math.round(found.provider_updated_ts * 1000) !== Math.round(basis.pvu * 1000)) {
+export function checkFederated(
+	found: FederatedFound | undefined,
+	basis: { provider: string; link: string; pvu: number; end: number },
+	at: number,
+): Standing {
+	if (
+		!found ||
+		found.provider !== basis.provider ||
+		Math.round(found.provider_updated_ts * 1000) !== Math.round(basis.pvu * 1000)
+	) {
 		throw new ApiError("unknown_credential", { headers: CHALLENGE });
 	}
 	if (basis.end <= at) throw new ApiError("expired_credential", { headers: CHALLENGE });
 	const { provider, subject, provider_updated_ts: _, ...principal } = found;
-	return { principal, binding: { kind: "federated", provider, link: basis.link, pvu: basis.pvu, end: basis.end, subject }, fingerprint: null, validity_ts: basis.end };
+	return {
+		principal,
+		binding: { kind: "federated", provider, link: basis.link, pvu: basis.pvu, end: basis.end, subject },
+		fingerprint: null,
+		validity_ts: basis.end,
+	};
 }
 
 // The permission rule by operation name, before anything else the operation does.

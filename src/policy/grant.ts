@@ -34,12 +34,24 @@ function tree(text: string | null): Rule | null | undefined {
 // could give itself any rule, so it may give any rule to others.
 export function isAdministrator(caller: Pick<Caller, "statement" | "rules">): boolean {
 	const { effect, actions } = caller.statement;
-	return effect === "deny" && (actions === null || actions.length === 0) && KINDS.every((k) => caller.rules[k] === null);
+	return (
+		effect === "deny" && (actions === null || actions.length === 0) && KINDS.every((k) => caller.rules[k] === null)
+	);
 }
 
 const OWN_ACCOUNT: Rule[] = [
-	{ kind: "compare", op: "==", left: { kind: "var", root: "owner", path: [] }, right: { kind: "var", root: "account", path: [] } },
-	{ kind: "compare", op: "==", left: { kind: "var", root: "account", path: [] }, right: { kind: "var", root: "owner", path: [] } },
+	{
+		kind: "compare",
+		op: "==",
+		left: { kind: "var", root: "owner", path: [] },
+		right: { kind: "var", root: "account", path: [] },
+	},
+	{
+		kind: "compare",
+		op: "==",
+		left: { kind: "var", root: "account", path: [] },
+		right: { kind: "var", root: "owner", path: [] },
+	},
 ];
 
 // Containment of arbitrary rules is not decided: a granted rule passes when it is the caller's
@@ -62,7 +74,11 @@ function ruleWithin(kind: RuleKind, granted: Rule | null | undefined, own: Rule 
 }
 
 // Whether the caller may create a role like this, or give one like it to a user.
-export function checkRoleGrant(caller: Caller, role: Omit<Role, "uuid"> & { uuid?: string }, vocabulary: readonly string[]): Verdict {
+export function checkRoleGrant(
+	caller: Caller,
+	role: Omit<Role, "uuid"> & { uuid?: string },
+	vocabulary: readonly string[],
+): Verdict {
 	const actions = checkGrant(caller.statement, role.statement, vocabulary);
 	if (!actions.ok) return { ok: false, reason: "actions", actions: actions.actions };
 	if (isAdministrator(caller)) return OK;
@@ -70,7 +86,8 @@ export function checkRoleGrant(caller: Caller, role: Omit<Role, "uuid"> & { uuid
 		if (!ruleWithin(kind, tree(role.rules[kind]), tree(caller.rules[kind]))) return { ok: false, reason: "rule", kind };
 	}
 	// `role` in the caller's rule reads the holder's role: under another role it sees otherwise.
-	if (role.uuid !== caller.role && readsOf(caller.rules).has("role")) return { ok: false, reason: "inputs", inputs: ["role"] };
+	if (role.uuid !== caller.role && readsOf(caller.rules).has("role"))
+		return { ok: false, reason: "inputs", inputs: ["role"] };
 	return OK;
 }
 
@@ -81,7 +98,8 @@ function readsOf(rules: RoleRules): Map<string, (string | number)[] | null> {
 	const visit = (rule: Rule): void => {
 		switch (rule.kind) {
 			case "var":
-				if (rule.root === "USER") reads.set(`USER${rule.path.map((p) => `[${JSON.stringify(p)}]`).join("")}`, rule.path);
+				if (rule.root === "USER")
+					reads.set(`USER${rule.path.map((p) => `[${JSON.stringify(p)}]`).join("")}`, rule.path);
 				else if (rule.root === "user" || rule.root === "role") reads.set(rule.root, null);
 				return;
 			case "list":

@@ -11,12 +11,14 @@ export type IndexUse = "define" | "read";
 export function checkIndexAccess(caller: Pick<Caller, "rules">, use: IndexUse): void {
 	if (caller.rules.entry !== null) {
 		throw new ApiError("escalation", {
-			description: "Indexes tables are computed from whole ledgers: a role with an entry rule may not define or read them",
+			description:
+				"Indexes tables are computed from whole ledgers: a role with an entry rule may not define or read them",
 		});
 	}
 	if (use === "define" && caller.rules.twin !== null) {
 		throw new ApiError("escalation", {
-			description: "A definition decides every reader's rows: a role with a twin rule may read Indexes tables, not define them",
+			description:
+				"A definition decides every reader's rows: a role with a twin rule may read Indexes tables, not define them",
 		});
 	}
 }

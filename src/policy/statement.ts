@@ -2,9 +2,7 @@ import type { Statement } from "../base/caller";
 
 // The permission rule, with no I/O: callers turn the tagged reasons into HTTP answers.
 
-export type Decision =
-	| { allowed: true }
-	| { allowed: false; reason: "not_in_allow_list" | "in_deny_list" };
+export type Decision = { allowed: true } | { allowed: false; reason: "not_in_allow_list" | "in_deny_list" };
 
 export function decide(statement: Statement, operation: string): Decision {
 	const listed = statement.actions?.includes(operation) ?? false;

@@ -28,7 +28,8 @@ export type TokenClaims = {
 	jti: string;
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+	typeof value === "object" && value !== null && !Array.isArray(value);
 const isText = (value: unknown): value is string => typeof value === "string" && value.length > 0;
 const isTime = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
@@ -36,7 +37,9 @@ function basisOf(payload: Record<string, unknown>): TokenBasis | undefined {
 	const { sec, act, tsec, prv, lnk, pvu, end } = payload;
 	if (prv !== undefined || lnk !== undefined || pvu !== undefined || end !== undefined) {
 		const only = sec === undefined && act === undefined && tsec === undefined;
-		return only && isText(prv) && isText(lnk) && isTime(pvu) && isTime(end) ? { kind: "federated", provider: prv, link: lnk, pvu, end } : undefined;
+		return only && isText(prv) && isText(lnk) && isTime(pvu) && isTime(end)
+			? { kind: "federated", provider: prv, link: lnk, pvu, end }
+			: undefined;
 	}
 	if (!isText(sec)) return undefined;
 	if (act === undefined) return tsec === undefined ? { kind: "secret", sec } : undefined;
@@ -82,7 +85,11 @@ export function basisFor(binding: Binding): TokenBasis {
 // When a new token stops working: the time asked for (none, or later than a day from now,
 // means a day from now), then no later than any of `limits` (the secret's validity, and for a
 // token made from a token its parent's expiry).
-export function tokenExpiry(requested: number | null | undefined, at: number, limits: (number | null | undefined)[]): number {
+export function tokenExpiry(
+	requested: number | null | undefined,
+	at: number,
+	limits: (number | null | undefined)[],
+): number {
 	const longest = at + MAX_TOKEN_SECONDS;
 	const asked = requested === null || requested === undefined || requested > longest ? longest : requested;
 	const bounds = limits.filter((limit): limit is number => typeof limit === "number");
@@ -92,15 +99,24 @@ export function tokenExpiry(requested: number | null | undefined, at: number, li
 // What create_user_token may make with this credential. A secret makes any token. A token
 // makes one only with its `create` option, and no wider than itself: options among its own,
 // and its own secret_dict (absent in the request means the same).
-export type Derivation = { ok: true; options: TokenOption[]; dict?: Description } | { ok: false; refusal: "no_option" | "widens" };
+export type Derivation =
+	| { ok: true; options: TokenOption[]; dict?: Description }
+	| { ok: false; refusal: "no_option" | "widens" };
 
-export function deriveToken(credential: Credential, request: { options: TokenOption[]; dict?: Description }): Derivation {
+export function deriveToken(
+	credential: Credential,
+	request: { options: TokenOption[]; dict?: Description },
+): Derivation {
 	const options = [...new Set(request.options)];
 	const parent = credential.token;
-	if (credential.type === "secret" || !parent) return { ok: true, options, ...(request.dict === undefined ? {} : { dict: request.dict }) };
+	if (credential.type === "secret" || !parent)
+		return { ok: true, options, ...(request.dict === undefined ? {} : { dict: request.dict }) };
 	if (!parent.options.includes("create")) return { ok: false, refusal: "no_option" };
 	if (!options.every((option) => parent.options.includes(option))) return { ok: false, refusal: "widens" };
-	if (request.dict !== undefined && (parent.dict === undefined || !deepEqual(request.dict as Json, parent.dict as Json))) {
+	if (
+		request.dict !== undefined &&
+		(parent.dict === undefined || !deepEqual(request.dict as Json, parent.dict as Json))
+	) {
 		return { ok: false, refusal: "widens" };
 	}
 	return { ok: true, options, ...(parent.dict === undefined ? {} : { dict: parent.dict }) };

@@ -24,7 +24,15 @@ export type EntryVariable = (typeof ENTRY_VARIABLES)[number];
 export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | "ROW" | SystemVariable | EntryVariable;
 
 // Every root, where a rule says where it was found.
-export const ROOTS: readonly Root[] = ["TWIN", "USER", "DICT", "LEDGER", "ROW", ...SYSTEM_VARIABLES, ...ENTRY_VARIABLES];
+export const ROOTS: readonly Root[] = [
+	"TWIN",
+	"USER",
+	"DICT",
+	"LEDGER",
+	"ROW",
+	...SYSTEM_VARIABLES,
+	...ENTRY_VARIABLES,
+];
 
 // The roots a rule reads, each once, in the order first met.
 export function rootsOf(rule: Rule | null, found = new Set<Root>()): Set<Root> {

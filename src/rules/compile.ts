@@ -60,7 +60,8 @@ function sqlScalar(value: Json): string {
 	if (typeof value === "boolean") return value ? "1" : "0";
 	// Stored rules from before finite literals were required may still hold an infinity;
 	// SQLite reads an overflowing literal as one.
-	if (typeof value === "number") return Number.isFinite(value) ? `(${String(value)})` : value > 0 ? "(1e999)" : "(-1e999)";
+	if (typeof value === "number")
+		return Number.isFinite(value) ? `(${String(value)})` : value > 0 ? "(1e999)" : "(-1e999)";
 	if (typeof value === "string") return sqlString(value);
 	return "NULL";
 }
@@ -123,7 +124,8 @@ class Compiler {
 	private variable(root: Root, path: (string | number)[]): Operand {
 		const variable = VARIABLES[root];
 		if (!variable) return path.length > 0 ? { kind: "const", value: null } : { kind: "unknown" };
-		if (variable.source !== "twin") return { kind: "const", value: path.reduce<Json>(step, variable.value(this.scope)) };
+		if (variable.source !== "twin")
+			return { kind: "const", value: path.reduce<Json>(step, variable.value(this.scope)) };
 		if (variable.column !== "description") {
 			// twin, owner and twin_status are strings: they have no members.
 			if (path.length > 0) return { kind: "const", value: null };
@@ -143,7 +145,8 @@ class Compiler {
 
 	private compare(op: CompareOp, left: Operand, right: Operand): string {
 		if (left.kind === "unknown" || right.kind === "unknown") return "NULL";
-		if (left.kind === "const" && right.kind === "const") return compare(op, left.value, right.value, this.scope.budget) ? "1" : "0";
+		if (left.kind === "const" && right.kind === "const")
+			return compare(op, left.value, right.value, this.scope.budget) ? "1" : "0";
 		switch (op) {
 			case "==":
 			case "!=":
@@ -184,13 +187,15 @@ class Compiler {
 	}
 
 	private contains(container: Operand, item: Operand): string {
-		if (container.kind === "list") return anyOf(container.items.map((element) => () => this.compare("==", item, element)));
+		if (container.kind === "list")
+			return anyOf(container.items.map((element) => () => this.compare("==", item, element)));
 		if (item.kind === "list") item = { kind: "dyn", cls: "'array'", val: "NULL" };
 		if (container.kind === "const") {
 			const value = container.value;
 			const it = toDyn(item);
 			if (typeof value === "string") return `(CASE ${it.cls} WHEN 'string' THEN NULL ELSE 0 END)`;
-			if (Array.isArray(value)) return anyOf(value.map((element) => () => this.compare("==", item, { kind: "const", value: element })));
+			if (Array.isArray(value))
+				return anyOf(value.map((element) => () => this.compare("==", item, { kind: "const", value: element })));
 			if (value !== null && typeof value === "object") {
 				const keys = Object.keys(value).map(sqlString);
 				return keys.length ? `(CASE ${it.cls} WHEN 'string' THEN ${it.val} IN (${keys.join(", ")}) ELSE 0 END)` : "0";

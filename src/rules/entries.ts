@@ -99,20 +99,31 @@ export class EntrySight {
 	// shown nor read by the reader's entry rule through LEDGER.
 	private public(entry: Entry): boolean {
 		const visibility = this.rule(entry.visibility);
-		return visibility !== null && withinBudget(() => evaluate(visibility, this.scope(entry.name, entry, this.all)), false);
+		return (
+			visibility !== null && withinBudget(() => evaluate(visibility, this.scope(entry.name, entry, this.all)), false)
+		);
 	}
 
 	private seenValues(): Record<string, Json> {
-		this.seen ??= Object.fromEntries([...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]));
+		this.seen ??= Object.fromEntries(
+			[...this.entries.values()].filter((e) => this.sees(e)).map((e) => [e.name, e.value]),
+		);
 		return this.seen;
 	}
 
 	private publicValues(): Record<string, Json> {
-		this.shown ??= Object.fromEntries([...this.entries.values()].filter((e) => this.public(e)).map((e) => [e.name, e.value]));
+		this.shown ??= Object.fromEntries(
+			[...this.entries.values()].filter((e) => this.public(e)).map((e) => [e.name, e.value]),
+		);
 		return this.shown;
 	}
 
-	private scope(name: string, entry: Entry | undefined, values: Record<string, Json>, event: Pick<EntryScope, "trigger" | "old_value"> = {}): Scope {
+	private scope(
+		name: string,
+		entry: Entry | undefined,
+		values: Record<string, Json>,
+		event: Pick<EntryScope, "trigger" | "old_value"> = {},
+	): Scope {
 		const scope = { ...entryScope(this.ledger, name, entry, values), ...event };
 		return { ...scopeOf(this.reader, this.now), twin: this.twin, entry: scope, budget: this.budget };
 	}

@@ -23,5 +23,8 @@ export function deepEqual(a: Json, b: Json, budget?: Budget): boolean {
 	if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
 	const ak = Object.keys(a);
 	const bo = b as Record<string, Json>;
-	return ak.length === Object.keys(bo).length && ak.every((k) => Object.hasOwn(bo, k) && same((a as Record<string, Json>)[k], bo[k]));
+	return (
+		ak.length === Object.keys(bo).length &&
+		ak.every((k) => Object.hasOwn(bo, k) && same((a as Record<string, Json>)[k], bo[k]))
+	);
 }

@@ -79,7 +79,6 @@ function equality(left: Json, right: Json, budget?: Budget): "equal" | "differen
 	return deepEqual(left, right, budget) ? "equal" : "different";
 }
 
-
 function order(left: Json, right: Json, test: (c: number) => boolean, budget?: Budget): boolean {
 	if (typeof left === "number" && typeof right === "number") return test(left < right ? -1 : left > right ? 1 : 0);
 	if (typeof left === "string" && typeof right === "string") {
@@ -105,7 +104,8 @@ export function compareCodePoints(a: string, b: string): number {
 function contains(container: Json, item: Json, budget?: Budget): boolean {
 	if (Array.isArray(container)) return container.some((element) => equality(item, element, budget) === "equal");
 	if (typeof container === "string") return typeof item === "string" && includes(container, item, budget);
-	if (container !== null && typeof container === "object") return typeof item === "string" && Object.hasOwn(container, item);
+	if (container !== null && typeof container === "object")
+		return typeof item === "string" && Object.hasOwn(container, item);
 	return false;
 }
 

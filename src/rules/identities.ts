@@ -16,7 +16,13 @@ export function isExpired(item: Pick<IdentityView, "validity_ts">, now: number) 
 // both evaluated with the reader as USER; a private, or expired, one is never shown. A role
 // without an identity rule sees its own account's identities only. Rules that need more work
 // than `budget` (the request's, when it decides on many) allow nothing, as in isVisible.
-export function canSeeIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: number, budget = new Budget(WORK_UNITS)): boolean {
+export function canSeeIdentity(
+	caller: Caller,
+	item: IdentityView,
+	twin: TwinView,
+	now: number,
+	budget = new Budget(WORK_UNITS),
+): boolean {
 	return withinBudget(() => seesIdentity(caller, item, twin, now, budget), false);
 }
 
@@ -25,7 +31,12 @@ function seesIdentity(caller: Caller, item: IdentityView, twin: TwinView, now: n
 	if (!personal && (item.visibility === null || isExpired(item, now))) return false;
 	const role = ruleOf(caller.rules.identity);
 	if (!role) return personal;
-	const scope: Scope = { ...scopeOf(caller, now), twin: { ...twin, description: twin.description as Json }, identity: item.identity, budget };
+	const scope: Scope = {
+		...scopeOf(caller, now),
+		twin: { ...twin, description: twin.description as Json },
+		identity: item.identity,
+		budget,
+	};
 	if (!evaluate(role, scope)) return false;
 	if (personal) return true;
 	const visibility = ruleOf(item.visibility);

@@ -50,22 +50,33 @@ export function checkDefinition(definition: Definition): ErrorDetail[] {
 		}
 	}
 	const { names, types } = definition.properties;
-	if (names.length < 1 || names.length > MAX_INDEX_PROPERTIES) details.push({ path: "properties.names", message: `Must hold 1 to ${MAX_INDEX_PROPERTIES} names` });
+	if (names.length < 1 || names.length > MAX_INDEX_PROPERTIES)
+		details.push({ path: "properties.names", message: `Must hold 1 to ${MAX_INDEX_PROPERTIES} names` });
 	if (types.length !== names.length) details.push({ path: "properties.types", message: "Must hold one type per name" });
 	const seen = new Set<string>();
 	names.forEach((name, i) => {
-		if (!INDEX_NAME.test(name)) details.push({ path: `properties.names.${i}`, message: `Must match ${INDEX_NAME.source}` });
+		if (!INDEX_NAME.test(name))
+			details.push({ path: `properties.names.${i}`, message: `Must match ${INDEX_NAME.source}` });
 		else if (seen.has(name)) details.push({ path: `properties.names.${i}`, message: "Names must be unique" });
 		seen.add(name);
 	});
 	types.forEach((type, i) => {
 		const canonical = canonicalType(type);
-		if (canonical === "unsupported") details.push({ path: `properties.types.${i}`, message: `'${type}' is not supported: use string, integer, float, boolean or timestamp` });
-		else if (canonical === undefined) details.push({ path: `properties.types.${i}`, message: `Unknown type '${type}': use string, integer, float, boolean or timestamp` });
+		if (canonical === "unsupported")
+			details.push({
+				path: `properties.types.${i}`,
+				message: `'${type}' is not supported: use string, integer, float, boolean or timestamp`,
+			});
+		else if (canonical === undefined)
+			details.push({
+				path: `properties.types.${i}`,
+				message: `Unknown type '${type}': use string, integer, float, boolean or timestamp`,
+			});
 	});
 	const templates = definition.templates.properties;
 	for (const name of names) {
-		if (!Object.hasOwn(templates, name)) details.push({ path: `templates.properties.${name}`, message: "Every property needs a template" });
+		if (!Object.hasOwn(templates, name))
+			details.push({ path: `templates.properties.${name}`, message: "Every property needs a template" });
 	}
 	for (const [name, text] of Object.entries(templates)) {
 		if (!seen.has(name)) {
@@ -73,7 +84,11 @@ export function checkDefinition(definition: Definition): ErrorDetail[] {
 			continue;
 		}
 		const template = parseTemplate(text);
-		if (!template.ok) details.push({ path: `templates.properties.${name}`, message: `${template.message} at position ${template.position}` });
+		if (!template.ok)
+			details.push({
+				path: `templates.properties.${name}`,
+				message: `${template.message} at position ${template.position}`,
+			});
 	}
 	return details;
 }

@@ -94,7 +94,8 @@ function normalize(node: jsep.Expression, text: string, depth: number): Rule {
 				return { kind: "logical", op: operator, left: next(left), right: next(right) };
 			}
 			if (COMPARE_OPS.has(operator)) {
-				if ((operator === "=~" || operator === "!~") && right.type === "Literal") checkPattern(right as jsep.Literal, text);
+				if ((operator === "=~" || operator === "!~") && right.type === "Literal")
+					checkPattern(right as jsep.Literal, text);
 				return { kind: "compare", op: operator as CompareOp, left: next(left), right: next(right) };
 			}
 			throw new RuleError(`unknown operator '${operator}'`, at(text, operator));

@@ -29,14 +29,21 @@ type EventBody = { new_value: Json; old_value: Json; changed_ts: number };
 // The entry's own visibility plays no part: setting `publish` is the owner's consent. A rule
 // that needs more than the sight's budget (the write's) refuses the write (400): a message
 // silently left out would be lost for good.
-export function publications(sight: EntrySight, trigger: Trigger, events: EntryEvent[], at: number): Record<string, Record<string, EventBody>> {
+export function publications(
+	sight: EntrySight,
+	trigger: Trigger,
+	events: EntryEvent[],
+	at: number,
+): Record<string, Record<string, EventBody>> {
 	const out: Record<string, Record<string, EventBody>> = {};
 	const rules = new Map<string, Rule | null>();
 	for (const event of events) {
 		const publish = event.entry.publish;
 		if (!publish) continue;
 		// Which entries the writer sees is decided by its role's rule, on the same budget.
-		const scope = refuseOverBudget(`entries.${event.name}`, () => sight.publishScope(event.entry, trigger, event.old_value));
+		const scope = refuseOverBudget(`entries.${event.name}`, () =>
+			sight.publishScope(event.entry, trigger, event.old_value),
+		);
 		for (const [topic, text] of Object.entries(publish)) {
 			if (!rules.has(text)) rules.set(text, ruleOf(text));
 			const rule = rules.get(text);

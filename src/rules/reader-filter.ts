@@ -31,10 +31,19 @@ export type Sight = ({ kind: "ledger" } & LedgerSight) | ({ kind: "sticker" } & 
 // The event of a message of `trigger` as `reader` may see it, null when nothing is left; and
 // the work spent. A sticker's message is whole or nothing: the reader sees its twin and the
 // sticker (its own account's, or one addressed to it, its role or its account).
-export function filterEvent(reader: Caller, sight: Sight, trigger: string, event: Record<string, Json>, now: number): { event: Record<string, Json> | null; units: number } {
-	if (sight.kind === "ledger") return filterLedgerEvent(reader, sight, trigger, event as Record<string, EventBody>, now);
+export function filterEvent(
+	reader: Caller,
+	sight: Sight,
+	trigger: string,
+	event: Record<string, Json>,
+	now: number,
+): { event: Record<string, Json> | null; units: number } {
+	if (sight.kind === "ledger")
+		return filterLedgerEvent(reader, sight, trigger, event as Record<string, EventBody>, now);
 	const budget = new Budget(WORK_UNITS, 0);
-	const addressed = reader.account === sight.account || [reader.user, reader.role, reader.account].some((who) => sight.recipients.includes(who));
+	const addressed =
+		reader.account === sight.account ||
+		[reader.user, reader.role, reader.account].some((who) => sight.recipients.includes(who));
 	const shown = addressed && isVisible(reader, sight.twin, now, budget);
 	return { event: shown ? event : null, units: WORK_UNITS - budget.remaining };
 }
@@ -48,11 +57,18 @@ export const rowScoped = (reader: Pick<Caller, "rules">) => reader.rules.twin !=
 
 // The event as `reader` may see it, or null when nothing of it is left; and the work spent.
 // Each rule evaluation gets one request's work budget; past it the item is hidden.
-export function filterLedgerEvent(reader: Caller, sight: LedgerSight, trigger: string, event: Record<string, EventBody>, now: number): { event: Record<string, EventBody> | null; units: number } {
+export function filterLedgerEvent(
+	reader: Caller,
+	sight: LedgerSight,
+	trigger: string,
+	event: Record<string, EventBody>,
+	now: number,
+): { event: Record<string, EventBody> | null; units: number } {
 	const budgets = [new Budget(WORK_UNITS, 0), new Budget(WORK_UNITS, 0), new Budget(WORK_UNITS, 0)];
 	const units = () => budgets.reduce((sum, budget) => sum + WORK_UNITS - budget.remaining, 0);
 	if (!isVisible(reader, sight.twin, now, budgets[0])) return { event: null, units: units() };
-	const sightOf = (entries: Entry[], budget: Budget) => new EntrySight(reader, sight.twin, sight.ledger, new Map(entries.map((e) => [e.name, e])), now, budget);
+	const sightOf = (entries: Entry[], budget: Budget) =>
+		new EntrySight(reader, sight.twin, sight.ledger, new Map(entries.map((e) => [e.name, e])), now, budget);
 	const after = sightOf(sight.after, budgets[1]);
 	const before = sightOf(sight.before, budgets[2]);
 	// A delete's entries are shown as they were; an add's and an update's as they are now.
@@ -96,7 +112,8 @@ function readsOf(rule: Rule | null, found: Read[] = []): Read[] {
 		case "literal":
 			return found;
 		case "var":
-			if (["USER", "DICT", "user", "role", "account"].includes(rule.root)) found.push({ root: rule.root, path: rule.path });
+			if (["USER", "DICT", "user", "role", "account"].includes(rule.root))
+				found.push({ root: rule.root, path: rule.path });
 			return found;
 		case "list":
 			for (const item of rule.items) readsOf(item, found);

@@ -38,7 +38,10 @@ export class BudgetExceeded extends Error {
 
 // The request is refused (400) naming the rule at `path`: no part of its answer may be guessed.
 export function overBudget(path: string, error: BudgetExceeded, where = ""): ApiError {
-	return new ApiError("validation", { description: `${path}: ${error.message}${where}`, details: [{ path, message: error.message }] });
+	return new ApiError("validation", {
+		description: `${path}: ${error.message}${where}`,
+		details: [{ path, message: error.message }],
+	});
 }
 
 // The answer of `work`, or `otherwise` where that needs more work than the budget allows.
@@ -93,7 +96,10 @@ export function regexError(pattern: string): { offset: number; message: string }
 	} catch (error) {
 		const { error: reason, input } = error as { error?: string; input?: string };
 		const offset = input ? Math.max(0, pattern.indexOf(input)) : 0;
-		return { offset, message: `invalid regular expression: ${reason ?? "unsupported syntax"}${input ? ` at '${input}'` : ""}` };
+		return {
+			offset,
+			message: `invalid regular expression: ${reason ?? "unsupported syntax"}${input ? ` at '${input}'` : ""}`,
+		};
 	}
 }
 

@@ -19,5 +19,8 @@ export type TwinView = { uuid: string; owner: string; status: string; descriptio
 export function isVisible(caller: Caller, twin: TwinView, now: number, budget = new Budget(WORK_UNITS)): boolean {
 	const rule = ruleOf(caller.rules.twin);
 	if (!rule) return twin.owner === caller.account;
-	return withinBudget(() => evaluate(rule, { ...scopeOf(caller, now), twin: { ...twin, description: twin.description as Json }, budget }), false);
+	return withinBudget(
+		() => evaluate(rule, { ...scopeOf(caller, now), twin: { ...twin, description: twin.description as Json }, budget }),
+		false,
+	);
 }

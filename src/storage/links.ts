@@ -23,7 +23,13 @@ export type Disposition = "attachment" | "inline";
 const signed = (account: string, doc: string, expiry: number, disposition: Disposition) =>
 	encoder.encode(`${account}|${doc}|${expiry}${disposition === "inline" ? "|inline" : ""}`);
 
-export async function signDownload(secret: string | undefined, account: string, doc: string, expiryMs: number, disposition: Disposition = "attachment"): Promise<string | undefined> {
+export async function signDownload(
+	secret: string | undefined,
+	account: string,
+	doc: string,
+	expiryMs: number,
+	disposition: Disposition = "attachment",
+): Promise<string | undefined> {
 	const key = linkKey(secret);
 	if (!key) return undefined;
 	const mac = await crypto.subtle.sign("HMAC", await key, signed(account, doc, expiryMs, disposition));
@@ -32,7 +38,12 @@ export async function signDownload(secret: string | undefined, account: string, 
 
 // The doc a handler names and how it asks to be served, when its mac holds for `account` and
 // it has not expired.
-export async function verifyDownload(secret: string | undefined, account: string, handler: string, nowMs: number): Promise<{ doc: string; disposition: Disposition } | undefined> {
+export async function verifyDownload(
+	secret: string | undefined,
+	account: string,
+	handler: string,
+	nowMs: number,
+): Promise<{ doc: string; disposition: Disposition } | undefined> {
 	const parts = handler.split(".");
 	const disposition: Disposition = parts.length === 4 && parts[2] === "inline" ? "inline" : "attachment";
 	if (parts.length !== (disposition === "inline" ? 4 : 3)) return undefined;

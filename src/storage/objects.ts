@@ -17,7 +17,13 @@ class Lost extends Error {}
 // FixedLengthStream, which also fails the PUT when the body ends short of it or runs past it:
 // then nothing is stored. `alive`, when given, is asked every `everyMs` while bytes come; a
 // false answer ends the PUT (lost), and nothing is stored.
-export async function storeStreaming(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, length: number, alive?: { everyMs: number; check: () => Promise<boolean> }): Promise<Stored> {
+export async function storeStreaming(
+	bucket: R2Bucket,
+	key: string,
+	body: ReadableStream<Uint8Array>,
+	length: number,
+	alive?: { everyMs: number; check: () => Promise<boolean> },
+): Promise<Stored> {
 	const digest = new crypto.DigestStream("SHA-256");
 	const hashing = digest.getWriter();
 	let checked = Date.now();

@@ -28,13 +28,21 @@ describe("AccountDO", () => {
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		const narrow = await stub.createRole(
 			{ account: admin.account, user: admin.user },
-			{ name: "Narrow", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow", actions: ["create_user_role"] } },
+			{
+				name: "Narrow",
+				rules: { twin: null, entry: null, identity: null },
+				statement: { effect: "allow", actions: ["create_user_role"] },
+			},
 		);
 		expect(narrow.ok).toBe(true);
 		const holder = await createUser(admin, narrow.ok ? narrow.value.uuid : "");
 		const attempt = await stub.createRole(
 			{ account: admin.account, user: holder },
-			{ name: "Wide", rules: { twin: null, entry: null, identity: null }, statement: { effect: "deny", actions: null } },
+			{
+				name: "Wide",
+				rules: { twin: null, entry: null, identity: null },
+				statement: { effect: "deny", actions: null },
+			},
 		);
 		expect(attempt).toMatchObject({ ok: false, code: "escalation" });
 	});
@@ -57,11 +65,24 @@ describe("AccountDO", () => {
 		const admin = await bootstrap();
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		// The Worker let these requests through; the role lost the actions before their turn came.
-		const narrowed = await createUser(admin, await insertRole(admin.account, { effect: "allow", actions: ["who_am_i"] }));
+		const narrowed = await createUser(
+			admin,
+			await insertRole(admin.account, { effect: "allow", actions: ["who_am_i"] }),
+		);
 		const caller = { account: admin.account, user: narrowed };
-		const role = { name: "Any", rules: { twin: null, entry: null, identity: null }, statement: { effect: "allow" as const, actions: [] } };
+		const role = {
+			name: "Any",
+			rules: { twin: null, entry: null, identity: null },
+			statement: { effect: "allow" as const, actions: [] },
+		};
 		expect(await stub.createRole(caller, role)).toMatchObject({ ok: false, code: "operation_forbidden" });
-		expect(await stub.createIdentities(caller, { uuid: crypto.randomUUID(), owner: admin.account, status: "alive", description: {} }, { identities: { "RFID#1": {} } } as never)).toMatchObject({ ok: false, code: "operation_forbidden" });
+		expect(
+			await stub.createIdentities(
+				caller,
+				{ uuid: crypto.randomUUID(), owner: admin.account, status: "alive", description: {} },
+				{ identities: { "RFID#1": {} } } as never,
+			),
+		).toMatchObject({ ok: false, code: "operation_forbidden" });
 		expect((await stub.journal()).filter((line) => line.actor === narrowed)).toEqual([]);
 	});
 
@@ -70,7 +91,11 @@ describe("AccountDO", () => {
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		const outcome = await stub.createRole(
 			{ account: admin.account, user: crypto.randomUUID() },
-			{ name: "Ghost", rules: { twin: null, entry: null, identity: null }, statement: { effect: "deny", actions: null } },
+			{
+				name: "Ghost",
+				rules: { twin: null, entry: null, identity: null },
+				statement: { effect: "deny", actions: null },
+			},
 		);
 		expect(outcome).toMatchObject({ ok: false, code: "unknown_credential" });
 	});

@@ -18,8 +18,13 @@ describe("D1Meter", () => {
 			.innerJoin(roles, eq(roles.uuid, users.role))
 			.where(eq(users.uuid, admin.user));
 		// drizzle wraps the meter's error as the cause of its own "Failed query".
-		const error = await query.then(() => null, (e: Error) => e);
-		expect((error?.cause as Error | undefined)?.message).toMatch(/selects 3 columns but its rows have 2: two selected columns share a name/);
+		const error = await query.then(
+			() => null,
+			(e: Error) => e,
+		);
+		expect((error?.cause as Error | undefined)?.message).toMatch(
+			/selects 3 columns but its rows have 2: two selected columns share a name/,
+		);
 	});
 
 	it("answers every column in its place once one of them has an alias", async () => {
@@ -31,7 +36,9 @@ describe("D1Meter", () => {
 			.from(users)
 			.innerJoin(roles, eq(roles.uuid, users.role))
 			.where(eq(users.uuid, admin.user));
-		const stored = await env.DB.prepare("SELECT role, name FROM users WHERE uuid = ?").bind(admin.user).first<{ role: string; name: string }>();
+		const stored = await env.DB.prepare("SELECT role, name FROM users WHERE uuid = ?")
+			.bind(admin.user)
+			.first<{ role: string; name: string }>();
 		expect(row).toEqual({ user: admin.user, role: stored?.role, name: stored?.name });
 		expect(meter.queries).toBe(1);
 	});

@@ -28,12 +28,19 @@ import {
 // attach_twin_doc (docs/files.md "Uploading and attaching"): the record it answers, the names it takes, and every refusal
 // in its order, each consuming nothing.
 
-const attach = (secret: string, twin: string, docs: Record<string, unknown>) => call("POST", docPath(twin), { secret, body: { docs } });
+const attach = (secret: string, twin: string, docs: Record<string, unknown>) =>
+	call("POST", docPath(twin), { secret, body: { docs } });
 
-const names = async (secret: string, twin: string) => Object.keys((await call("GET", docPath(twin), { secret })).body.docs);
+const names = async (secret: string, twin: string) =>
+	Object.keys((await call("GET", docPath(twin), { secret })).body.docs);
 
 // The handler is still the caller's and still holds its file: it attaches now.
-async function stillAttaches(secret: string, twin: string, handler: string, name = `later-${crypto.randomUUID().slice(0, 8)}`) {
+async function stillAttaches(
+	secret: string,
+	twin: string,
+	handler: string,
+	name = `later-${crypto.randomUUID().slice(0, 8)}`,
+) {
 	const res = await attach(secret, twin, { [name]: { handler } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
 }
@@ -51,14 +58,27 @@ describe("attach_twin_doc", () => {
 		const up = await uploaded(admin.secret, bytes);
 		const key = await uploadObject(up.handler);
 		const before = Date.now() / 1000;
-		const res = await attach(admin.secret, twin, { "report.pdf": { handler: up.handler, hash: (await sha256Hex(bytes)).toUpperCase() } });
+		const res = await attach(admin.secret, twin, {
+			"report.pdf": { handler: up.handler, hash: (await sha256Hex(bytes)).toUpperCase() },
+		});
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body)).toEqual(["docs"]);
 		const record = res.body.docs["report.pdf"];
-		expect(Object.keys(record)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status"]);
+		expect(Object.keys(record)).toEqual([
+			"creation_certificate",
+			"storage_class",
+			"content_type",
+			"updated_ts",
+			"status",
+		]);
 		expect(Object.keys(record.creation_certificate)).toEqual(["size", "hash", "created_ts", "creator"]);
 		expect(record).toEqual({
-			creation_certificate: { size: 1234, hash: await sha256Hex(bytes), created_ts: expect.any(Number), creator: admin.account },
+			creation_certificate: {
+				size: 1234,
+				hash: await sha256Hex(bytes),
+				created_ts: expect.any(Number),
+				creator: admin.account,
+			},
 			storage_class: "access_optimized",
 			content_type: "application/octet-stream",
 			updated_ts: record.creation_certificate.created_ts,
@@ -85,8 +105,18 @@ describe("attach_twin_doc", () => {
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body.docs).sort()).toEqual(["a", "b.txt", "c/d"]);
 		expect(res.body.docs.a.storage_class).toBe("access_optimized");
-		expect(res.body.docs["b.txt"]).toMatchObject({ storage_class: "cost_optimized", description: { title: "B", tags: ["x"] } });
-		expect(Object.keys(res.body.docs["b.txt"])).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "description", "status"]);
+		expect(res.body.docs["b.txt"]).toMatchObject({
+			storage_class: "cost_optimized",
+			description: { title: "B", tags: ["x"] },
+		});
+		expect(Object.keys(res.body.docs["b.txt"])).toEqual([
+			"creation_certificate",
+			"storage_class",
+			"content_type",
+			"updated_ts",
+			"description",
+			"status",
+		]);
 		expect(res.body.docs["c/d"]).not.toHaveProperty("description");
 		expect(res.body.docs["c/d"].creation_certificate.size).toBe(30);
 		// An empty description object is shown as it is.
@@ -138,7 +168,9 @@ describe("attach_twin_doc", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const up = await uploaded(admin.secret, patterned(10));
-		const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`n${i}`, { handler: crypto.randomUUID() }]));
+		const eleven = Object.fromEntries(
+			Array.from({ length: 11 }, (_, i) => [`n${i}`, { handler: crypto.randomUUID() }]),
+		);
 		const bad: unknown[] = [
 			{},
 			{ docs: {} },
@@ -176,13 +208,21 @@ describe("attach_twin_doc", () => {
 	it("attaches ten docs at once, all or nothing", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		const ups = await Promise.all(Array.from({ length: 10 }, (_, i) => uploaded(admin.secret, patterned(i + 1, i + 1))));
+		const ups = await Promise.all(
+			Array.from({ length: 10 }, (_, i) => uploaded(admin.secret, patterned(i + 1, i + 1))),
+		);
 		// One unknown handler among them: none is attached, none consumed.
-		const docs = Object.fromEntries(ups.map((up, i) => [`d${i}`, { handler: i === 9 ? crypto.randomUUID() : up.handler }]));
+		const docs = Object.fromEntries(
+			ups.map((up, i) => [`d${i}`, { handler: i === 9 ? crypto.randomUUID() : up.handler }]),
+		);
 		expectError(await attach(admin.secret, twin, docs), 404, 404171);
 		expect(await names(admin.secret, twin)).toEqual([]);
 		for (const up of ups) expect(await uploadObject(up.handler)).toEqual(expect.any(String));
-		const res = await attach(admin.secret, twin, Object.fromEntries(ups.map((up, i) => [`d${i}`, { handler: up.handler }])));
+		const res = await attach(
+			admin.secret,
+			twin,
+			Object.fromEntries(ups.map((up, i) => [`d${i}`, { handler: up.handler }])),
+		);
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body.docs).sort()).toEqual(ups.map((_, i) => `d${i}`).sort());
 		expect((await names(admin.secret, twin)).length).toBe(10);
@@ -221,7 +261,10 @@ describe("attach_twin_doc", () => {
 		const twin = await newTwin(admin.secret);
 		const empty = await uploadUrl(admin.secret);
 		const full = await uploaded(admin.secret, patterned(10));
-		const res = await attach(admin.secret, twin, { full: { handler: full.handler }, empty: { handler: empty.handler } });
+		const res = await attach(admin.secret, twin, {
+			full: { handler: full.handler },
+			empty: { handler: empty.handler },
+		});
 		expectError(res, 409, 409171);
 		expect(res.body.description).toContain("empty");
 		expect(await names(admin.secret, twin)).toEqual([]);
@@ -313,7 +356,10 @@ describe("attach_twin_doc", () => {
 		const other = await neighbour();
 		const mine = await uploaded(admin.secret, patterned(6, 2));
 		const theirs = await uploaded(other.secret, patterned(7, 3));
-		const res = await attach(admin.secret, twin, { "free.txt": { handler: mine.handler }, "taken.txt": { handler: (await uploaded(admin.secret, patterned(8, 4))).handler } });
+		const res = await attach(admin.secret, twin, {
+			"free.txt": { handler: mine.handler },
+			"taken.txt": { handler: (await uploaded(admin.secret, patterned(8, 4))).handler },
+		});
 		expectError(res, 409, 409101);
 		expect(res.body.details).toEqual([{ path: "docs.taken.txt", message: expect.any(String) }]);
 		expectError(await attach(other.secret, twin, { "taken.txt": { handler: theirs.handler } }), 409, 409101);
@@ -322,7 +368,9 @@ describe("attach_twin_doc", () => {
 		await stillAttaches(admin.secret, twin, mine.handler, "free.txt");
 		await stillAttaches(other.secret, await newTwin(other.secret, { shared: true }), theirs.handler, "taken.txt");
 		// The first doc is unchanged.
-		expect((await call("GET", docPath(twin, "taken.txt"), { secret: admin.secret })).body.creation_certificate.size).toBe(5);
+		expect(
+			(await call("GET", docPath(twin, "taken.txt"), { secret: admin.secret })).body.creation_certificate.size,
+		).toBe(5);
 	});
 
 	it("lets one of two accounts racing for a name on a twin have it; the other's handler is not consumed", async () => {
@@ -331,12 +379,17 @@ describe("attach_twin_doc", () => {
 		const other = await neighbour();
 		const mine = await uploaded(admin.secret, patterned(5, 1));
 		const theirs = await uploaded(other.secret, patterned(6, 2));
-		const answers = await Promise.all([attach(admin.secret, twin, { same: { handler: mine.handler } }), attach(other.secret, twin, { same: { handler: theirs.handler } })]);
+		const answers = await Promise.all([
+			attach(admin.secret, twin, { same: { handler: mine.handler } }),
+			attach(other.secret, twin, { same: { handler: theirs.handler } }),
+		]);
 		expect(answers.map((res) => res.status).sort()).toEqual([201, 409]);
 		expectError(answers.find((res) => res.status === 409)!, 409, 409101);
 		const [winner, loser] = answers[0].status === 201 ? [admin, other] : [other, admin];
 		const losing = winner === admin ? theirs : mine;
-		expect((await call("GET", docPath(twin, "same"), { secret: loser.secret })).body.creation_certificate.creator).toBe(winner.account);
+		expect((await call("GET", docPath(twin, "same"), { secret: loser.secret })).body.creation_certificate.creator).toBe(
+			winner.account,
+		);
 		expect(await docBytes(loser.account)).toBe(losing === mine ? 5 : 6);
 		await stillAttaches(loser.secret, twin, losing.handler);
 	});
@@ -356,7 +409,15 @@ describe("attach_twin_doc", () => {
 		// ...and the owner still attaches three.
 		await attachDoc(admin.secret, twin, "one", patterned(3, 2));
 		const [a, b, c] = await Promise.all([4, 5, 6].map((seed) => uploaded(admin.secret, patterned(4, seed))));
-		expectError(await attach(admin.secret, twin, { two: { handler: a.handler }, three: { handler: b.handler }, four: { handler: c.handler } }), 409, 409175);
+		expectError(
+			await attach(admin.secret, twin, {
+				two: { handler: a.handler },
+				three: { handler: b.handler },
+				four: { handler: c.handler },
+			}),
+			409,
+			409175,
+		);
 		expect((await names(admin.secret, twin)).sort()).toEqual(["one", "x1", "x2", "x3"]);
 		await stillAttaches(admin.secret, twin, a.handler, "two");
 		await stillAttaches(admin.secret, twin, b.handler, "three");
@@ -372,8 +433,14 @@ describe("attach_twin_doc", () => {
 		const twin = await newTwin(admin.secret);
 		await objectEnv(admin.account, { MAX_TWIN_DOCS: "2" });
 		await attachDoc(admin.secret, twin, "first", patterned(3, 1));
-		const [one, two] = await Promise.all([uploaded(admin.secret, patterned(5, 2)), uploaded(admin.secret, patterned(6, 3))]);
-		const answers = await Promise.all([attach(admin.secret, twin, { one: { handler: one.handler } }), attach(admin.secret, twin, { two: { handler: two.handler } })]);
+		const [one, two] = await Promise.all([
+			uploaded(admin.secret, patterned(5, 2)),
+			uploaded(admin.secret, patterned(6, 3)),
+		]);
+		const answers = await Promise.all([
+			attach(admin.secret, twin, { one: { handler: one.handler } }),
+			attach(admin.secret, twin, { two: { handler: two.handler } }),
+		]);
 		expect(answers.map((res) => res.status).sort()).toEqual([201, 409]);
 		expectError(answers.find((res) => res.status === 409)!, 409, 409175);
 		expect((await names(admin.secret, twin)).length).toBe(2);
@@ -402,9 +469,24 @@ describe("attach_twin_doc", () => {
 		await objectEnv(admin.account, { MAX_TWIN_DOCS: "1", MAX_DOC_BYTES: "1" });
 		const wrongHash = "f".repeat(64);
 		// Every refusal at once: the handler comes first...
-		expectError(await attach(admin.secret, twin, { x: { handler: crypto.randomUUID() }, y: { handler: empty.handler }, z: { handler: full.handler, hash: wrongHash } }), 404, 404171);
+		expectError(
+			await attach(admin.secret, twin, {
+				x: { handler: crypto.randomUUID() },
+				y: { handler: empty.handler },
+				z: { handler: full.handler, hash: wrongHash },
+			}),
+			404,
+			404171,
+		);
 		// ...then a URL with no file...
-		expectError(await attach(admin.secret, twin, { y: { handler: empty.handler }, z: { handler: full.handler, hash: wrongHash } }), 409, 409171);
+		expectError(
+			await attach(admin.secret, twin, {
+				y: { handler: empty.handler },
+				z: { handler: full.handler, hash: wrongHash },
+			}),
+			409,
+			409171,
+		);
 		// ...then the hash, before the name, the count and the bytes.
 		await env.DB.prepare(
 			"INSERT INTO docs (uuid, twin, name, account, object, size, hash, storage_class, description, created_ts, updated_ts) VALUES (?, ?, 'z', ?, ?, 1, ?, 'access_optimized', NULL, 1, 1)",

@@ -28,7 +28,9 @@ describe("a doc's content type", () => {
 	it("is the upload's Content-Type, in the record and on its downloads, an attachment by default", async () => {
 		const { admin, twin, name, bytes, record, link } = await docOfType("application/PDF");
 		expect(record.content_type).toBe("application/pdf");
-		expect((await call("GET", docPath(twin, name), { secret: admin.secret })).body.content_type).toBe("application/pdf");
+		expect((await call("GET", docPath(twin, name), { secret: admin.secret })).body.content_type).toBe(
+			"application/pdf",
+		);
 		const res = await download(await link());
 		expect(res.bytes).toEqual(bytes);
 		expect(res.headers.get("content-type")).toBe("application/pdf");
@@ -38,27 +40,54 @@ describe("a doc's content type", () => {
 	});
 
 	it("keeps a media type's parameters, and is application/octet-stream when absent or not a media type", async () => {
-		expect((await docOfType("text/plain; charset=utf-8", "notes.txt")).record.content_type).toBe("text/plain; charset=utf-8");
+		expect((await docOfType("text/plain; charset=utf-8", "notes.txt")).record.content_type).toBe(
+			"text/plain; charset=utf-8",
+		);
 		for (const sent of [undefined, "pdf", "text/html; <script>", `image/${"x".repeat(300)}`, "a/b/c"]) {
 			expect([sent, (await docOfType(sent)).record.content_type]).toEqual([sent, "application/octet-stream"]);
 		}
 	});
 
 	it("is shown inline when the URL asks and the type is safe: PDF, images but SVG, plain text, audio, video", async () => {
-		for (const type of ["application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp", "text/plain; charset=utf-8", "audio/mpeg", "video/mp4"]) {
+		for (const type of [
+			"application/pdf",
+			"image/png",
+			"image/jpeg",
+			"image/gif",
+			"image/webp",
+			"text/plain; charset=utf-8",
+			"audio/mpeg",
+			"video/mp4",
+		]) {
 			const { link } = await docOfType(type, "shown");
 			const res = await download(await link("&disposition=inline"));
-			expect([type, res.status, res.headers.get("content-disposition"), res.headers.get("content-type")]).toEqual([type, 200, 'inline; filename="shown"', type]);
+			expect([type, res.status, res.headers.get("content-disposition"), res.headers.get("content-type")]).toEqual([
+				type,
+				200,
+				'inline; filename="shown"',
+				type,
+			]);
 			expect(res.headers.get("content-security-policy")).toBe(SANDBOX);
 			expect(res.headers.get("x-content-type-options")).toBe("nosniff");
 		}
 	});
 
 	it("stays an attachment for anything that could run on the API's origin, whatever the URL asks", async () => {
-		for (const type of ["text/html", "image/svg+xml", "application/xhtml+xml", "text/javascript", "application/octet-stream", "application/json"]) {
+		for (const type of [
+			"text/html",
+			"image/svg+xml",
+			"application/xhtml+xml",
+			"text/javascript",
+			"application/octet-stream",
+			"application/json",
+		]) {
 			const { link } = await docOfType(type, "page");
 			const res = await download(await link("&disposition=inline"));
-			expect([type, res.headers.get("content-disposition"), res.headers.get("content-security-policy")]).toEqual([type, 'attachment; filename="page"', SANDBOX]);
+			expect([type, res.headers.get("content-disposition"), res.headers.get("content-security-policy")]).toEqual([
+				type,
+				'attachment; filename="page"',
+				SANDBOX,
+			]);
 		}
 	});
 
@@ -71,6 +100,10 @@ describe("a doc's content type", () => {
 		expect((await download(edited)).status).toBe(404);
 		expect((await download(url)).headers.get("content-disposition")).toBe('attachment; filename="inspection.pdf"');
 		expectError(await call("GET", `${docPath(twin, name)}?disposition=inline`, { secret: admin.secret }), 400, 400101);
-		expectError(await call("GET", `${docPath(twin, name)}?download=true&disposition=open`, { secret: admin.secret }), 400, 400101);
+		expectError(
+			await call("GET", `${docPath(twin, name)}?download=true&disposition=open`, { secret: admin.secret }),
+			400,
+			400101,
+		);
 	});
 });

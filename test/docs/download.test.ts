@@ -74,7 +74,16 @@ describe("download_doc", () => {
 			const head = await transfer(url, { method: "HEAD", headers });
 			expect([head.status, got.status]).toEqual([status, status]);
 			expect(head.bytes.length).toBe(0);
-			const compared = ["content-type", "content-length", "etag", "accept-ranges", "content-disposition", "cache-control", "x-content-type-options", "content-range"];
+			const compared = [
+				"content-type",
+				"content-length",
+				"etag",
+				"accept-ranges",
+				"content-disposition",
+				"cache-control",
+				"x-content-type-options",
+				"content-range",
+			];
 			for (const name of compared) expect([name, head.headers.get(name)]).toEqual([name, got.headers.get(name)]);
 		}
 		const dead = await transfer(`${BASE}/download/${crypto.randomUUID()}/${"x".repeat(20)}`, { method: "HEAD" });
@@ -134,7 +143,16 @@ describe("download_doc", () => {
 
 	it("ignores other forms of Range and answers the whole file with 200", async () => {
 		const { bytes, url } = await docWithUrl(100);
-		for (const range of ["bytes=0-1,5-6", "bytes=0-1, 200-300", "items=0-1", "bytes=20-10", "bytes=-", "bytes=a-b", "0-10", ""]) {
+		for (const range of [
+			"bytes=0-1,5-6",
+			"bytes=0-1, 200-300",
+			"items=0-1",
+			"bytes=20-10",
+			"bytes=-",
+			"bytes=a-b",
+			"0-10",
+			"",
+		]) {
 			const res = await download(url, { range });
 			expect([range, res.status]).toEqual([range, 200]);
 			expect(res.headers.get("content-range")).toBeNull();
@@ -217,7 +235,9 @@ describe("download_doc", () => {
 		const issuer = await createUser(admin, admin.role, "issuer");
 		const url = await downloadUrl(await issueSecret(admin, issuer), twin, "f");
 		expect((await call("DELETE", `/users/${issuer}`, { secret: admin.secret })).status).toBe(200);
-		expect((await call("PATCH", docPath(twin, "f"), { secret: admin.secret, body: { description: { v: 2 } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", docPath(twin, "f"), { secret: admin.secret, body: { description: { v: 2 } } })).status,
+		).toBe(200);
 		// Even with a credential that is no good: the route takes none.
 		const res = await download(url, { authorization: "not-a-secret" });
 		expect(res.status).toBe(200);
@@ -251,7 +271,8 @@ describe("download_doc", () => {
 		for (let i = 0; i < 61; i++) expect((await download(url, { "cf-connecting-ip": from })).status).toBe(200);
 		const bad = forged(url, ([doc, e, m]) => [doc, e, flip(m, 0)]);
 		const statuses: number[] = [];
-		for (let i = 0; i < 61 && !statuses.includes(429); i++) statuses.push((await download(bad, { "cf-connecting-ip": from })).status);
+		for (let i = 0; i < 61 && !statuses.includes(429); i++)
+			statuses.push((await download(bad, { "cf-connecting-ip": from })).status);
 		expect(statuses.at(-1)).toBe(429);
 		expect(statuses.filter((status) => status === 404).length).toBeGreaterThanOrEqual(30);
 		// The address is refused then, even for the real URL; another address is served.
@@ -261,11 +282,16 @@ describe("download_doc", () => {
 
 	it("needs WEBHOOK_KEY: no URL is issued without it (500102), and none is honoured", async () => {
 		const { admin, twin, name, url, bytes } = await docWithUrl(12);
-		const res = await call("GET", `${docPath(twin, name)}?download=true`, { secret: admin.secret, env: { WEBHOOK_KEY: "" } });
+		const res = await call("GET", `${docPath(twin, name)}?download=true`, {
+			secret: admin.secret,
+			env: { WEBHOOK_KEY: "" },
+		});
 		expectError(res, 500, 500102);
 		expect(res.body.description).toContain("WEBHOOK_KEY");
 		// The record alone needs no key.
-		expect((await call("GET", docPath(twin, name), { secret: admin.secret, env: { WEBHOOK_KEY: "" } })).status).toBe(200);
+		expect((await call("GET", docPath(twin, name), { secret: admin.secret, env: { WEBHOOK_KEY: "" } })).status).toBe(
+			200,
+		);
 		const request = () => new Request(url, { headers: { "cf-connecting-ip": randomAddress() } });
 		for (const WEBHOOK_KEY of ["", "another-key-of-at-least-32-characters-long"]) {
 			const refused = await fetchWithEnv(request(), { WEBHOOK_KEY });
@@ -285,7 +311,10 @@ describe("download_doc", () => {
 		expect(put.status).toBe(200);
 		const hash = await sha256Hex(bytes);
 		expect(put.body).toEqual({ handler: created.handler, size: bytes.length, hash });
-		const attached = await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { "big.bin": { handler: created.handler, hash } } } });
+		const attached = await call("POST", docPath(twin), {
+			secret: admin.secret,
+			body: { docs: { "big.bin": { handler: created.handler, hash } } },
+		});
 		expect(attached.status).toBe(201);
 		const url = await downloadUrl(admin.secret, twin, "big.bin");
 		const whole = await download(url);

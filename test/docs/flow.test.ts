@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, docPath, download, expectError, newTwin, putFile, sha256Hex, uploadUrl } from "../fixtures";
+import {
+	BASE,
+	bootstrap,
+	call,
+	docPath,
+	download,
+	expectError,
+	newTwin,
+	putFile,
+	sha256Hex,
+	uploadUrl,
+} from "../fixtures";
 
 // The whole path of one file, as a client walks it: an upload URL, the PUT, the attach, the
 // listing, a download URL, a whole and a ranged download, the delete. Each step's refusals and
@@ -15,9 +26,18 @@ describe("docs flow", () => {
 		expect(up.status).toBe(200);
 		expect(up.body).toEqual({ handler: created.handler, size: bytes.length, hash: await sha256Hex(bytes) });
 		expectError(await putFile(created.url, bytes), 409, 409172);
-		const attached = await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { "manuals/a.pdf": { handler: created.handler, hash: up.body.hash.toUpperCase() } } } });
+		const attached = await call("POST", docPath(twin), {
+			secret: admin.secret,
+			body: { docs: { "manuals/a.pdf": { handler: created.handler, hash: up.body.hash.toUpperCase() } } },
+		});
 		expect(attached.status).toBe(201);
-		expect(Object.keys(attached.body.docs["manuals/a.pdf"])).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status"]);
+		expect(Object.keys(attached.body.docs["manuals/a.pdf"])).toEqual([
+			"creation_certificate",
+			"storage_class",
+			"content_type",
+			"updated_ts",
+			"status",
+		]);
 		const list = await call("GET", `${docPath(twin)}?view=tree`, { secret: admin.secret });
 		expect(list.body.docs["manuals/"]["a.pdf"][2]).toBe(bytes.length);
 		const got = await call("GET", `${docPath(twin, "manuals/a.pdf")}?download=true`, { secret: admin.secret });

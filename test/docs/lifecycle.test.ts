@@ -36,7 +36,9 @@ import {
 // row refers to.
 
 const garbageOf = async (account: string) =>
-	(await env.DB.prepare("SELECT object FROM doc_garbage WHERE account = ?").bind(account).all<{ object: string }>()).results.map((row) => row.object);
+	(
+		await env.DB.prepare("SELECT object FROM doc_garbage WHERE account = ?").bind(account).all<{ object: string }>()
+	).results.map((row) => row.object);
 
 // A DOCS bucket whose deletes fail, as R2 may; everything else works.
 function failingDeletes(bucket: R2Bucket): R2Bucket {
@@ -71,20 +73,36 @@ describe("unattached uploads", () => {
 
 		await clockPast(validity);
 		// The alarm fires on its own; at most a short wait for it.
-		await until(async () => [await uploadObject(filled.handler), await uploadObject(empty.handler)], (rows) => rows.every((row) => row === undefined), "the alarm to release the uploads", 10_000);
-		await until(() => env.DOCS.head(key), (object) => object === null, "the object to be deleted", 10_000);
+		await until(
+			async () => [await uploadObject(filled.handler), await uploadObject(empty.handler)],
+			(rows) => rows.every((row) => row === undefined),
+			"the alarm to release the uploads",
+			10_000,
+		);
+		await until(
+			() => env.DOCS.head(key),
+			(object) => object === null,
+			"the object to be deleted",
+			10_000,
+		);
 		expect(await docBytes(admin.account)).toBe(50);
 		expect(await garbageOf(admin.account)).toEqual([]);
 		// Dead everywhere, as any unknown handler.
 		expectError(await putFile(filled.url, bytes), 404, 404171);
 		expectError(await putFile(empty.url, bytes), 404, 404171);
-		expectError(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: filled.handler } } } }), 404, 404171);
+		expectError(
+			await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: filled.handler } } } }),
+			404,
+			404171,
+		);
 		expectError(await call("DELETE", `/cache/${empty.handler}`, { secret: admin.secret }), 404, 404171);
 		// What was not due stays: the live upload and the doc.
 		expect(await env.DOCS.head((await uploadObject(later.handler))!)).not.toBeNull();
 		expect((await download(await downloadUrl(admin.secret, twin, "kept"))).bytes).toEqual(patterned(30, 13));
 		// And the alarm is set again for the next expiry.
-		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toBe(Math.ceil(later.validity_ts * 1000));
+		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toBe(
+			Math.ceil(later.validity_ts * 1000),
+		);
 	});
 });
 
@@ -139,7 +157,9 @@ describe("objects of deleted docs and uploads", () => {
 		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		expect((await garbageOf(admin.account)).length).toBe(2);
 		expect(await env.DOCS.head(docKey)).not.toBeNull();
-		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toBeGreaterThan(Date.now());
+		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toBeGreaterThan(
+			Date.now(),
+		);
 
 		// Once R2 works, the next alarm deletes both and forgets them.
 		await restore();
@@ -159,7 +179,12 @@ describe("objects of deleted docs and uploads", () => {
 		const answer = fetchWithEnv(new Request(created.url, { method: "PUT", body, headers }), {});
 		feed.enqueue(patterned(10, 1));
 		// The PUT has claimed the URL: its object key and length are in the row.
-		const key = (await until(() => uploadObject(created.handler), (object) => typeof object === "string", "the PUT to claim the URL", 10_000))!;
+		const key = (await until(
+			() => uploadObject(created.handler),
+			(object) => typeof object === "string",
+			"the PUT to claim the URL",
+			10_000,
+		))!;
 		expect(await docBytes(admin.account)).toBe(20);
 		expect((await call("DELETE", `/cache/${created.handler}`, { secret: admin.secret })).status).toBe(200);
 		feed.enqueue(patterned(10, 2));

@@ -14,7 +14,13 @@ async function seedDocs(twin: string, account: string, prefix: string, count: nu
 	);
 	const names = Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(4, "0")}`);
 	for (let i = 0; i < count; i += 500) {
-		await env.DB.batch(names.slice(i, i + 500).map((name) => statement.bind(crypto.randomUUID(), twin, name, account, `objects/${crypto.randomUUID()}`, "0".repeat(64))));
+		await env.DB.batch(
+			names
+				.slice(i, i + 500)
+				.map((name) =>
+					statement.bind(crypto.randomUUID(), twin, name, account, `objects/${crypto.randomUUID()}`, "0".repeat(64)),
+				),
+		);
 	}
 	return names;
 }
@@ -24,7 +30,10 @@ describe("get_twin_docs over more docs than a page", () => {
 		const admin = await bootstrap();
 		const other = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		const all = [...(await seedDocs(twin, admin.account, "a", 800)), ...(await seedDocs(twin, other.account, "b", 700))].sort();
+		const all = [
+			...(await seedDocs(twin, admin.account, "a", 800)),
+			...(await seedDocs(twin, other.account, "b", 700)),
+		].sort();
 
 		const first = await call("GET", docPath(twin), { secret: admin.secret });
 		expect(first.status).toBe(200);
@@ -32,14 +41,22 @@ describe("get_twin_docs over more docs than a page", () => {
 		expect(first.body.cursor).toEqual(expect.any(String));
 		// Rows read: the page and the row after it, the credential and the twin.
 		expect(d1Cost(first, "rows_read")).toBeLessThanOrEqual(1001 + 5);
-		const second = await call("GET", `${docPath(twin)}?cursor=${encodeURIComponent(first.body.cursor)}`, { secret: admin.secret });
+		const second = await call("GET", `${docPath(twin)}?cursor=${encodeURIComponent(first.body.cursor)}`, {
+			secret: admin.secret,
+		});
 		expect(Object.keys(second.body.docs)).toEqual(all.slice(1000));
 		expect(Object.keys(second.body)).toEqual(["docs"]);
 
 		// A mask filters each page; the cursor still walks the names.
-		const masked = await call("GET", `${docPath(twin)}?mask=${encodeURIComponent("7$")}&view=tree`, { secret: admin.secret });
+		const masked = await call("GET", `${docPath(twin)}?mask=${encodeURIComponent("7$")}&view=tree`, {
+			secret: admin.secret,
+		});
 		expect(Object.keys(masked.body.docs)).toEqual(all.slice(0, 1000).filter((name) => name.endsWith("7")));
-		const rest = await call("GET", `${docPath(twin)}?mask=${encodeURIComponent("7$")}&cursor=${encodeURIComponent(masked.body.cursor)}`, { secret: admin.secret });
+		const rest = await call(
+			"GET",
+			`${docPath(twin)}?mask=${encodeURIComponent("7$")}&cursor=${encodeURIComponent(masked.body.cursor)}`,
+			{ secret: admin.secret },
+		);
 		expect(Object.keys(rest.body.docs)).toEqual(all.slice(1000).filter((name) => name.endsWith("7")));
 	});
 

@@ -27,14 +27,19 @@ const nowSeconds = () => Date.now() / 1000;
 
 // The text of a listing as it came: JSON.parse would put names that read as numbers first.
 async function rawList(secret: string, twin: string, query = "") {
-	const response = await exports.default.fetch(new Request(`${BASE}${docPath(twin)}${query}`, { headers: { authorization: secret, "cf-connecting-ip": randomAddress() } }));
+	const response = await exports.default.fetch(
+		new Request(`${BASE}${docPath(twin)}${query}`, {
+			headers: { authorization: secret, "cf-connecting-ip": randomAddress() },
+		}),
+	);
 	expect(response.status).toBe(200);
 	expect(response.headers.get("content-type")).toContain("application/json");
 	return response.text();
 }
 
 // The names of a listing's text in the order written (depth first in the tree view).
-const keysInText = (text: string) => [...text.matchAll(/"([^"]+)":/g)].map((match) => match[1]).filter((key) => key !== "docs");
+const keysInText = (text: string) =>
+	[...text.matchAll(/"([^"]+)":/g)].map((match) => match[1]).filter((key) => key !== "docs");
 
 async function list(secret: string, twin: string, query = "") {
 	const res = await call("GET", `${docPath(twin)}${query}`, { secret });
@@ -72,7 +77,23 @@ describe("get_twin_docs", () => {
 		await attachDoc(admin.secret, twin, "7/3", patterned(3, 30));
 		await attachDoc(admin.secret, twin, "7/12", patterned(3, 31));
 		const tree = await rawList(admin.secret, twin, "?view=tree");
-		expect(keysInText(tree)).toEqual(["-dash", "0", "10", "7/", "12", "3", "9", "B", "Z9", "_x", "a", "a.txt", "a/", "z", "b"]);
+		expect(keysInText(tree)).toEqual([
+			"-dash",
+			"0",
+			"10",
+			"7/",
+			"12",
+			"3",
+			"9",
+			"B",
+			"Z9",
+			"_x",
+			"a",
+			"a.txt",
+			"a/",
+			"z",
+			"b",
+		]);
 		// Written as text where it is built, not parsed by the response schema on the way out:
 		// both views must still have the schema's shape.
 		for (const text of [raw, tree]) expect(getTwinDocs.response.parse(JSON.parse(text))).toEqual(JSON.parse(text));
@@ -103,7 +124,8 @@ describe("get_twin_docs", () => {
 		for (const [i, name] of ["manuals/a.pdf", "manuals/b.txt", "photos/a.jpg", "Manual.pdf", "readme"].entries()) {
 			await attachDoc(admin.secret, twin, name, patterned(5, i + 1));
 		}
-		const masked = async (mask: string) => Object.keys(await list(admin.secret, twin, `?mask=${encodeURIComponent(mask)}`));
+		const masked = async (mask: string) =>
+			Object.keys(await list(admin.secret, twin, `?mask=${encodeURIComponent(mask)}`));
 		expect(await masked("manual")).toEqual(["manuals/a.pdf", "manuals/b.txt"]);
 		expect(await masked("(?i)manual")).toEqual(["Manual.pdf", "manuals/a.pdf", "manuals/b.txt"]);
 		expect(await masked("\\.pdf$")).toEqual(["Manual.pdf", "manuals/a.pdf"]);
@@ -112,14 +134,26 @@ describe("get_twin_docs", () => {
 		expect(await masked("nothing")).toEqual([]);
 		expect(await masked("")).toEqual(["Manual.pdf", "manuals/a.pdf", "manuals/b.txt", "photos/a.jpg", "readme"]);
 		// With the tree view.
-		expect(await list(admin.secret, twin, `?view=tree&mask=${encodeURIComponent("^photos/")}`)).toEqual({ "photos/": { "a.jpg": expect.any(Array) } });
+		expect(await list(admin.secret, twin, `?view=tree&mask=${encodeURIComponent("^photos/")}`)).toEqual({
+			"photos/": { "a.jpg": expect.any(Array) },
+		});
 	});
 
 	it("refuses a mask RE2 cannot run, a mask over 256 characters, another view and unknown parameters with 400101", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await attachDoc(admin.secret, twin, "x", patterned(3));
-		for (const query of ["mask=(%3F%3Dx)", "mask=(a)%5C1", "mask=(", "mask=[z-a]", `mask=${"a".repeat(257)}`, "view=folders", "view=", "limit=10", "mask=a&extra=1"]) {
+		for (const query of [
+			"mask=(%3F%3Dx)",
+			"mask=(a)%5C1",
+			"mask=(",
+			"mask=[z-a]",
+			`mask=${"a".repeat(257)}`,
+			"view=folders",
+			"view=",
+			"limit=10",
+			"mask=a&extra=1",
+		]) {
 			const res = await call("GET", `${docPath(twin)}?${query}`, { secret: admin.secret });
 			expect([query, res.status]).toEqual([query, 400]);
 			expectError(res, 400, 400101);
@@ -131,7 +165,8 @@ describe("get_twin_docs", () => {
 		const { owner, other, twin } = await sharedTwin();
 		await attachDoc(owner.secret, twin, "owners", patterned(3, 1));
 		await attachDoc(other.secret, twin, "others", patterned(4, 2));
-		for (const secret of [owner.secret, other.secret]) expect(Object.keys(await list(secret, twin))).toEqual(["others", "owners"]);
+		for (const secret of [owner.secret, other.secret])
+			expect(Object.keys(await list(secret, twin))).toEqual(["others", "owners"]);
 	});
 
 	it("answers 404102 for an unknown twin", async () => {
@@ -158,7 +193,11 @@ describe("delete_twin_docs", () => {
 		expect(await docBytes(other.account)).toBe(6);
 		expect(await env.DOCS.head(theirObject)).toBeNull();
 		const mine = await call("DELETE", `${docPath(twin)}?view=tree`, { secret: owner.secret });
-		expect(mine.body).toEqual({ docs: { "o/": { one: [expect.any(Number), expect.any(Number), 3], two: [expect.any(Number), expect.any(Number), 4] } } });
+		expect(mine.body).toEqual({
+			docs: {
+				"o/": { one: [expect.any(Number), expect.any(Number), 3], two: [expect.any(Number), expect.any(Number), 4] },
+			},
+		});
 		expect(await list(owner.secret, twin)).toEqual({});
 		expect(await docBytes(owner.account)).toBe(0);
 		// Nothing left to delete.
@@ -172,7 +211,9 @@ describe("delete_twin_docs", () => {
 		expectError(await call("DELETE", `${docPath(twin)}?view=all`, { secret: admin.secret }), 400, 400101);
 		expectError(await call("DELETE", `${docPath(twin)}?mask=f`, { secret: admin.secret }), 400, 400101);
 		expect(Object.keys(await list(admin.secret, twin))).toEqual(["f/g"]);
-		expect((await call("DELETE", docPath(twin), { secret: admin.secret })).body).toEqual({ docs: { "f/g": [expect.any(Number), expect.any(Number), 3] } });
+		expect((await call("DELETE", docPath(twin), { secret: admin.secret })).body).toEqual({
+			docs: { "f/g": [expect.any(Number), expect.any(Number), 3] },
+		});
 	});
 });
 
@@ -203,10 +244,19 @@ describe("get_twin_doc", () => {
 			const before = nowSeconds();
 			const res = await call("GET", `${docPath(twin, "d/file.bin")}?download=${flag}`, { secret: admin.secret });
 			expect(res.status).toBe(200);
-			expect(Object.keys(res.body)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "status", "download"]);
+			expect(Object.keys(res.body)).toEqual([
+				"creation_certificate",
+				"storage_class",
+				"content_type",
+				"updated_ts",
+				"status",
+				"download",
+			]);
 			expect({ ...res.body, download: undefined }).toEqual({ ...record, download: undefined });
 			expect(Object.keys(res.body.download)).toEqual(["url", "validity_ts"]);
-			expect(res.body.download.url).toMatch(new RegExp(`^${BASE}/download/${admin.account}/[0-9a-f-]{36}\\.\\d+\\.[A-Za-z0-9_-]+$`));
+			expect(res.body.download.url).toMatch(
+				new RegExp(`^${BASE}/download/${admin.account}/[0-9a-f-]{36}\\.\\d+\\.[A-Za-z0-9_-]+$`),
+			);
 			expect(res.body.download.validity_ts).toBeGreaterThanOrEqual(before + 3600 - 1);
 			expect(res.body.download.validity_ts).toBeLessThanOrEqual(nowSeconds() + 3600);
 		}
@@ -214,7 +264,11 @@ describe("get_twin_doc", () => {
 			const res = await call("GET", `${docPath(twin, "d/file.bin")}?download=${flag}`, { secret: admin.secret });
 			expect(res.body).toEqual(record);
 		}
-		expectError(await call("GET", `${docPath(twin, "d/file.bin")}?download=yes`, { secret: admin.secret }), 400, 400101);
+		expectError(
+			await call("GET", `${docPath(twin, "d/file.bin")}?download=yes`, { secret: admin.secret }),
+			400,
+			400101,
+		);
 		expectError(await call("GET", `${docPath(twin, "d/file.bin")}?other=1`, { secret: admin.secret }), 400, 400101);
 	});
 
@@ -232,7 +286,13 @@ describe("get_twin_doc", () => {
 		expect(asked.body.download.validity_ts).toBe(soon);
 		const fraction = await call("GET", `${path}?download=true&validity_ts=${soon}.5`, { secret: admin.secret });
 		expect(fraction.body.download.validity_ts).toBe(soon + 0.5);
-		expect((await call("GET", `${path}?download=true&validity_ts=${Math.floor(nowSeconds()) + week - 60}`, { secret: admin.secret })).status).toBe(200);
+		expect(
+			(
+				await call("GET", `${path}?download=true&validity_ts=${Math.floor(nowSeconds()) + week - 60}`, {
+					secret: admin.secret,
+				})
+			).status,
+		).toBe(200);
 		for (const v of [Math.floor(nowSeconds()) - 1, 0, Math.floor(nowSeconds()) + week + 60, "soon", "-5", "1e10", ""]) {
 			const res = await call("GET", `${path}?download=true&validity_ts=${v}`, { secret: admin.secret });
 			expect([v, res.status]).toEqual([v, 400]);
@@ -262,10 +322,15 @@ describe("get_twin_doc", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const record = await attachDoc(admin.secret, twin, "f", patterned(9));
-		const res = await call("GET", `${docPath(twin, "f")}?download=true`, { secret: admin.secret, env: { PUBLIC_URL: "" } });
+		const res = await call("GET", `${docPath(twin, "f")}?download=true`, {
+			secret: admin.secret,
+			env: { PUBLIC_URL: "" },
+		});
 		expectError(res, 500, 500102);
 		expect(res.body.description).toContain("PUBLIC_URL");
-		expect((await call("GET", docPath(twin, "f"), { secret: admin.secret, env: { PUBLIC_URL: "" } })).body).toEqual(record);
+		expect((await call("GET", docPath(twin, "f"), { secret: admin.secret, env: { PUBLIC_URL: "" } })).body).toEqual(
+			record,
+		);
 	});
 
 	it("shows another account's doc, and issues a URL for it on the caller's account", async () => {
@@ -288,7 +353,14 @@ describe("update_twin_doc", () => {
 		const replaced = await patch({ description: { v: 2 } });
 		expect(replaced.status).toBe(200);
 		expect(replaced.body.description).toEqual({ v: 2 });
-		expect(Object.keys(replaced.body)).toEqual(["creation_certificate", "storage_class", "content_type", "updated_ts", "description", "status"]);
+		expect(Object.keys(replaced.body)).toEqual([
+			"creation_certificate",
+			"storage_class",
+			"content_type",
+			"updated_ts",
+			"description",
+			"status",
+		]);
 		expect(replaced.body.creation_certificate).toEqual(attached.creation_certificate);
 		expect(replaced.body.updated_ts).toBeGreaterThanOrEqual(attached.updated_ts);
 
@@ -318,7 +390,16 @@ describe("update_twin_doc", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const attached = await attachDoc(admin.secret, twin, "f", patterned(5));
-		for (const body of [{ storage_class: "cost_optimized" }, { storage_class: "access_optimized" }, { description: {}, name: "g" }, { description: "x" }, { description: [1] }, { hash: "0".repeat(64) }, { description: { BadKey: 1 } }, { description: { big: "x".repeat(33 * 1024) } }]) {
+		for (const body of [
+			{ storage_class: "cost_optimized" },
+			{ storage_class: "access_optimized" },
+			{ description: {}, name: "g" },
+			{ description: "x" },
+			{ description: [1] },
+			{ hash: "0".repeat(64) },
+			{ description: { BadKey: 1 } },
+			{ description: { big: "x".repeat(33 * 1024) } },
+		]) {
 			expectError(await call("PATCH", docPath(twin, "f"), { secret: admin.secret, body }), 400, 400101);
 		}
 		expect((await call("GET", docPath(twin, "f"), { secret: admin.secret })).body).toEqual(attached);
@@ -327,8 +408,15 @@ describe("update_twin_doc", () => {
 	it("answers 404102 for an unknown name and 403103 for another account's doc, which stays as it was", async () => {
 		const { owner, other, twin } = await sharedTwin();
 		const record = await attachDoc(owner.secret, twin, "owners", patterned(5), { description: { mine: true } });
-		expectError(await call("PATCH", docPath(twin, "missing"), { secret: other.secret, body: { description: {} } }), 404, 404102);
-		const refused = await call("PATCH", docPath(twin, "owners"), { secret: other.secret, body: { description: { stolen: true } } });
+		expectError(
+			await call("PATCH", docPath(twin, "missing"), { secret: other.secret, body: { description: {} } }),
+			404,
+			404102,
+		);
+		const refused = await call("PATCH", docPath(twin, "owners"), {
+			secret: other.secret,
+			body: { description: { stolen: true } },
+		});
 		expectError(refused, 403, 403103);
 		// Even a change of nothing.
 		expectError(await call("PATCH", docPath(twin, "owners"), { secret: other.secret, body: {} }), 403, 403103);
@@ -340,7 +428,11 @@ describe("update_twin_doc", () => {
 		const twin = await newTwin(admin.secret);
 		await attachDoc(admin.secret, twin, "f", patterned(5));
 		const user = await userWith(admin, { effect: "deny", actions: ["update_twin_doc"] });
-		expectError(await call("PATCH", docPath(twin, "f"), { secret: user.secret, body: { description: {} } }), 403, 403101);
+		expectError(
+			await call("PATCH", docPath(twin, "f"), { secret: user.secret, body: { description: {} } }),
+			403,
+			403101,
+		);
 	});
 });
 
@@ -372,7 +464,11 @@ describe("delete_twin_doc", () => {
 		// The twin's owner may not delete the other account's doc either.
 		const theirs = await attachDoc(other.secret, twin, "theirs", patterned(6));
 		expectError(await call("DELETE", docPath(twin, "theirs"), { secret: owner.secret }), 403, 403103);
-		expectError(await call("PATCH", docPath(twin, "theirs"), { secret: owner.secret, body: { description: {} } }), 403, 403103);
+		expectError(
+			await call("PATCH", docPath(twin, "theirs"), { secret: owner.secret, body: { description: {} } }),
+			403,
+			403103,
+		);
 		expect((await call("GET", docPath(twin, "theirs"), { secret: owner.secret })).body).toEqual(theirs);
 	});
 
@@ -396,7 +492,10 @@ describe("docs on a terminated twin", () => {
 		expect(Object.keys(await list(admin.secret, twin))).toEqual(["before", "gone"]);
 		const url = await downloadUrl(admin.secret, twin, "before");
 		expect((await download(url)).bytes).toEqual(patterned(8, 1));
-		const updated = await call("PATCH", docPath(twin, "before"), { secret: admin.secret, body: { description: { after: "end" } } });
+		const updated = await call("PATCH", docPath(twin, "before"), {
+			secret: admin.secret,
+			body: { description: { after: "end" } },
+		});
 		expect(updated.status).toBe(200);
 		expect(updated.body.description).toEqual({ after: "end" });
 		expect((await call("DELETE", docPath(twin, "gone"), { secret: admin.secret })).status).toBe(200);

@@ -51,7 +51,12 @@ function watchedBody(bytes: Uint8Array) {
 // A PUT handed straight to the Worker's handler, so that its body is the stream the test holds
 // and its Content-Length the one the test declares (sent over a binding, the runtime would set
 // both itself), and `env` may change what the Worker reads.
-async function putDirect(url: string, body: ReadableStream<Uint8Array>, length: number | undefined, changes: Partial<Record<keyof Env, unknown>> = {}) {
+async function putDirect(
+	url: string,
+	body: ReadableStream<Uint8Array>,
+	length: number | undefined,
+	changes: Partial<Record<keyof Env, unknown>> = {},
+) {
 	const headers = new Headers({ "cf-connecting-ip": randomAddress() });
 	if (length !== undefined) headers.set("content-length", String(length));
 	const response = await fetchWithEnv(new Request(url, { method: "PUT", body, headers }), changes);
@@ -98,8 +103,17 @@ describe("create_upload_url", () => {
 		expect(validity_ts).toBeGreaterThanOrEqual(before + 3600 - 1);
 		expect(validity_ts).toBeLessThanOrEqual(nowSeconds() + 3600);
 		// The token itself is not stored, only its hash.
-		const row = await env.DB.prepare("SELECT * FROM uploads WHERE handler = ?").bind(handler).first<Record<string, unknown>>();
-		expect(row).toMatchObject({ account: admin.account, user: admin.user, state: "pending", object: null, size: null, hash: null });
+		const row = await env.DB.prepare("SELECT * FROM uploads WHERE handler = ?")
+			.bind(handler)
+			.first<Record<string, unknown>>();
+		expect(row).toMatchObject({
+			account: admin.account,
+			user: admin.user,
+			state: "pending",
+			object: null,
+			size: null,
+			hash: null,
+		});
 		expect(JSON.stringify(row)).not.toContain(parsed.searchParams.get("token"));
 	});
 
@@ -110,14 +124,25 @@ describe("create_upload_url", () => {
 		const res = await call("POST", "/cache", { secret: admin.secret, body: { validity_ts: soon } });
 		expect(res.status).toBe(201);
 		expect(res.body.validity_ts).toBe(soon);
-		const edge = await call("POST", "/cache", { secret: admin.secret, body: { validity_ts: Math.floor(nowSeconds()) + 3599 } });
+		const edge = await call("POST", "/cache", {
+			secret: admin.secret,
+			body: { validity_ts: Math.floor(nowSeconds()) + 3599 },
+		});
 		expect(edge.status).toBe(201);
 	});
 
 	it("refuses validity_ts not later than now, past an hour, or not a time; and unknown fields", async () => {
 		const admin = await bootstrap();
 		const now = nowSeconds();
-		const bad = [{ validity_ts: now - 10 }, { validity_ts: 0 }, { validity_ts: now + 3600 + 60 }, { validity_ts: "soon" }, { validity_ts: null }, { hours: 1 }, []];
+		const bad = [
+			{ validity_ts: now - 10 },
+			{ validity_ts: 0 },
+			{ validity_ts: now + 3600 + 60 },
+			{ validity_ts: "soon" },
+			{ validity_ts: null },
+			{ hours: 1 },
+			[],
+		];
 		for (const body of bad) {
 			const res = await call("POST", "/cache", { secret: admin.secret, body });
 			expectError(res, 400, 400101);
@@ -125,7 +150,9 @@ describe("create_upload_url", () => {
 		const past = await call("POST", "/cache", { secret: admin.secret, body: { validity_ts: now - 10 } });
 		expect(past.body.details).toEqual([expect.objectContaining({ path: "validity_ts" })]);
 		// None of the refusals made a URL.
-		expect((await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n).toBe(0);
+		expect(
+			(await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n,
+		).toBe(0);
 	});
 
 	it("answers 500102 without PUBLIC_URL, and makes nothing", async () => {
@@ -135,7 +162,9 @@ describe("create_upload_url", () => {
 			expectError(res, 500, 500102);
 			expect(res.body.description).toContain("PUBLIC_URL");
 		}
-		expect((await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n).toBe(0);
+		expect(
+			(await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n,
+		).toBe(0);
 	});
 
 	it("needs create_upload_url in the statement", async () => {
@@ -147,7 +176,9 @@ describe("create_upload_url", () => {
 
 	it("stops at MAX_UPLOADS live URLs per account (pending or uploaded); expired, invalidated or attached ones free a place", async () => {
 		// The wrangler.toml defaults; the object is given a small MAX_UPLOADS below.
-		expect([env.MAX_UPLOADS, env.MAX_TWIN_DOCS, env.MAX_DOC_BYTES, env.MAX_UPLOAD_BYTES].map(Number)).toEqual([1000, 1000, 10737418240, 100000000]);
+		expect([env.MAX_UPLOADS, env.MAX_TWIN_DOCS, env.MAX_DOC_BYTES, env.MAX_UPLOAD_BYTES].map(Number)).toEqual([
+			1000, 1000, 10737418240, 100000000,
+		]);
 		const admin = await bootstrap();
 		await objectEnv(admin.account, { MAX_UPLOADS: "3" });
 		const twin = await newTwin(admin.secret);
@@ -166,7 +197,10 @@ describe("create_upload_url", () => {
 		const again = await uploadUrl(admin.secret);
 		expectError(await call("POST", "/cache", { secret: admin.secret }), 409, 409174);
 		// So does an attached one: its handler is consumed.
-		expect((await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: full.handler } } } })).status).toBe(201);
+		expect(
+			(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: full.handler } } } }))
+				.status,
+		).toBe(201);
 		await uploadUrl(admin.secret);
 		expectError(await call("POST", "/cache", { secret: admin.secret }), 409, 409174);
 		// And an expired one, even before the alarm has removed its row.
@@ -191,7 +225,9 @@ describe("upload_to_cache", () => {
 		const stored = await env.DOCS.get(key!);
 		expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(bytes);
 		expect(await docBytes(admin.account)).toBe(bytes.length);
-		const row = await env.DB.prepare("SELECT state, size, hash FROM uploads WHERE handler = ?").bind(created.handler).first();
+		const row = await env.DB.prepare("SELECT state, size, hash FROM uploads WHERE handler = ?")
+			.bind(created.handler)
+			.first();
 		expect(row).toEqual({ state: "uploaded", size: bytes.length, hash: put.body.hash });
 	});
 
@@ -220,7 +256,10 @@ describe("upload_to_cache", () => {
 	it("lets one of two concurrent PUTs on a URL in; the other is 409176 while it streams, 409172 once it is done", async () => {
 		const admin = await bootstrap();
 		const created = await uploadUrl(admin.secret);
-		const [a, b] = await Promise.all([putFile(created.url, patterned(4000, 1)), putFile(created.url, patterned(5000, 2))]);
+		const [a, b] = await Promise.all([
+			putFile(created.url, patterned(4000, 1)),
+			putFile(created.url, patterned(5000, 2)),
+		]);
 		expect([a.status, b.status].sort()).toEqual([200, 409]);
 		const winner = a.status === 200 ? a : b;
 		const loser = a.status === 200 ? b : a;
@@ -329,7 +368,10 @@ describe("upload_to_cache", () => {
 		expect(put.body.size).toBe(12_349);
 		expect(await docBytes(admin.account)).toBe(12_349);
 		const twin = await newTwin(admin.secret);
-		const attached = await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { "x.bin": { handler: created.handler, hash: put.body.hash } } } });
+		const attached = await call("POST", docPath(twin), {
+			secret: admin.secret,
+			body: { docs: { "x.bin": { handler: created.handler, hash: put.body.hash } } },
+		});
 		expect(attached.status).toBe(201);
 	});
 
@@ -345,7 +387,10 @@ describe("upload_to_cache", () => {
 		expect(await uploadObject(created.handler)).toBeNull();
 		expect(await docBytes(admin.account)).toBe(60);
 		// Exactly up to the limit is fine, attached or not.
-		expect((await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { held: { handler: held.handler } } } })).status).toBe(201);
+		expect(
+			(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { held: { handler: held.handler } } } }))
+				.status,
+		).toBe(201);
 		expect((await putFile(created.url, patterned(40, 3))).status).toBe(200);
 		expect(await docBytes(admin.account)).toBe(100);
 		expectError(await putFile((await uploadUrl(admin.secret)).url, patterned(1, 4)), 409, 409173);
@@ -379,11 +424,13 @@ describe("upload_to_cache", () => {
 		expect((await putFile(created.url, patterned(5))).status).toBe(200);
 		// The limit is 30 a minute; twice as many answers that are not 404 stay what they are.
 		const from = randomAddress();
-		for (let i = 0; i < 61; i++) expectError(await putFile(created.url, patterned(5), { "cf-connecting-ip": from }), 409, 409172);
+		for (let i = 0; i < 61; i++)
+			expectError(await putFile(created.url, patterned(5), { "cf-connecting-ip": from }), 409, 409172);
 		// Wrong tokens from one address end in 429 within two windows' allowance.
 		const wrong = `${BASE}/cache/${admin.account}/${created.handler}?token=wrong`;
 		const statuses: number[] = [];
-		for (let i = 0; i < 61 && !statuses.includes(429); i++) statuses.push((await putFile(wrong, patterned(5), { "cf-connecting-ip": from })).status);
+		for (let i = 0; i < 61 && !statuses.includes(429); i++)
+			statuses.push((await putFile(wrong, patterned(5), { "cf-connecting-ip": from })).status);
 		expect(statuses.at(-1)).toBe(429);
 		expect(statuses.filter((status) => status === 404).length).toBeGreaterThanOrEqual(30);
 		// Then the address is refused even with the right token; another address is not.
@@ -406,7 +453,11 @@ describe("invalidate_upload_url", () => {
 		expect(await uploadObject(created.handler)).toBeUndefined();
 		expect(await docBytes(admin.account)).toBe(0);
 		expectError(await putFile(created.url, patterned(300, 1)), 404, 404171);
-		expectError(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: created.handler } } } }), 404, 404171);
+		expectError(
+			await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: created.handler } } } }),
+			404,
+			404171,
+		);
 		expectError(await call("DELETE", `/cache/${created.handler}`, { secret: admin.secret }), 404, 404171);
 	});
 
@@ -424,14 +475,18 @@ describe("invalidate_upload_url", () => {
 		const colleagueSecret = await issueSecret(admin, colleague);
 		const stranger = await bootstrap();
 		const mine = await uploaded(admin.secret, patterned(10));
-		for (const secret of [colleagueSecret, stranger.secret]) expectError(await call("DELETE", `/cache/${mine.handler}`, { secret }), 404, 404171);
+		for (const secret of [colleagueSecret, stranger.secret])
+			expectError(await call("DELETE", `/cache/${mine.handler}`, { secret }), 404, 404171);
 		expectError(await call("DELETE", `/cache/${crypto.randomUUID()}`, { secret: admin.secret }), 404, 404171);
 		expectError(await call("DELETE", "/cache/not-a-uuid", { secret: admin.secret }), 400, 400101);
 		const expiring = await uploaded(admin.secret, patterned(10, 2));
 		await expireUpload(expiring.handler);
 		expectError(await call("DELETE", `/cache/${expiring.handler}`, { secret: admin.secret }), 404, 404171);
 		// The refusals left the handler alone: it attaches, then it is gone.
-		expect((await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: mine.handler } } } })).status).toBe(201);
+		expect(
+			(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { a: { handler: mine.handler } } } }))
+				.status,
+		).toBe(201);
 		expectError(await call("DELETE", `/cache/${mine.handler}`, { secret: admin.secret }), 404, 404171);
 		// Attached, the file is the doc's: the refused invalidation deleted nothing.
 		expect((await call("GET", `${docPath(twin, "a")}`, { secret: admin.secret })).status).toBe(200);
@@ -478,14 +533,21 @@ describe("an upload in flight", () => {
 		expect(second.body.description).toContain("in progress");
 		// Attaching it now: no file yet.
 		const twin = await newTwin(admin.secret);
-		expectError(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: created.handler } } } }), 409, 409171);
+		expectError(
+			await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: created.handler } } } }),
+			409,
+			409171,
+		);
 		held.finish();
 		const done = await first;
 		expect(done.status).toBe(200);
 		expect(done.body.hash).toBe(await sha256Hex(bytes));
 		expect(await docBytes(admin.account)).toBe(3000);
 		expectError(await putFile(created.url, patterned(10, 8)), 409, 409172);
-		expect((await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: created.handler } } } })).status).toBe(201);
+		expect(
+			(await call("POST", docPath(twin), { secret: admin.secret, body: { docs: { f: { handler: created.handler } } } }))
+				.status,
+		).toBe(201);
 	});
 
 	describe("whose Worker died mid-stream", () => {
@@ -501,7 +563,9 @@ describe("an upload in flight", () => {
 			expect(claimed.ok).toBe(true);
 			expectError(await putFile(created.url, patterned(10)), 409, 409176);
 			expect(await docBytes(admin.account)).toBe(length);
-			const aged = await env.DB.prepare("UPDATE uploads SET lease_ts = ? WHERE handler = ? AND state = 'receiving'").bind(Date.now() / 1000 - 1, created.handler).run();
+			const aged = await env.DB.prepare("UPDATE uploads SET lease_ts = ? WHERE handler = ? AND state = 'receiving'")
+				.bind(Date.now() / 1000 - 1, created.handler)
+				.run();
 			expect(aged.meta.changes).toBe(1);
 			return { admin, created, stub };
 		}
@@ -509,7 +573,9 @@ describe("an upload in flight", () => {
 		it("is released by the account's alarm once its lease has passed, long before the URL expires", async () => {
 			const { admin, created } = await deadPut(777);
 			await fireAccountAlarm(admin.account);
-			const row = await env.DB.prepare("SELECT state, object, size, lease_ts FROM uploads WHERE handler = ?").bind(created.handler).first();
+			const row = await env.DB.prepare("SELECT state, object, size, lease_ts FROM uploads WHERE handler = ?")
+				.bind(created.handler)
+				.first();
 			expect(row).toEqual({ state: "pending", object: null, size: null, lease_ts: null });
 			expect(await docBytes(admin.account)).toBe(0);
 			expect(created.validity_ts).toBeGreaterThan(Date.now() / 1000 + 3000);
@@ -543,4 +609,3 @@ describe("an upload in flight", () => {
 		expect((await env.DOCS.head(key))?.size).toBe(600);
 	});
 });
-

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { type Account, attachDoc, bootstrap, call, docPath, fingerprint, newTwin, patterned, uploaded, uploadObject, userWithRules } from "../fixtures";
+import {
+	type Account,
+	attachDoc,
+	bootstrap,
+	call,
+	docPath,
+	fingerprint,
+	newTwin,
+	patterned,
+	uploaded,
+	uploadObject,
+	userWithRules,
+} from "../fixtures";
 
 // A twin the caller cannot see answers 404102 on every /twins/{twin}/docs… route exactly as a
 // twin that does not exist: status, body and every header, Server-Timing's figures included,
@@ -49,11 +61,18 @@ async function compareWithAbsent(caller: Account, hidden: string, foreign: strin
 	const absent = crypto.randomUUID();
 	const swap = (text: string) => text.replaceAll(hidden, absent);
 	const differences: unknown[] = [];
-	const pairs = attempts(hidden, handler, foreign).map((attempt, i) => [attempt, attempts(absent, handler, foreign)[i]] as const);
+	const pairs = attempts(hidden, handler, foreign).map(
+		(attempt, i) => [attempt, attempts(absent, handler, foreign)[i]] as const,
+	);
 	for (const [onHidden, onAbsent] of pairs) {
 		const a = await call(onHidden.method, onHidden.path, { secret: caller.secret, body: onHidden.body });
 		const b = await call(onAbsent.method, onAbsent.path, { secret: caller.secret, body: onAbsent.body });
-		expect([onHidden.method, onHidden.path, a.status, a.body?.subcode]).toEqual([onHidden.method, onHidden.path, 404, 404102]);
+		expect([onHidden.method, onHidden.path, a.status, a.body?.subcode]).toEqual([
+			onHidden.method,
+			onHidden.path,
+			404,
+			404102,
+		]);
 		// Collected, so that one difference does not hide the others behind it.
 		if (JSON.stringify(fingerprint(a, swap)) !== JSON.stringify(fingerprint(b))) {
 			differences.push({ attempt: onHidden, hidden: fingerprint(a, swap), absent: fingerprint(b) });

@@ -18,7 +18,15 @@ if (!available) console.warn(`Skipping the browser tests: no Chromium found.\n${
 const ADMIN_TOKEN = "an-admin-token-for-the-browser-test-only";
 
 // The flags keep a headless Chromium off the network it would otherwise try to reach.
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+	"--no-sandbox",
+	"--disable-gpu",
+	"--disable-quic",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+];
 
 describe.skipIf(!available)("in a real browser", () => {
 	let server: { url: string; stop: () => void };
@@ -29,7 +37,11 @@ describe.skipIf(!available)("in a real browser", () => {
 		state = mkdtempSync(join(tmpdir(), "twin-registry-browser-"));
 		// CALLBACK_POLICY "any", as `npm start` sets it: the sign-in test's identity provider serves
 		// its keys on loopback.
-		server = await startDevServer({ port: await portFrom("E2E_BROWSER_PORT"), persistTo: state, vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" } });
+		server = await startDevServer({
+			port: await portFrom("E2E_BROWSER_PORT"),
+			persistTo: state,
+			vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" },
+		});
 		// A fresh, empty profile for every run.
 		browser = await chromium.launchPersistentContext(join(state, "profile"), { executablePath: CHROMIUM, args: FLAGS });
 	}, 120_000);
@@ -58,10 +70,16 @@ describe.skipIf(!available)("in a real browser", () => {
 		const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
 		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
 		const account = (await created.json()) as { account: string; user: string; role: string; secret: string };
-		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: account.secret }, body: "{}" });
+		const made = await fetch(`${server.url}/token`, {
+			method: "POST",
+			headers: { authorization: account.secret },
+			body: "{}",
+		});
 		const { token } = (await made.json()) as { token: string };
 		// The page's own origin: another port of the loopback address.
-		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>front-end</title>"));
+		const pageServer: Server = createServer((_, res) =>
+			res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>front-end</title>"),
+		);
 		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
 		try {
 			const origin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
@@ -76,11 +94,21 @@ describe.skipIf(!available)("in a real browser", () => {
 						headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
 						body: JSON.stringify({ description: { from: "a browser" } }),
 					});
-					return { status: whoami.status, body: await whoami.json(), trace: whoami.headers.get("x-request-id"), created: twin.status };
+					return {
+						status: whoami.status,
+						body: await whoami.json(),
+						trace: whoami.headers.get("x-request-id"),
+						created: twin.status,
+					};
 				},
 				{ api: server.url, token },
 			);
-			expect(answer).toEqual({ status: 200, body: { account: account.account, user: account.user, role: account.role }, trace: expect.any(String), created: 201 });
+			expect(answer).toEqual({
+				status: 200,
+				body: { account: account.account, user: account.user, role: account.role },
+				trace: expect.any(String),
+				created: 201,
+			});
 		} finally {
 			pageServer.close();
 		}
@@ -91,9 +119,15 @@ describe.skipIf(!available)("in a real browser", () => {
 		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
 		const account = (await created.json()) as { account: string; secret: string };
 		// What a backend hands its front-end: a User Token, never the secret.
-		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: account.secret }, body: "{}" });
+		const made = await fetch(`${server.url}/token`, {
+			method: "POST",
+			headers: { authorization: account.secret },
+			body: "{}",
+		});
 		const { token } = (await made.json()) as { token: string };
-		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>dashboard</title>"));
+		const pageServer: Server = createServer((_, res) =>
+			res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>dashboard</title>"),
+		);
 		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
 		try {
 			const page = await browser.newPage();
@@ -108,7 +142,9 @@ describe.skipIf(!available)("in a real browser", () => {
 						body: "{}",
 					});
 					const streamToken = ((await answer.json()) as { token: string }).token;
-					const source = new EventSource(`${api}/notifications/stream?topics=alerts&access_token=${encodeURIComponent(streamToken)}`);
+					const source = new EventSource(
+						`${api}/notifications/stream?topics=alerts&access_token=${encodeURIComponent(streamToken)}`,
+					);
 					(globalThis as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
 						source.addEventListener("ledger.entry.added", (event) => {
 							const message = event as unknown as { lastEventId: string; data: string };
@@ -123,12 +159,30 @@ describe.skipIf(!available)("in a real browser", () => {
 				{ api: server.url, token },
 			);
 			const json = { authorization: account.secret, "content-type": "application/json" };
-			const twin = ((await (await fetch(`${server.url}/twins`, { method: "POST", headers: json, body: "{}" })).json()) as { uuid: string }).uuid;
+			const twin = (
+				(await (await fetch(`${server.url}/twins`, { method: "POST", headers: json, body: "{}" })).json()) as {
+					uuid: string;
+				}
+			).uuid;
 			const entries = { pressure: { value: 4.2, publish: { alerts: "true" } } };
-			const written = await fetch(`${server.url}/twins/${twin}/ledgers/personal`, { method: "POST", headers: json, body: JSON.stringify({ entries }) });
+			const written = await fetch(`${server.url}/twins/${twin}/ledgers/personal`, {
+				method: "POST",
+				headers: json,
+				body: JSON.stringify({ entries }),
+			});
 			expect(written.status).toBe(201);
 			const received = await page.evaluate(() => (globalThis as unknown as { received: Promise<unknown> }).received);
-			expect(received).toMatchObject({ id: "1", data: { type: "Notification", trigger: "ledger.entry.added", twin, topic: "alerts", account: account.account, event: { pressure: { new_value: 4.2, old_value: null } } } });
+			expect(received).toMatchObject({
+				id: "1",
+				data: {
+					type: "Notification",
+					trigger: "ledger.entry.added",
+					twin,
+					topic: "alerts",
+					account: account.account,
+					event: { pressure: { new_value: 4.2, old_value: null } },
+				},
+			});
 		} finally {
 			pageServer.close();
 		}
@@ -139,29 +193,53 @@ describe.skipIf(!available)("in a real browser", () => {
 		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
 		const account = (await created.json()) as { account: string; secret: string };
 		const asAdmin = (method: string, path: string, body: unknown) =>
-			fetch(`${server.url}${path}`, { method, headers: { authorization: account.secret, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, unknown>>);
+			fetch(`${server.url}${path}`, {
+				method,
+				headers: { authorization: account.secret, "content-type": "application/json" },
+				body: JSON.stringify(body),
+			}).then((r) => r.json() as Promise<Record<string, unknown>>);
 		// A Driver role that sees the driver's vans, a driver with his own secret, and two vans.
-		const driverRole = await asAdmin("POST", "/roles", { name: "Driver", statement: { effect: "deny", actions: null }, rules: { twin: "TWIN.driver == user", entry: null, identity: null } });
+		const driverRole = await asAdmin("POST", "/roles", {
+			name: "Driver",
+			statement: { effect: "deny", actions: null },
+			rules: { twin: "TWIN.driver == user", entry: null, identity: null },
+		});
 		const driver = await asAdmin("POST", "/users", { name: "Ann", role: driverRole.uuid });
 		const { pin } = await asAdmin("POST", `/users/${driver.uuid}/secrets`, {});
-		const redeemed = (await (await fetch(`${server.url}/secrets/${account.account}/${pin}`, { method: "POST" })).json()) as { secret: string };
+		const redeemed = (await (
+			await fetch(`${server.url}/secrets/${account.account}/${pin}`, { method: "POST" })
+		).json()) as { secret: string };
 		const mine = (await asAdmin("POST", "/twins", { description: { driver: driver.uuid } })).uuid as string;
 		const theirs = (await asAdmin("POST", "/twins", { description: { driver: "someone else" } })).uuid as string;
 		// His backend hands his page a User Token.
-		const made = await fetch(`${server.url}/token`, { method: "POST", headers: { authorization: redeemed.secret }, body: "{}" });
+		const made = await fetch(`${server.url}/token`, {
+			method: "POST",
+			headers: { authorization: redeemed.secret },
+			body: "{}",
+		});
 		const { token } = (await made.json()) as { token: string };
-		const pageServer: Server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>driver</title>"));
+		const pageServer: Server = createServer((_, res) =>
+			res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>driver</title>"),
+		);
 		await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
 		try {
 			const page = await browser.newPage();
 			await page.goto(`http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`);
 			await page.evaluate(
 				async ({ api, token }) => {
-					const answer = await fetch(`${api}/notifications/stream/tokens`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+					const answer = await fetch(`${api}/notifications/stream/tokens`, {
+						method: "POST",
+						headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+						body: "{}",
+					});
 					const streamToken = ((await answer.json()) as { token: string }).token;
-					const source = new EventSource(`${api}/notifications/stream?topics=vans&access_token=${encodeURIComponent(streamToken)}`);
+					const source = new EventSource(
+						`${api}/notifications/stream?topics=vans&access_token=${encodeURIComponent(streamToken)}`,
+					);
 					(globalThis as unknown as { received: Promise<unknown> }).received = new Promise((resolve) => {
-						source.addEventListener("ledger.entry.added", (event) => resolve(JSON.parse((event as unknown as { data: string }).data)));
+						source.addEventListener("ledger.entry.added", (event) =>
+							resolve(JSON.parse((event as unknown as { data: string }).data)),
+						);
 					});
 					await new Promise((resolve, reject) => {
 						source.onopen = resolve;
@@ -175,7 +253,13 @@ describe.skipIf(!available)("in a real browser", () => {
 			expect(await asAdmin("POST", `/twins/${theirs}/ledgers/personal`, { entries })).toHaveProperty("entries");
 			expect(await asAdmin("POST", `/twins/${mine}/ledgers/personal`, { entries })).toHaveProperty("entries");
 			const received = await page.evaluate(() => (globalThis as unknown as { received: Promise<unknown> }).received);
-			expect(received).toMatchObject({ type: "Notification", trigger: "ledger.entry.added", twin: mine, topic: "vans", event: { mileage: { new_value: 20312 } } });
+			expect(received).toMatchObject({
+				type: "Notification",
+				trigger: "ledger.entry.added",
+				twin: mine,
+				topic: "vans",
+				event: { mileage: { new_value: 20312 } },
+			});
 		} finally {
 			pageServer.close();
 		}
@@ -189,7 +273,11 @@ describe.skipIf(!available)("in a real browser", () => {
 		const created = await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: "{}" });
 		const account = (await created.json()) as { account: string; secret: string };
 		const asAdmin = async (method: string, path: string, body?: unknown) => {
-			const answer = await fetch(`${server.url}${path}`, { method, headers: { authorization: account.secret, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+			const answer = await fetch(`${server.url}${path}`, {
+				method,
+				headers: { authorization: account.secret, "content-type": "application/json" },
+				body: body === undefined ? undefined : JSON.stringify(body),
+			});
 			return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
 		};
 		// The role the people who sign in get: who they are, and the live stream.
@@ -212,17 +300,32 @@ describe.skipIf(!available)("in a real browser", () => {
 			const problems: string[] = [];
 			page.on("pageerror", (error) => problems.push(error.message));
 			page.on("console", (message) => message.type() === "error" && problems.push(message.text()));
-			const query = new URLSearchParams({ api: server.url, account: account.account, provider: `${provider.issuer}/token`, sub: "alice", name: "Alice", topics: "alerts" });
+			const query = new URLSearchParams({
+				api: server.url,
+				account: account.account,
+				provider: `${provider.issuer}/token`,
+				sub: "alice",
+				name: "Alice",
+				topics: "alerts",
+			});
 			await page.goto(`http://127.0.0.1:${(pageServer.address() as AddressInfo).port}/?${query}`);
 			await page.getByRole("button", { name: "Sign in" }).click();
 			await page.locator('body[data-state="streaming"], body[data-state="failed"]').waitFor({ timeout: 20_000 });
 			expect(await page.locator("#status").textContent()).toBe("Following alerts live.");
 
 			// whoami answers the user the first exchange made, named from the token's name claim.
-			const whoami = JSON.parse((await page.locator("#whoami").textContent()) ?? "") as { account: string; user: string; role: string };
+			const whoami = JSON.parse((await page.locator("#whoami").textContent()) ?? "") as {
+				account: string;
+				user: string;
+				role: string;
+			};
 			expect(whoami).toEqual({ account: account.account, user: expect.any(String), role: role.body.uuid });
 			expect(await page.locator("#signed-in").textContent()).toContain("made at this first sign-in");
-			expect((await asAdmin("GET", `/users/${whoami.user}`)).body).toMatchObject({ uuid: whoami.user, name: "Alice", role: role.body.uuid });
+			expect((await asAdmin("GET", `/users/${whoami.user}`)).body).toMatchObject({
+				uuid: whoami.user,
+				name: "Alice",
+				role: role.body.uuid,
+			});
 
 			// The administrator writes an entry that publishes to the page's topic: the page shows it.
 			const twin = (await asAdmin("POST", "/twins", {})).body.uuid as string;
@@ -241,7 +344,11 @@ describe.skipIf(!available)("in a real browser", () => {
 			expect(problems).toEqual([]);
 
 			// The typed client's exchange, for the same person again: the same user, not a new one.
-			const again = await exchangeToken({ baseUrl: server.url, account: account.account, subjectToken: await provider.token({ sub: "alice", name: "Alice" }) });
+			const again = await exchangeToken({
+				baseUrl: server.url,
+				account: account.account,
+				subjectToken: await provider.token({ sub: "alice", name: "Alice" }),
+			});
 			expect(again).toMatchObject({ account: account.account, user: whoami.user, provisioned: false });
 		} finally {
 			pageServer.close();

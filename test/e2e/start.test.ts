@@ -16,7 +16,13 @@ describe("npm start and npm run bootstrap", () => {
 	beforeAll(async () => {
 		server = spawn("npm", ["start", "--", "--port", String(PORT)], { detached: true, stdio: "ignore" });
 		for (let i = 0; i < 120; i++) {
-			if (await fetch(`${URL_BASE}/whoami`).then(() => true, () => false)) return;
+			if (
+				await fetch(`${URL_BASE}/whoami`).then(
+					() => true,
+					() => false,
+				)
+			)
+				return;
 			await new Promise((resolve) => setTimeout(resolve, 500));
 		}
 		throw new Error("npm start did not serve");
@@ -41,7 +47,8 @@ describe("npm start and npm run bootstrap", () => {
 	it("serves what the typed client expects: twins, a scan page by page, ledger lists, refusals", async () => {
 		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
 		const twins = [];
-		for (const site of ["north", "south", "east"]) twins.push(await client.post("/twins", { body: { description: { site } } }));
+		for (const site of ["north", "south", "east"])
+			twins.push(await client.post("/twins", { body: { description: { site } } }));
 		expect(twins.map((twin) => twin.status)).toEqual(["alive", "alive", "alive"]);
 
 		// count 2 over three twins: the iterator follows the cursor to the second page.
@@ -49,22 +56,34 @@ describe("npm start and npm run bootstrap", () => {
 		for await (const uuid of client.scanTwins({ count: 2 })) scanned.push(uuid);
 		expect(scanned.sort()).toEqual(twins.map((twin) => twin.uuid).sort());
 		const described = [];
-		for await (const twin of client.scanTwins({ count: 2, details: true, match: "TWIN.site == 'south'" })) described.push(twin.description);
+		for await (const twin of client.scanTwins({ count: 2, details: true, match: "TWIN.site == 'south'" }))
+			described.push(twin.description);
 		expect(described).toEqual([{ site: "south" }]);
 
 		// A list in a query travels as one comma-separated value.
 		const path = { twin: twins[0].uuid, ledger: "personal" };
-		await client.post("/twins/{twin}/ledgers/{ledger}", { params: { path }, body: { entries: { a: { value: 1 }, b: { value: 2 }, c: { value: 3 } } } });
-		const read = await client.get("/twins/{twin}/ledgers/{ledger}/value", { params: { path, query: { entries: ["a", "c"] } } });
+		await client.post("/twins/{twin}/ledgers/{ledger}", {
+			params: { path },
+			body: { entries: { a: { value: 1 }, b: { value: 2 }, c: { value: 3 } } },
+		});
+		const read = await client.get("/twins/{twin}/ledgers/{ledger}/value", {
+			params: { path, query: { entries: ["a", "c"] } },
+		});
 		expect(Object.keys(read.entries).sort()).toEqual(["a", "c"]);
 
-		const refusal = await client.get("/twins/{twin}", { params: { path: { twin: crypto.randomUUID() } } }).catch((error: unknown) => error);
+		const refusal = await client
+			.get("/twins/{twin}", { params: { path: { twin: crypto.randomUUID() } } })
+			.catch((error: unknown) => error);
 		expect(refusal).toBeInstanceOf(TwinRegistryError);
 		expect(refusal).toMatchObject({ status: 404, subcode: 404102 });
 		expect((refusal as TwinRegistryError).trace).toMatch(/\S/);
-		const invalid = await client.get("/twins", { params: { query: { count: 0 } } }).catch((error: TwinRegistryError) => error);
+		const invalid = await client
+			.get("/twins", { params: { query: { count: 0 } } })
+			.catch((error: TwinRegistryError) => error);
 		expect(invalid).toMatchObject({ status: 400, subcode: 400101, details: [{ path: "count" }] });
-		const anonymous = await createClient({ baseUrl: URL_BASE }).get("/whoami").catch((error: TwinRegistryError) => error);
+		const anonymous = await createClient({ baseUrl: URL_BASE })
+			.get("/whoami")
+			.catch((error: TwinRegistryError) => error);
 		expect(anonymous).toMatchObject({ status: 401, subcode: 401101 });
 	}, 60_000);
 });

@@ -37,14 +37,18 @@ export -p | grep -v '^declare -x TUTORIAL_BLOCK=' > "$TUTORIAL_STATE"
 // The shell variables a block left, as `export -p` wrote them.
 function variables(state: string): Record<string, string> {
 	const found: Record<string, string> = {};
-	for (const [, name, value] of readFileSync(state, "utf8").matchAll(/^declare -x (\w+)="(.*)"$/gm)) found[name] = value;
+	for (const [, name, value] of readFileSync(state, "utf8").matchAll(/^declare -x (\w+)="(.*)"$/gm))
+		found[name] = value;
 	return found;
 }
 
 // What some blocks must print, found by a command the block holds.
 type Check = { holds: string; expect: (output: string, vars: Record<string, string>) => void };
 const CHECKS: Check[] = [
-	{ holds: "/secrets/$ACCOUNT/$PIN", expect: (out, v) => expect(JSON.parse(out)).toEqual({ account: v.ACCOUNT, user: v.DAN, role: v.DRIVER_ROLE }) },
+	{
+		holds: "/secrets/$ACCOUNT/$PIN",
+		expect: (out, v) => expect(JSON.parse(out)).toEqual({ account: v.ACCOUNT, user: v.DAN, role: v.DRIVER_ROLE }),
+	},
 	{ holds: "/resolve/VIN%23WF0XXXTTGXKA10001", expect: (out, v) => expect(out).toContain(`{"twins":["${v.VAN1}"]`) },
 	{
 		holds: "$B/twins/$VAN3 -H",
@@ -53,22 +57,34 @@ const CHECKS: Check[] = [
 			expect(out).toMatch(/"subcode":404102.* 404$/m);
 		},
 	},
-	{ holds: "low_fuel\": {", expect: (out) => expect(JSON.parse(out)).toEqual({ status: "ready", stats: { rows: 0, table_size: 0 } }) },
+	{
+		holds: 'low_fuel": {',
+		expect: (out) => expect(JSON.parse(out)).toEqual({ status: "ready", stats: { rows: 0, table_size: 0 } }),
+	},
 	{ holds: "webhook-listener", expect: (out) => expect(out).toMatch(/^confirmed: 200/m) },
 	{
 		holds: "match=ROW.fuel < 15",
 		expect: (out, v) => {
-			const rows = out.trim().split("\n").map((line) => JSON.parse(line) as { twin: string; properties: { fuel: number } });
+			const rows = out
+				.trim()
+				.split("\n")
+				.map((line) => JSON.parse(line) as { twin: string; properties: { fuel: number } });
 			expect(rows.filter((row) => row.twin !== v.VAN1).map((row) => row.twin)).toEqual([v.VAN3]);
-			expect(rows.filter((row) => row.twin === v.VAN1).map((row) => row.properties)).toEqual([{ fuel: 14, mileage: 20312 }, { fuel: 14, mileage: 20312 }]);
+			expect(rows.filter((row) => row.twin === v.VAN1).map((row) => row.properties)).toEqual([
+				{ fuel: 14, mileage: 20312 },
+				{ fuel: 14, mileage: 20312 },
+			]);
 		},
 	},
 	{
-		holds: 'grep \'^data:\' "$DIR/stream.txt"',
+		holds: "grep '^data:' \"$DIR/stream.txt\"",
 		expect: (out, v) => {
 			expect(out.match(/✓ hash {2}✓ signature {2}Notification/g)?.length).toBeGreaterThanOrEqual(5);
 			expect(out).not.toContain("✗");
-			const sent = out.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { trigger: string; twin: string });
+			const sent = out
+				.split("\n")
+				.filter((line) => line.startsWith("{"))
+				.map((line) => JSON.parse(line) as { trigger: string; twin: string });
 			expect(sent.map((message) => [message.trigger, message.twin])).toEqual([
 				["ledger.entry.added", v.VAN1],
 				["ledger.entry.added", v.VAN2],
@@ -84,9 +100,22 @@ const CHECKS: Check[] = [
 			expect(sums[1]).toBe(sums[0]);
 		},
 	},
-	{ holds: "Access-Control-Request-Method", expect: (out) => expect(out).toMatch(/^HTTP\/1.1 204[\s\S]*access-control-allow-origin: \*[\s\S]*\["KX-101","KX-102"\]/im) },
-	{ holds: "access_token=$STREAM_TOKEN", expect: (out) => expect(out).toMatch(/^id: \d+\tevent: ledger.entry.updated$/m) },
-	{ holds: "Idempotency-Key", expect: (out) => expect(out).toMatch(/^HTTP\/1.1 201 Created\nHTTP\/1.1 201 Created\nidempotent-replayed: true\n\{"subcode":409101.* 409$/m) },
+	{
+		holds: "Access-Control-Request-Method",
+		expect: (out) =>
+			expect(out).toMatch(/^HTTP\/1.1 204[\s\S]*access-control-allow-origin: \*[\s\S]*\["KX-101","KX-102"\]/im),
+	},
+	{
+		holds: "access_token=$STREAM_TOKEN",
+		expect: (out) => expect(out).toMatch(/^id: \d+\tevent: ledger.entry.updated$/m),
+	},
+	{
+		holds: "Idempotency-Key",
+		expect: (out) =>
+			expect(out).toMatch(
+				/^HTTP\/1.1 201 Created\nHTTP\/1.1 201 Created\nidempotent-replayed: true\n\{"subcode":409101.* 409$/m,
+			),
+	},
 	{ holds: "/stickers/yellow", expect: (out) => expect(out).toMatch(/^event: sticker.put\nevent: sticker.removed$/m) },
 	{ holds: "kill -INT -- -$LISTENER", expect: (out) => expect(out).toMatch(/^unsubscribed: 200$/m) },
 	{ holds: "$B/usage/$DAN", expect: (out) => expect(out).toMatch(/"requests":\d+/) },
@@ -106,7 +135,11 @@ describe("docs/tutorial.md, every block in order, against wrangler dev", () => {
 		folder = mkdtempSync(join(tmpdir(), "twin-registry-tutorial-"));
 		state = join(folder, "variables.sh");
 		writeFileSync(state, "");
-		server = await startDevServer({ port: PORT, persistTo: join(folder, "state"), vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" } });
+		server = await startDevServer({
+			port: PORT,
+			persistTo: join(folder, "state"),
+			vars: { ADMIN_TOKEN, CALLBACK_POLICY: "any" },
+		});
 	}, 120_000);
 
 	afterAll(() => {

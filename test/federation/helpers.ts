@@ -7,7 +7,8 @@ import { type Alg, IdentityProvider } from "./identity-provider";
 export const PROVIDERS = "/account/identity-providers";
 export const EXCHANGE = "/token/exchange";
 export const providerPath = (uuid: string) => `${PROVIDERS}/${uuid}`;
-export const linksPath = (user: string, provider?: string) => `/users/${user}/external-ids${provider === undefined ? "" : `/${provider}`}`;
+export const linksPath = (user: string, provider?: string) =>
+	`/users/${user}/external-ids${provider === undefined ? "" : `/${provider}`}`;
 
 // A loopback jwks_uri is accepted only under the "any" policy (the tests' wrangler.toml says "public").
 export const ANY = { CALLBACK_POLICY: "any" } as const;
@@ -50,14 +51,29 @@ export type ProviderRecord = {
 // keys, and its keys inline or (remote) at its receiver URL.
 export function providerBody(idp: IdentityProvider, fields: Record<string, unknown> = {}, remote = false) {
 	const algorithms = [...new Set(idp.keys.map((key) => key.alg))];
-	return { issuer: idp.issuer, audiences: [idp.audience], algorithms, ...(remote ? { jwks_uri: idp.jwksUri } : { jwks: idp.jwks() }), ...fields };
+	return {
+		issuer: idp.issuer,
+		audiences: [idp.audience],
+		algorithms,
+		...(remote ? { jwks_uri: idp.jwksUri } : { jwks: idp.jwks() }),
+		...fields,
+	};
 }
 
 // Configures `idp` in the account of `admin` (remote: its set published on the receiver first),
 // expecting 201; answers the record.
-export async function addProvider(admin: Account, idp: IdentityProvider, fields: Record<string, unknown> = {}, remote = false): Promise<ProviderRecord> {
+export async function addProvider(
+	admin: Account,
+	idp: IdentityProvider,
+	fields: Record<string, unknown> = {},
+	remote = false,
+): Promise<ProviderRecord> {
 	if (remote) await idp.publish();
-	const res = await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, fields, remote), env: remote ? ANY : undefined });
+	const res = await call("POST", PROVIDERS, {
+		secret: admin.secret,
+		body: providerBody(idp, fields, remote),
+		env: remote ? ANY : undefined,
+	});
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
 	return res.body;
 }
@@ -72,13 +88,29 @@ export async function link(secret: string, user: string, provider: string, subje
 	return res.body as { provider: string; subject: string; created_ts: number };
 }
 
-export function exchange(account: string, subject_token: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+export function exchange(
+	account: string,
+	subject_token: string,
+	extra: Record<string, unknown> = {},
+	headers: Record<string, string> = {},
+) {
 	return call("POST", EXCHANGE, { body: { account, subject_token, ...extra }, headers });
 }
 
-export type Exchanged = { token: string; options: string[]; validity_ts: number; account: string; user: string; provisioned: boolean };
+export type Exchanged = {
+	token: string;
+	options: string[];
+	validity_ts: number;
+	account: string;
+	user: string;
+	provisioned: boolean;
+};
 
-export async function exchanged(account: string, subject_token: string, extra: Record<string, unknown> = {}): Promise<Exchanged> {
+export async function exchanged(
+	account: string,
+	subject_token: string,
+	extra: Record<string, unknown> = {},
+): Promise<Exchanged> {
 	const res = await exchange(account, subject_token, extra);
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
 	return res.body;
@@ -86,7 +118,16 @@ export async function exchanged(account: string, subject_token: string, extra: R
 
 // An account trusting a new identity provider (inline keys unless remote), with a user of the
 // account's default role linked to `subject` at it.
-export async function federated(options: { admin?: Account; algs?: Alg[]; fields?: Record<string, unknown>; remote?: boolean; subject?: string; role?: string } = {}) {
+export async function federated(
+	options: {
+		admin?: Account;
+		algs?: Alg[];
+		fields?: Record<string, unknown>;
+		remote?: boolean;
+		subject?: string;
+		role?: string;
+	} = {},
+) {
 	const admin = options.admin ?? (await bootstrap());
 	const idp = await IdentityProvider.create(options.algs);
 	const provider = await addProvider(admin, idp, options.fields, options.remote);
@@ -97,7 +138,11 @@ export async function federated(options: { admin?: Account; algs?: Alg[]; fields
 }
 
 // A federated user's User Token, from an exchange of a fresh ID token for `subject`.
-export async function signIn(world: { admin: Account; idp: IdentityProvider; subject: string }, extra: Record<string, unknown> = {}, claims: Record<string, unknown> = {}) {
+export async function signIn(
+	world: { admin: Account; idp: IdentityProvider; subject: string },
+	extra: Record<string, unknown> = {},
+	claims: Record<string, unknown> = {},
+) {
 	return exchanged(world.admin.account, await world.idp.idToken({ sub: world.subject, ...claims }), extra);
 }
 

@@ -15,7 +15,11 @@ describe("the test identity provider", () => {
 			const token = await idp.idToken({ sub: `user-${key.alg}` }, { key });
 			expect(decodeProtectedHeader(token)).toMatchObject({ alg: key.alg, kid: key.kid });
 			for (const keys of [remote, local]) {
-				const { payload } = await jwtVerify(token, keys, { issuer: idp.issuer, audience: idp.audience, algorithms: ["RS256", "ES256", "EdDSA"] });
+				const { payload } = await jwtVerify(token, keys, {
+					issuer: idp.issuer,
+					audience: idp.audience,
+					algorithms: ["RS256", "ES256", "EdDSA"],
+				});
 				expect(payload).toMatchObject({ sub: `user-${key.alg}`, iss: idp.issuer, aud: idp.audience });
 				expect(payload.exp! - payload.iat!).toBe(3600);
 			}
@@ -52,7 +56,9 @@ describe("the test identity provider", () => {
 			rs512: await idp.otherRsaAlg("RS512"),
 			crit: await idp.withCrit(),
 		};
-		expect(Object.fromEntries(Object.entries(forged).map(([name, token]) => [name, decodeProtectedHeader(token).alg]))).toEqual({
+		expect(
+			Object.fromEntries(Object.entries(forged).map(([name, token]) => [name, decodeProtectedHeader(token).alg])),
+		).toEqual({
 			none: "none",
 			hs256: "HS256",
 			confused: "RS256",
@@ -60,7 +66,8 @@ describe("the test identity provider", () => {
 			rs512: "RS512",
 			crit: "RS256",
 		});
-		for (const token of Object.values(forged)) await expect(jwtVerify(token, keys, { algorithms: ["RS256"] })).rejects.toThrow();
+		for (const token of Object.values(forged))
+			await expect(jwtVerify(token, keys, { algorithms: ["RS256"] })).rejects.toThrow();
 		// PS256 and RS512 are real signatures of the provider's key, refused for their algorithm only.
 		await expect(jwtVerify(forged.ps256, keys)).resolves.toBeTruthy();
 		expect(decodeProtectedHeader(forged.crit).crit).toEqual(["x-test"]);

@@ -6,7 +6,14 @@ import { received, receiver } from "../fixtures";
 
 export type Alg = "RS256" | "ES256" | "EdDSA";
 
-export type Key = { kid: string; alg: Alg; privateKey: CryptoKey; publicKey: CryptoKey; publicJwk: JWK; privateJwk: JWK };
+export type Key = {
+	kid: string;
+	alg: Alg;
+	privateKey: CryptoKey;
+	publicKey: CryptoKey;
+	publicJwk: JWK;
+	privateJwk: JWK;
+};
 
 export type Claims = Record<string, unknown>;
 
@@ -17,14 +24,25 @@ export type TokenOptions = { kid?: string | null; key?: Key; header?: Record<str
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 const text = new TextEncoder();
-export const encodeSegment = (value: unknown) => btoa(String.fromCharCode(...text.encode(typeof value === "string" ? value : JSON.stringify(value)))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+export const encodeSegment = (value: unknown) =>
+	btoa(String.fromCharCode(...text.encode(typeof value === "string" ? value : JSON.stringify(value))))
+		.replaceAll("+", "-")
+		.replaceAll("/", "_")
+		.replace(/=+$/, "");
 
 // A new key pair, private half extractable, its public JWK carrying `kid` (and no `alg`, as
 // many providers publish them).
 export async function makeKey(alg: Alg, kid = `${alg.toLowerCase()}-${crypto.randomUUID().slice(0, 8)}`): Promise<Key> {
 	const options = alg === "RS256" ? { modulusLength: 2048 } : alg === "EdDSA" ? { crv: "Ed25519" } : {};
 	const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, ...options });
-	return { kid, alg, privateKey, publicKey, publicJwk: { ...(await exportJWK(publicKey)), kid }, privateJwk: { ...(await exportJWK(privateKey)), kid } };
+	return {
+		kid,
+		alg,
+		privateKey,
+		publicKey,
+		publicJwk: { ...(await exportJWK(publicKey)), kid },
+		privateJwk: { ...(await exportJWK(privateKey)), kid },
+	};
 }
 
 // What the receiver serves at /jwks/<id>: a set, a status, a redirect or raw text.
@@ -47,7 +65,11 @@ export class IdentityProvider {
 	) {}
 
 	// A provider with one key per algorithm given, in that order.
-	static async create(algs: Alg[] = ["RS256"], issuer = `https://idp-${crypto.randomUUID().slice(0, 8)}.example.com/`, audience = `client-${crypto.randomUUID().slice(0, 8)}`) {
+	static async create(
+		algs: Alg[] = ["RS256"],
+		issuer = `https://idp-${crypto.randomUUID().slice(0, 8)}.example.com/`,
+		audience = `client-${crypto.randomUUID().slice(0, 8)}`,
+	) {
 		const idp = new IdentityProvider(issuer, audience);
 		for (const alg of algs) await idp.addKey(alg);
 		return idp;
@@ -121,11 +143,17 @@ export class IdentityProvider {
 	async hmacWithPublicKey(extra: Claims = {}, headerAlg: "HS256" | "RS256" = "HS256") {
 		const key = this.key("RS256");
 		const secret = text.encode(await exportSPKI(key.publicKey));
-		if (headerAlg === "HS256") return new SignJWT(this.claims(extra) as never).setProtectedHeader({ alg: "HS256", typ: "JWT", kid: key.kid }).sign(secret);
+		if (headerAlg === "HS256")
+			return new SignJWT(this.claims(extra) as never)
+				.setProtectedHeader({ alg: "HS256", typ: "JWT", kid: key.kid })
+				.sign(secret);
 		const input = `${encodeSegment({ alg: "RS256", typ: "JWT", kid: key.kid })}.${encodeSegment(this.claims(extra))}`;
 		const hmac = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 		const signature = new Uint8Array(await crypto.subtle.sign("HMAC", hmac, text.encode(input)));
-		return `${input}.${btoa(String.fromCharCode(...signature)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")}`;
+		return `${input}.${btoa(String.fromCharCode(...signature))
+			.replaceAll("+", "-")
+			.replaceAll("/", "_")
+			.replace(/=+$/, "")}`;
 	}
 
 	// Signed by the provider's own RSA key under an algorithm the service does not take.
@@ -133,7 +161,9 @@ export class IdentityProvider {
 		const key = this.key("RS256");
 		const { alg: _, ...jwk } = key.privateJwk;
 		const privateKey = await importJWK(jwk, alg);
-		return new SignJWT(this.claims(extra) as never).setProtectedHeader({ alg, typ: "JWT", kid: key.kid }).sign(privateKey);
+		return new SignJWT(this.claims(extra) as never)
+			.setProtectedHeader({ alg, typ: "JWT", kid: key.kid })
+			.sign(privateKey);
 	}
 
 	// Well signed, with a critical header extension the verifier does not know.

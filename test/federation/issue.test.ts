@@ -18,28 +18,51 @@ describe("issue_user_token", () => {
 		const targetSecret = await issueSecret(admin, target);
 		const res = await call("POST", issuePath(target), { secret: admin.secret, body: {} });
 		expect(res.status, JSON.stringify(res.body)).toBe(201);
-		expect(res.body).toEqual({ token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/), options: [], validity_ts: expect.any(Number), user: target });
+		expect(res.body).toEqual({
+			token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
+			options: [],
+			validity_ts: expect.any(Number),
+			user: target,
+		});
 		expect(Math.abs(res.body.validity_ts - (nowTs() + 86400))).toBeLessThan(60);
 		expect((await whoami(res.body.token)).body).toEqual({ account: admin.account, user: target, role: admin.role });
 		const claims = claimsOf(res.body.token);
 		expect(claims).toMatchObject({ sub: target, acc: admin.account, act: { sub: admin.user }, opt: [] });
-		expect(Object.keys(claims)).toEqual(expect.arrayContaining(["sub", "acc", "sec", "act", "tsec", "iat", "exp", "opt", "jti"]));
+		expect(Object.keys(claims)).toEqual(
+			expect.arrayContaining(["sub", "acc", "sec", "act", "tsec", "iat", "exp", "opt", "jti"]),
+		);
 		expect(JSON.stringify(claims)).not.toContain(admin.secret);
 		expect(JSON.stringify(claims)).not.toContain(targetSecret);
 		const trace = await traceOf(res.body.token);
 		expect(trace).toMatchObject({ account: admin.account, user: target, role: admin.role });
-		expect(trace.credential).toEqual({ type: "token", fingerprint: admin.secret.slice(-4), validity_ts: res.body.validity_ts, options: [], actor: admin.user });
+		expect(trace.credential).toEqual({
+			type: "token",
+			fingerprint: admin.secret.slice(-4),
+			validity_ts: res.body.validity_ts,
+			options: [],
+			actor: admin.user,
+		});
 	});
 
 	it("takes create_user_token's body: secret_dict, options and validity_ts, refusing what it refuses", async () => {
 		const admin = await bootstrap();
 		const target = await createUser(admin);
 		const asked = Math.round((nowTs() + 600) * 1000) / 1000;
-		const made = await issue(admin.secret, target, { secret_dict: { site: "north" }, options: ["create", "refresh"], validity_ts: asked });
+		const made = await issue(admin.secret, target, {
+			secret_dict: { site: "north" },
+			options: ["create", "refresh"],
+			validity_ts: asked,
+		});
 		expect(made.validity_ts).toBe(asked);
 		expect([...made.options].sort()).toEqual(["create", "refresh"]);
 		expect((await traceOf(made.token)).dict).toEqual({ site: "north" });
-		for (const body of [{ unknown: 1 }, { validity_ts: 1 }, { options: ["delete"] }, { secret_dict: { "Bad-Key": 1 } }, { secret_dict: { big: "x".repeat(2100) } }]) {
+		for (const body of [
+			{ unknown: 1 },
+			{ validity_ts: 1 },
+			{ options: ["delete"] },
+			{ secret_dict: { "Bad-Key": 1 } },
+			{ secret_dict: { big: "x".repeat(2100) } },
+		]) {
 			expectError(await call("POST", issuePath(target), { secret: admin.secret, body }), 400, 400101);
 		}
 	});
@@ -84,7 +107,9 @@ describe("issue_user_token", () => {
 		expect((await issue(issuerSecret, target)).validity_ts).toBe(targetEnds);
 		expect((await issue(issuerSecret, target, { validity_ts: nowTs() + 86400 * 3 })).validity_ts).toBe(targetEnds);
 		const free = await createUser(admin);
-		expect(Math.abs((await issue(admin.secret, free, { validity_ts: null })).validity_ts - (nowTs() + 86400))).toBeLessThan(60);
+		expect(
+			Math.abs((await issue(admin.secret, free, { validity_ts: null })).validity_ts - (nowTs() + 86400)),
+		).toBeLessThan(60);
 	});
 
 	it("ignores Idempotency-Key: each answer is a new credential", async () => {

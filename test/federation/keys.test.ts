@@ -47,8 +47,16 @@ describe("the fetched set", () => {
 		await signIn(world);
 		const added = await world.idp.addKey("RS256");
 		await world.idp.publish();
-		expectError(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added })), 401, 401261);
-		expectError(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added })), 401, 401261);
+		expectError(
+			await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added })),
+			401,
+			401261,
+		);
+		expectError(
+			await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added })),
+			401,
+			401261,
+		);
 		expect(await world.idp.fetches()).toBe(1);
 	});
 
@@ -66,7 +74,11 @@ describe("the fetched set", () => {
 		// Within the next 30 s another unknown kid fetches nothing more.
 		const third = await world.idp.addKey("ES256");
 		await world.idp.publish();
-		expectError(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: third })), 401, 401261);
+		expectError(
+			await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: third })),
+			401,
+			401261,
+		);
 		expect(await world.idp.fetches()).toBe(2);
 	});
 
@@ -98,15 +110,22 @@ describe("rotation of inline keys", () => {
 		const world = await federated({ algs: ["RS256"] });
 		const old = world.idp.keys[0]!;
 		const added = await world.idp.addKey("EdDSA");
-		const withBoth = await updateProvider(world.admin, world.provider.uuid, { jwks: world.idp.jwks(), algorithms: ["RS256", "EdDSA"] });
+		const withBoth = await updateProvider(world.admin, world.provider.uuid, {
+			jwks: world.idp.jwks(),
+			algorithms: ["RS256", "EdDSA"],
+		});
 		expect(withBoth.status, JSON.stringify(withBoth.body)).toBe(200);
-		expect((await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added }))).status).toBe(201);
+		expect(
+			(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added }))).status,
+		).toBe(201);
 		const oldToken = await world.idp.idToken({ sub: world.subject }, { key: old });
 		expect((await exchange(world.admin.account, oldToken)).status).toBe(201);
 		world.idp.dropKey(old.kid);
 		expect((await updateProvider(world.admin, world.provider.uuid, { jwks: world.idp.jwks() })).status).toBe(200);
 		expectError(await exchange(world.admin.account, oldToken), 401, 401261);
-		expect((await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added }))).status).toBe(201);
+		expect(
+			(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject }, { key: added }))).status,
+		).toBe(201);
 	});
 });
 
@@ -136,7 +155,11 @@ describe("keys that cannot be fetched (503261)", () => {
 	it("fetches nothing for a token the provider does not match: 401261 first", async () => {
 		const world = await federated({ remote: true });
 		await world.idp.serve({ status: 500 });
-		expectError(await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject, aud: "another-client" })), 401, 401261);
+		expectError(
+			await exchange(world.admin.account, await world.idp.idToken({ sub: world.subject, aud: "another-client" })),
+			401,
+			401261,
+		);
 		expectError(await exchange(world.admin.account, world.idp.unsigned({ sub: world.subject })), 401, 401262);
 		expect(await world.idp.fetches()).toBe(0);
 	});

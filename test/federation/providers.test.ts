@@ -1,7 +1,17 @@
 import { exportJWK, generateKeyPair } from "jose";
 import { describe, expect, it } from "vitest";
 import { bootstrap, call, createUser, expectError, fingerprint, member, role } from "../fixtures";
-import { ANY, addProvider, link, linksPath, PROVIDERS, providerBody, providerPath, RECORD_KEYS, updateProvider } from "./helpers";
+import {
+	ANY,
+	addProvider,
+	link,
+	linksPath,
+	PROVIDERS,
+	providerBody,
+	providerPath,
+	RECORD_KEYS,
+	updateProvider,
+} from "./helpers";
 import { IdentityProvider, makeKey } from "./identity-provider";
 
 // The identity providers an account trusts: made, listed, read, changed and deleted by its
@@ -20,7 +30,10 @@ describe("create_identity_provider", () => {
 	it("answers 201 the record, its keys in order, with the defaults filled", async () => {
 		const admin = await bootstrap();
 		const idp = await IdentityProvider.create(["RS256"]);
-		const res = await call("POST", PROVIDERS, { secret: admin.secret, body: { issuer: idp.issuer, audiences: [idp.audience, "other", idp.audience], jwks: idp.jwks() } });
+		const res = await call("POST", PROVIDERS, {
+			secret: admin.secret,
+			body: { issuer: idp.issuer, audiences: [idp.audience, "other", idp.audience], jwks: idp.jwks() },
+		});
 		expect(res.status, JSON.stringify(res.body)).toBe(201);
 		expect(Object.keys(res.body)).toEqual(RECORD_KEYS);
 		expect(res.body).toEqual({
@@ -60,10 +73,19 @@ describe("create_identity_provider", () => {
 		const res = await call("POST", PROVIDERS, { secret: admin.secret, body });
 		expect(res.status, JSON.stringify(res.body)).toBe(201);
 		expect(Object.keys(res.body)).toEqual(RECORD_KEYS);
-		expect(res.body).toMatchObject({ ...body, jwks_uri: "https://login.example.com/keys", jwks: null, provisioning: { role: provisioner, name_claim: "name" } });
+		expect(res.body).toMatchObject({
+			...body,
+			jwks_uri: "https://login.example.com/keys",
+			jwks: null,
+			provisioning: { role: provisioner, name_claim: "name" },
+		});
 		const named = await call("POST", PROVIDERS, {
 			secret: admin.secret,
-			body: { ...body, issuer: "https://other.example.com/", provisioning: { role: provisioner, name_claim: "preferred_username" } },
+			body: {
+				...body,
+				issuer: "https://other.example.com/",
+				provisioning: { role: provisioner, name_claim: "preferred_username" },
+			},
 		});
 		expect(named.body.provisioning).toEqual({ role: provisioner, name_claim: "preferred_username" });
 	});
@@ -97,7 +119,10 @@ describe("create_identity_provider", () => {
 			[{ ...good, dict_claims: { "Bad-Key": "email" } }, /^dict_claims/],
 			[{ ...good, dict_claims: { email: "not a claim" } }, /^dict_claims/],
 			[{ ...good, dict_claims: { email: 5 } }, /^dict_claims/],
-			[{ ...good, dict_claims: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, `c${i}`])) }, /^dict_claims/],
+			[
+				{ ...good, dict_claims: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, `c${i}`])) },
+				/^dict_claims/,
+			],
 			[{ ...good, dict_claims: [] }, /^dict_claims/],
 			[{ ...good, provisioning: {} }, /^provisioning/],
 			[{ ...good, provisioning: { role: 5 } }, /^provisioning/],
@@ -146,23 +171,50 @@ describe("create_identity_provider", () => {
 		];
 		for (const [keys, path] of cases) {
 			const res = await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: { keys } }) });
-			expect([path, JSON.stringify(keys).slice(0, 60), res.status]).toEqual([path, JSON.stringify(keys).slice(0, 60), 400]);
+			expect([path, JSON.stringify(keys).slice(0, 60), res.status]).toEqual([
+				path,
+				JSON.stringify(keys).slice(0, 60),
+				400,
+			]);
 			expectInvalid(res, path);
 		}
 		const many = await Promise.all(Array.from({ length: 51 }, (_, i) => makeKey("ES256", `k${i}`)));
-		expectInvalid(await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: { keys: many.map((k) => k.publicJwk) } }) }), /^jwks/);
-		expectInvalid(await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: { keys: [] } }) }), /^jwks/);
-		expectInvalid(await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: [rsa!.publicJwk] }) }), /^jwks/);
+		expectInvalid(
+			await call("POST", PROVIDERS, {
+				secret: admin.secret,
+				body: providerBody(idp, { jwks: { keys: many.map((k) => k.publicJwk) } }),
+			}),
+			/^jwks/,
+		);
+		expectInvalid(
+			await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: { keys: [] } }) }),
+			/^jwks/,
+		);
+		expectInvalid(
+			await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: [rsa!.publicJwk] }) }),
+			/^jwks/,
+		);
 		// Fifty keys are fine.
-		const fifty = await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks: { keys: many.slice(0, 50).map((k) => k.publicJwk) }, algorithms: ["ES256"] }) });
+		const fifty = await call("POST", PROVIDERS, {
+			secret: admin.secret,
+			body: providerBody(idp, { jwks: { keys: many.slice(0, 50).map((k) => k.publicJwk) }, algorithms: ["ES256"] }),
+		});
 		expect(fifty.status, JSON.stringify(fifty.body)).toBe(201);
 	});
 
 	it("checks jwks_uri as a callback URL: loopback refused under the public policy, no userinfo, 512 characters", async () => {
 		const admin = await bootstrap();
 		const idp = await IdentityProvider.create();
-		const post = (jwks_uri: string, env?: typeof ANY) => call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks_uri, jwks: undefined }), env });
-		for (const uri of [idp.jwksUri, "http://idp.example.com/keys", "https://10.0.0.1/keys", "https://[::1]/keys", "not a url", "ftp://idp.example.com/keys"]) {
+		const post = (jwks_uri: string, env?: typeof ANY) =>
+			call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { jwks_uri, jwks: undefined }), env });
+		for (const uri of [
+			idp.jwksUri,
+			"http://idp.example.com/keys",
+			"https://10.0.0.1/keys",
+			"https://[::1]/keys",
+			"not a url",
+			"ftp://idp.example.com/keys",
+		]) {
 			expectInvalid(await post(uri), "jwks_uri");
 		}
 		expectInvalid(await post("https://user:pw@idp.example.com/keys", ANY), "jwks_uri");
@@ -177,7 +229,10 @@ describe("create_identity_provider", () => {
 	it("is the administrator's alone: a role allowing everything but with a rule is refused 403102", async () => {
 		const admin = await bootstrap();
 		const idp = await IdentityProvider.create();
-		const ruled = await member(admin, await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.open == true" }));
+		const ruled = await member(
+			admin,
+			await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.open == true" }),
+		);
 		const res = await call("POST", PROVIDERS, { secret: ruled.secret, body: providerBody(idp) });
 		expectError(res, 403, 403102);
 		const narrow = await member(admin, await role(admin, { effect: "allow", actions: ["get_identity_providers"] }));
@@ -187,14 +242,19 @@ describe("create_identity_provider", () => {
 		expect((await call("POST", PROVIDERS, { secret: second.secret, body: providerBody(idp) })).status).toBe(201);
 		// A User Token of the administrator acts as the administrator.
 		const token = (await call("POST", "/token", { secret: admin.secret, body: {} })).body.token;
-		expect((await call("POST", PROVIDERS, { secret: token, body: providerBody(await IdentityProvider.create()) })).status).toBe(201);
+		expect(
+			(await call("POST", PROVIDERS, { secret: token, body: providerBody(await IdentityProvider.create()) })).status,
+		).toBe(201);
 	});
 
 	it("refuses an issuer already configured in the account (409101), not in another account", async () => {
 		const [admin, other] = [await bootstrap(), await bootstrap()];
 		const idp = await IdentityProvider.create();
 		await addProvider(admin, idp);
-		const again = await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { audiences: ["another"] }) });
+		const again = await call("POST", PROVIDERS, {
+			secret: admin.secret,
+			body: providerBody(idp, { audiences: ["another"] }),
+		});
 		expectError(again, 409, 409101);
 		await addProvider(other, idp);
 	});
@@ -203,10 +263,20 @@ describe("create_identity_provider", () => {
 		const admin = await bootstrap();
 		const idp = await IdentityProvider.create();
 		for (let i = 0; i < 20; i++) {
-			const res = await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { issuer: `https://idp-${i}.example.com/` }) });
+			const res = await call("POST", PROVIDERS, {
+				secret: admin.secret,
+				body: providerBody(idp, { issuer: `https://idp-${i}.example.com/` }),
+			});
 			expect([i, res.status]).toEqual([i, 201]);
 		}
-		expectError(await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { issuer: "https://one-more.example.com/" }) }), 409, 409261);
+		expectError(
+			await call("POST", PROVIDERS, {
+				secret: admin.secret,
+				body: providerBody(idp, { issuer: "https://one-more.example.com/" }),
+			}),
+			409,
+			409261,
+		);
 		expect(Object.keys((await call("GET", PROVIDERS, { secret: admin.secret })).body.providers)).toHaveLength(20);
 	});
 
@@ -214,7 +284,11 @@ describe("create_identity_provider", () => {
 		const [admin, other] = [await bootstrap(), await bootstrap()];
 		const idp = await IdentityProvider.create();
 		for (const provisioning of [{ role: other.role }, { role: crypto.randomUUID() }]) {
-			expectError(await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { provisioning }) }), 404, 404102);
+			expectError(
+				await call("POST", PROVIDERS, { secret: admin.secret, body: providerBody(idp, { provisioning }) }),
+				404,
+				404102,
+			);
 		}
 	});
 });
@@ -223,11 +297,16 @@ describe("get_identity_providers and get_identity_provider", () => {
 	it("lists the account's providers by uuid, {} when none, and reads one", async () => {
 		const admin = await bootstrap();
 		expect((await call("GET", PROVIDERS, { secret: admin.secret })).body).toEqual({ providers: {} });
-		const [a, b] = [await addProvider(admin, await IdentityProvider.create()), await addProvider(admin, await IdentityProvider.create(["EdDSA"]))];
+		const [a, b] = [
+			await addProvider(admin, await IdentityProvider.create()),
+			await addProvider(admin, await IdentityProvider.create(["EdDSA"])),
+		];
 		const list = await call("GET", PROVIDERS, { secret: admin.secret });
 		expect(list.status).toBe(200);
 		expect(list.body).toEqual({
-			providers: Object.fromEntries([a, b].map((p) => [p.uuid, { issuer: p.issuer, created_ts: p.created_ts, updated_ts: p.updated_ts }])),
+			providers: Object.fromEntries(
+				[a, b].map((p) => [p.uuid, { issuer: p.issuer, created_ts: p.created_ts, updated_ts: p.updated_ts }]),
+			),
 		});
 		const one = await call("GET", providerPath(b.uuid), { secret: admin.secret });
 		expect(one.status).toBe(200);
@@ -282,7 +361,10 @@ describe("update_identity_provider", () => {
 		expectInvalid(await updateProvider(admin, made.uuid, { clock_skew: 301 }), "clock_skew");
 		expectInvalid(await updateProvider(admin, made.uuid, { jwks: { keys: [idp.keys[0]!.privateJwk] } }), "jwks.keys.0");
 		expectInvalid(await updateProvider(admin, made.uuid, { jwks: null }));
-		expectInvalid(await call("PATCH", providerPath(made.uuid), { secret: admin.secret, body: { jwks_uri: idp.jwksUri } }), "jwks_uri");
+		expectInvalid(
+			await call("PATCH", providerPath(made.uuid), { secret: admin.secret, body: { jwks_uri: idp.jwksUri } }),
+			"jwks_uri",
+		);
 		expectError(await updateProvider(admin, made.uuid, { provisioning: { role: crypto.randomUUID() } }), 404, 404102);
 		const other = await addProvider(admin, await IdentityProvider.create());
 		expectError(await updateProvider(admin, made.uuid, { issuer: other.issuer }), 409, 409101);
@@ -294,7 +376,11 @@ describe("update_identity_provider", () => {
 		const admin = await bootstrap();
 		const made = await addProvider(admin, await IdentityProvider.create());
 		const ruled = await member(admin, await role(admin, { effect: "deny", actions: null }, { identity: "true" }));
-		expectError(await call("PATCH", providerPath(made.uuid), { secret: ruled.secret, body: { clock_skew: 1 } }), 403, 403102);
+		expectError(
+			await call("PATCH", providerPath(made.uuid), { secret: ruled.secret, body: { clock_skew: 1 } }),
+			403,
+			403102,
+		);
 		expectError(await call("DELETE", providerPath(made.uuid), { secret: ruled.secret }), 403, 403102);
 		// Reading is not.
 		expect((await call("GET", providerPath(made.uuid), { secret: ruled.secret })).status).toBe(200);

@@ -6,7 +6,10 @@ import { IdentityProvider } from "./identity-provider";
 // A provider with `provisioning` makes a user for a subject nobody is linked to: of its role,
 // named from the name claim, linked, once per subject however many exchanges race.
 
-async function provisioning(fields: Record<string, unknown> = {}, statement = { effect: "allow" as const, actions: ["who_am_i", "exchange_user_token"] }) {
+async function provisioning(
+	fields: Record<string, unknown> = {},
+	statement = { effect: "allow" as const, actions: ["who_am_i", "exchange_user_token"] },
+) {
 	const admin = await bootstrap();
 	const provisioned = await role(admin, statement, {}, "Signed in");
 	const idp = await IdentityProvider.create(["ES256"]);
@@ -27,10 +30,16 @@ describe("provisioning", () => {
 		const first = await exchanged(admin.account, token);
 		expect(first).toMatchObject({ account: admin.account, provisioned: true });
 		expect(first.user).not.toBe(admin.user);
-		expect(await userRecord(admin, first.user)).toMatchObject({ name: "Ann Example", role: provisioned, description: {} });
+		expect(await userRecord(admin, first.user)).toMatchObject({
+			name: "Ann Example",
+			role: provisioned,
+			description: {},
+		});
 		expect((await whoami(first.token)).body).toEqual({ account: admin.account, user: first.user, role: provisioned });
 		const links = await call("GET", linksPath(first.user), { secret: admin.secret });
-		expect(links.body).toEqual({ external_ids: { [provider.uuid]: { subject: "new-subject", created_ts: expect.any(Number) } } });
+		expect(links.body).toEqual({
+			external_ids: { [provider.uuid]: { subject: "new-subject", created_ts: expect.any(Number) } },
+		});
 		// The next exchange finds the link.
 		const second = await exchanged(admin.account, await idp.idToken({ sub: "new-subject", name: "Renamed" }));
 		expect([second.user, second.provisioned]).toEqual([first.user, false]);
@@ -48,11 +57,25 @@ describe("provisioning", () => {
 		];
 		for (const [claims, name] of cases) {
 			const made = await exchanged(admin.account, await idp.idToken(claims));
-			expect([claims.sub, made.provisioned, (await userRecord(admin, made.user)).name]).toEqual([claims.sub, true, name]);
+			expect([claims.sub, made.provisioned, (await userRecord(admin, made.user)).name]).toEqual([
+				claims.sub,
+				true,
+				name,
+			]);
 		}
 		const custom = await provisioning();
-		expect((await call("PATCH", `/account/identity-providers/${custom.provider.uuid}`, { secret: custom.admin.secret, body: { provisioning: { role: custom.provisioned, name_claim: "preferred_username" } } })).status).toBe(200);
-		const made = await exchanged(custom.admin.account, await custom.idp.idToken({ sub: "by-username", name: "Not this", preferred_username: "ann" }));
+		expect(
+			(
+				await call("PATCH", `/account/identity-providers/${custom.provider.uuid}`, {
+					secret: custom.admin.secret,
+					body: { provisioning: { role: custom.provisioned, name_claim: "preferred_username" } },
+				})
+			).status,
+		).toBe(200);
+		const made = await exchanged(
+			custom.admin.account,
+			await custom.idp.idToken({ sub: "by-username", name: "Not this", preferred_username: "ann" }),
+		);
 		expect((await userRecord(custom.admin, made.user)).name).toBe("ann");
 	});
 

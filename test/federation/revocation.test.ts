@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { type Account, bootstrap, call, clockPast, createUser, expectError, issueSecret, role } from "../fixtures";
-import { claimsOf, federated, issue, linksPath, nowTs, providerPath, signIn, traceOf, updateProvider, whoami } from "./helpers";
+import {
+	claimsOf,
+	federated,
+	issue,
+	linksPath,
+	nowTs,
+	providerPath,
+	signIn,
+	traceOf,
+	updateProvider,
+	whoami,
+} from "./helpers";
 
 // Federated and issued tokens die on the very next request once what binds them goes: the link,
 // the provider as it was, the user; the issuer's secret, the issuer, the target and the target's
@@ -14,8 +25,14 @@ describe("a federated token", () => {
 		["its link is deleted", (w) => call("DELETE", linksPath(w.user, w.provider.uuid), { secret: w.admin.secret })],
 		["its provider is deleted", (w) => call("DELETE", providerPath(w.provider.uuid), { secret: w.admin.secret })],
 		["its provider's clock_skew is changed", (w) => updateProvider(w.admin, w.provider.uuid, { clock_skew: 5 })],
-		["its provider's keys are replaced by the same keys", (w) => updateProvider(w.admin, w.provider.uuid, { jwks: w.idp.jwks() })],
-		["its provider's token_validity is changed", (w) => updateProvider(w.admin, w.provider.uuid, { token_validity: 600 })],
+		[
+			"its provider's keys are replaced by the same keys",
+			(w) => updateProvider(w.admin, w.provider.uuid, { jwks: w.idp.jwks() }),
+		],
+		[
+			"its provider's token_validity is changed",
+			(w) => updateProvider(w.admin, w.provider.uuid, { token_validity: 600 }),
+		],
 		["its user is deleted", (w) => call("DELETE", `/users/${w.user}`, { secret: w.admin.secret })],
 	];
 	for (const [what, revoke] of cases) {
@@ -37,7 +54,9 @@ describe("a federated token", () => {
 		const world = await federated();
 		const made = await signIn(world);
 		const narrow = await role(world.admin, { effect: "deny", actions: ["who_am_i"] });
-		expect((await call("PATCH", `/users/${world.user}`, { secret: world.admin.secret, body: { role: narrow } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${world.user}`, { secret: world.admin.secret, body: { role: narrow } })).status,
+		).toBe(200);
 		expectError(await whoami(made.token), 403, 403101);
 		expect((await traceOf(made.token)).role).toBe(narrow);
 	});
@@ -60,14 +79,30 @@ describe("a federated token", () => {
 		expect(made.validity_ts).toBe(end);
 		const child = await call("POST", "/token", { secret: made.token, body: {} });
 		expect(child.status).toBe(201);
-		expect(claimsOf(child.body.token)).toMatchObject({ prv: world.provider.uuid, lnk: claimsOf(made.token).lnk, end, dict: { site: "north" } });
-		expect((await traceOf(child.body.token)).credential).toMatchObject({ fingerprint: null, provider: world.provider.uuid, subject: world.subject });
-		const refreshed = await call("POST", "/token/refresh", { secret: made.token, body: { validity_ts: nowTs() + 86400 } });
+		expect(claimsOf(child.body.token)).toMatchObject({
+			prv: world.provider.uuid,
+			lnk: claimsOf(made.token).lnk,
+			end,
+			dict: { site: "north" },
+		});
+		expect((await traceOf(child.body.token)).credential).toMatchObject({
+			fingerprint: null,
+			provider: world.provider.uuid,
+			subject: world.subject,
+		});
+		const refreshed = await call("POST", "/token/refresh", {
+			secret: made.token,
+			body: { validity_ts: nowTs() + 86400 },
+		});
 		expect(refreshed.status).toBe(201);
 		expect(refreshed.body.validity_ts).toBeLessThanOrEqual(end);
 		expect(claimsOf(refreshed.body.token)).toMatchObject({ end, dict: { site: "north" }, opt: ["create", "refresh"] });
 		// A token made from it may not widen DICT.
-		expectError(await call("POST", "/token", { secret: made.token, body: { secret_dict: { site: "south" } } }), 403, 403102);
+		expectError(
+			await call("POST", "/token", { secret: made.token, body: { secret_dict: { site: "south" } } }),
+			403,
+			403102,
+		);
 	});
 
 	it("expires at its validity (401103)", async () => {
@@ -96,11 +131,17 @@ describe("an issued token", () => {
 	}
 
 	const cases: [string, (admin: Account, w: Awaited<ReturnType<typeof issued>>) => Promise<unknown>][] = [
-		["the issuer's secret is deleted", (admin, w) => call("DELETE", `/users/${w.issuerUser}/secrets`, { secret: admin.secret })],
+		[
+			"the issuer's secret is deleted",
+			(admin, w) => call("DELETE", `/users/${w.issuerUser}/secrets`, { secret: admin.secret }),
+		],
 		["the issuer's secret is replaced by a redeemed PIN", (admin, w) => issueSecret(admin, w.issuerUser)],
 		["the issuer is deleted", (admin, w) => call("DELETE", `/users/${w.issuerUser}`, { secret: admin.secret })],
 		["the target is deleted", (admin, w) => call("DELETE", `/users/${w.target}`, { secret: admin.secret })],
-		["the target's secret is deleted", (admin, w) => call("DELETE", `/users/${w.target}/secrets`, { secret: admin.secret })],
+		[
+			"the target's secret is deleted",
+			(admin, w) => call("DELETE", `/users/${w.target}/secrets`, { secret: admin.secret }),
+		],
 		["the target's secret is replaced", (admin, w) => issueSecret(admin, w.target)],
 	];
 	for (const [what, revoke] of cases) {
@@ -127,7 +168,11 @@ describe("an issued token", () => {
 		for (const token of world.tokens) {
 			expect(claimsOf(token).act).toEqual({ sub: world.issuerUser });
 			const trace = await traceOf(token);
-			expect([trace.user, trace.credential.actor, trace.credential.fingerprint]).toEqual([world.target, world.issuerUser, world.issuerSecret.slice(-4)]);
+			expect([trace.user, trace.credential.actor, trace.credential.fingerprint]).toEqual([
+				world.target,
+				world.issuerUser,
+				world.issuerSecret.slice(-4),
+			]);
 		}
 	});
 
@@ -135,7 +180,9 @@ describe("an issued token", () => {
 		const admin = await bootstrap();
 		const world = await issued(admin);
 		const narrow = await role(admin, { effect: "deny", actions: ["who_am_i"] });
-		expect((await call("PATCH", `/users/${world.target}`, { secret: admin.secret, body: { role: narrow } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${world.target}`, { secret: admin.secret, body: { role: narrow } })).status,
+		).toBe(200);
 		expectError(await whoami(world.tokens[0]!), 403, 403101);
 	});
 });

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, openSocket, openSse, role, streamPath } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	createUser,
+	expectError,
+	issueSecret,
+	openSocket,
+	openSse,
+	role,
+	streamPath,
+} from "../fixtures";
 import { federated, issue, linksPath, signIn, updateProvider } from "./helpers";
 
 // Stream tokens made with a federated or an issued token are bound to what binds that token:
@@ -22,7 +32,9 @@ describe("streams of a federated user", () => {
 		const sse = await openSse(streamPath("alerts", `access_token=${token}`));
 		expect(sse.res.status).toBe(200);
 		await sse.close();
-		expect((await call("DELETE", linksPath(world.user, world.provider.uuid), { secret: world.admin.secret })).status).toBe(200);
+		expect(
+			(await call("DELETE", linksPath(world.user, world.provider.uuid), { secret: world.admin.secret })).status,
+		).toBe(200);
 		expectError(await call("GET", streamPath("alerts", `access_token=${token}`)), 401, 401102);
 		const socket = await openSocket(streamPath("alerts", `access_token=${token}`));
 		expect(socket.res.status).toBe(401);
@@ -44,7 +56,9 @@ describe("streams of a federated user", () => {
 		const byUserToken = await openSocket(streamPath("alerts"), { secret: `Bearer ${made.token}` });
 		expect([byStreamToken.res.status, byUserToken.res.status]).toEqual([101, 101]);
 		const at = Date.now();
-		expect((await call("DELETE", linksPath(world.user, world.provider.uuid), { secret: world.admin.secret })).status).toBe(200);
+		expect(
+			(await call("DELETE", linksPath(world.user, world.provider.uuid), { secret: world.admin.secret })).status,
+		).toBe(200);
 		for (const socket of [byStreamToken, byUserToken]) {
 			expect(await socket.next("the end frame")).toEqual({ event: "end", data: CREDENTIAL });
 			expect(await socket.closed).toEqual(CREDENTIAL);

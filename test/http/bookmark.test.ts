@@ -17,7 +17,10 @@ describe("x-d1-bookmark", () => {
 		const page = await scan(admin.secret, "details=true");
 		expect(page.body.twins.map((twin: { uuid: string }) => twin.uuid)).toEqual([created.body.uuid]);
 		expect(page.headers.get("x-d1-bookmark")! >= written).toBe(true);
-		expect((await call("GET", `/twins/${created.body.uuid}`, { secret: admin.secret })).headers.get("x-d1-bookmark")! >= written).toBe(true);
+		expect(
+			(await call("GET", `/twins/${created.body.uuid}`, { secret: admin.secret })).headers.get("x-d1-bookmark")! >=
+				written,
+		).toBe(true);
 	});
 
 	it("is not sent to a caller whose credential authenticated nobody, though it was checked at the primary", async () => {

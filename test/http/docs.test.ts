@@ -9,7 +9,8 @@ const routes = await loadRoutes(table);
 // Workers Static Assets answer /openapi.json and /docs before the Worker is invoked;
 // exports.default.fetch goes straight to the Worker, so they are fetched through the assets
 // binding, which applies the same html handling, _headers and method rules as the platform.
-const asset = (path: string, init?: RequestInit) => env.ASSETS.fetch(`https://registry.test${path}`, { redirect: "manual", ...init });
+const asset = (path: string, init?: RequestInit) =>
+	env.ASSETS.fetch(`https://registry.test${path}`, { redirect: "manual", ...init });
 
 async function apiDocument() {
 	const res = await asset("/openapi.json");
@@ -27,8 +28,11 @@ describe("the API document", () => {
 	it("lists every route under its operation name, and nothing else", async () => {
 		const body = await apiDocument();
 		const documented: string[] = [];
-		for (const [path, methods] of Object.entries(body.paths as Record<string, Record<string, { operationId: string }>>)) {
-			for (const [method, operation] of Object.entries(methods)) documented.push(`${method.toUpperCase()} ${path} ${operation.operationId}`);
+		for (const [path, methods] of Object.entries(
+			body.paths as Record<string, Record<string, { operationId: string }>>,
+		)) {
+			for (const [method, operation] of Object.entries(methods))
+				documented.push(`${method.toUpperCase()} ${path} ${operation.operationId}`);
 		}
 		const routed = routes.map((r) => `${r.method} ${r.path.replace(/:(\w+)\+?/g, "{$1}")} ${r.operation.name}`);
 		expect(documented.sort()).toEqual(routed.sort());
@@ -59,7 +63,8 @@ describe("the API document", () => {
 	});
 
 	it("serves the reference page and its files as static assets, with their security policy", async () => {
-		const policy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+		const policy =
+			"default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
 		const page = await asset("/docs");
 		expect(page.status).toBe(200);
 		expect(page.headers.get("content-type")).toContain("text/html");

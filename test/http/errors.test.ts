@@ -89,7 +89,12 @@ describe("error envelope", () => {
 		const response = await fetchWithEnv(request, { DB: undefined });
 		expect(response.status).toBe(500);
 		const body = await response.json();
-		expect(body).toEqual({ subcode: 500101, code: "internal", trace: response.headers.get("x-request-id"), description: "Internal error" });
+		expect(body).toEqual({
+			subcode: 500101,
+			code: "internal",
+			trace: response.headers.get("x-request-id"),
+			description: "Internal error",
+		});
 		// The log has what the answer leaves out, under the same trace.
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining(`"trace":"${response.headers.get("x-request-id")}"`));
 	});
@@ -105,14 +110,18 @@ describe("the envelope's code", () => {
 		const token = await call("POST", "/notifications/stream/tokens", { secret: cannotStream.secret, body: {} });
 		expect(token.body).toMatchObject({ subcode: 403101, code: "operation_forbidden" });
 		expect(token.body.description).toContain("stream_notifications");
-		expect((await call("GET", `/twins/${crypto.randomUUID()}`, { secret: admin.secret })).body).toMatchObject({ subcode: 404102, code: "not_found" });
+		expect((await call("GET", `/twins/${crypto.randomUUID()}`, { secret: admin.secret })).body).toMatchObject({
+			subcode: 404102,
+			code: "not_found",
+		});
 	});
 });
 
 describe("hostile bodies", () => {
 	it("refuses JSON nested deeper than 64 levels with a 400", async () => {
 		const admin = await bootstrap();
-		const nested = (n: number) => `{"name":"x","role":"${admin.role}","description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`;
+		const nested = (n: number) =>
+			`{"name":"x","role":"${admin.role}","description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`;
 		expect((await call("POST", "/users", { secret: admin.secret, body: nested(60) })).status).toBe(201);
 		const deep = await call("POST", "/users", { secret: admin.secret, body: nested(20_000) });
 		expectError(deep, 400, 400101);

@@ -61,8 +61,18 @@ describe("Idempotency-Key", () => {
 		expect(JSON.stringify(theirs.body)).not.toContain(first.body.uuid);
 		// The same user with another dictionary, whose rules could see differently.
 		const dict = btoa(JSON.stringify({ site: "north" }));
-		expectError(await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user", { "x-trustedtwin": dict }) }), 422, 422101);
-		expect((await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user") })).body).toEqual(first.body);
+		expectError(
+			await call("POST", "/twins", {
+				secret: admin.secret,
+				body,
+				headers: keyed("per-user", { "x-trustedtwin": dict }),
+			}),
+			422,
+			422101,
+		);
+		expect((await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("per-user") })).body).toEqual(
+			first.body,
+		);
 		expect(await twinsOf(admin.secret)).toBe(1);
 	});
 
@@ -70,7 +80,13 @@ describe("Idempotency-Key", () => {
 		const admin = await bootstrap();
 		const { jobs, binding } = recordingQueue();
 		const body = { topic: "alerts", callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok` };
-		const send = () => call("POST", "/notifications/webhooks", { secret: admin.secret, body, headers: keyed("subscribe-1"), env: { CALLBACK_POLICY: "any", WEBHOOKS: binding } });
+		const send = () =>
+			call("POST", "/notifications/webhooks", {
+				secret: admin.secret,
+				body,
+				headers: keyed("subscribe-1"),
+				env: { CALLBACK_POLICY: "any", WEBHOOKS: binding },
+			});
 		const [first, again] = [await send(), await send()];
 		expect([first.status, again.status]).toEqual([201, 201]);
 		expect(again.body).toEqual(first.body);
@@ -82,12 +98,24 @@ describe("Idempotency-Key", () => {
 	it("ignores the key of a subscribe with a client_secret: its answer holds a key, never stored", async () => {
 		const admin = await bootstrap();
 		const { binding } = recordingQueue();
-		const body = { topic: "alerts", callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok`, client_secret: "Client-secret_16" };
-		const send = () => call("POST", "/notifications/webhooks", { secret: admin.secret, body, headers: keyed("with-secret"), env: { CALLBACK_POLICY: "any", WEBHOOKS: binding } });
+		const body = {
+			topic: "alerts",
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok`,
+			client_secret: "Client-secret_16",
+		};
+		const send = () =>
+			call("POST", "/notifications/webhooks", {
+				secret: admin.secret,
+				body,
+				headers: keyed("with-secret"),
+				env: { CALLBACK_POLICY: "any", WEBHOOKS: binding },
+			});
 		const [first, again] = [await send(), await send()];
 		expect(again.headers.get("idempotent-replayed")).toBeNull();
 		expect(again.body.subscription.uuid).not.toBe(first.body.subscription.uuid);
-		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
+			.bind(admin.account)
+			.first<{ n: number }>();
 		expect(stored?.n).toBe(0);
 	});
 
@@ -113,7 +141,9 @@ describe("Idempotency-Key", () => {
 		const refused = await call("PATCH", ledger(twin), { secret: admin.secret, body, headers: keyed("guarded") });
 		expectError(refused, 409, 409102);
 		// The condition holds now, but the key answers what its request got.
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { level: { value: 5 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { level: { value: 5 } } } })).status,
+		).toBe(200);
 		const replayed = await call("PATCH", ledger(twin), { secret: admin.secret, body, headers: keyed("guarded") });
 		expect(replayed.status).toBe(409);
 		expect(replayed.body).toEqual(refused.body);
@@ -144,7 +174,9 @@ describe("Idempotency-Key", () => {
 		// The first request's claim, as it stands while its handler runs.
 		const body = JSON.stringify({});
 		const first = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
-		await env.DB.prepare("UPDATE idempotency_keys SET status = NULL, body = NULL, trace = 'another-request', created_ts = ? WHERE account = ? AND key = 'slow'")
+		await env.DB.prepare(
+			"UPDATE idempotency_keys SET status = NULL, body = NULL, trace = 'another-request', created_ts = ? WHERE account = ? AND key = 'slow'",
+		)
 			.bind(Date.now() / 1000, admin.account)
 			.run();
 		const res = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
@@ -155,13 +187,17 @@ describe("Idempotency-Key", () => {
 
 	it("lets the same request take over a claim whose request died, once its lease is over", async () => {
 		const admin = await bootstrap();
-		await env.DB.prepare("INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts) SELECT ?, 'died', fingerprint, 'dead-request', ? FROM (SELECT '' AS fingerprint)")
+		await env.DB.prepare(
+			"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts) SELECT ?, 'died', fingerprint, 'dead-request', ? FROM (SELECT '' AS fingerprint)",
+		)
 			.bind(admin.account, Date.now() / 1000 - 301)
 			.run();
 		// Another fingerprint: the claim stands for another request, whatever its age.
 		expectError(await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") }), 422, 422101);
 		const fingerprint = await requestFingerprint(admin, "POST", "/twins", "{}");
-		await env.DB.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'").bind(fingerprint, admin.account).run();
+		await env.DB.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'")
+			.bind(fingerprint, admin.account)
+			.run();
 		const taken = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") });
 		expect(taken.status).toBe(201);
 		expect(taken.headers.get("idempotent-replayed")).toBeNull();
@@ -169,11 +205,24 @@ describe("Idempotency-Key", () => {
 
 	it("stores nothing for answers given before the handler runs, or for a failure: the corrected or retried request runs", async () => {
 		const admin = await bootstrap();
-		expectError(await call("POST", "/twins", { secret: "x".repeat(64), body: {}, headers: keyed("early") }), 401, 401102);
-		expectError(await call("POST", "/twins", { secret: admin.secret, body: { description: "no" }, headers: keyed("early") }), 400, 400101);
+		expectError(
+			await call("POST", "/twins", { secret: "x".repeat(64), body: {}, headers: keyed("early") }),
+			401,
+			401102,
+		);
+		expectError(
+			await call("POST", "/twins", { secret: admin.secret, body: { description: "no" }, headers: keyed("early") }),
+			400,
+			400101,
+		);
 		// The key claimed, then the handler's own batch fails: a 500, and the key is free again.
 		const logged = loggedErrors();
-		const failed = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("early"), env: { DB: failingAfterFirstBatch(env.DB) } });
+		const failed = await call("POST", "/twins", {
+			secret: admin.secret,
+			body: {},
+			headers: keyed("early"),
+			env: { DB: failingAfterFirstBatch(env.DB) },
+		});
 		expectError(failed, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining(failed.headers.get("x-request-id") as string));
 		expect(await twinsOf(admin.secret)).toBe(0);
@@ -191,7 +240,9 @@ describe("Idempotency-Key", () => {
 			expect(res.body.details[0].path).toBe("Idempotency-Key");
 		}
 		expectError(await call("POST", "/twins", { body: {}, headers: keyed("") }), 401, 401101);
-		expect((await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("x".repeat(255)) })).status).toBe(201);
+		expect(
+			(await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("x".repeat(255)) })).status,
+		).toBe(201);
 	});
 
 	it("is ignored by other methods, and by operations whose answer carries a credential", async () => {
@@ -199,20 +250,34 @@ describe("Idempotency-Key", () => {
 		const twin = await newTwin(admin.secret);
 		const read = await call("GET", `/twins/${twin}`, { secret: admin.secret, headers: keyed("") });
 		expect(read.status).toBe(200);
-		const tokens = await Promise.all([1, 2].map(() => call("POST", "/token", { secret: admin.secret, body: {}, headers: keyed("token-1") })));
+		const tokens = await Promise.all(
+			[1, 2].map(() => call("POST", "/token", { secret: admin.secret, body: {}, headers: keyed("token-1") })),
+		);
 		expect(tokens.map((t) => t.status)).toEqual([201, 201]);
 		expect(tokens[0].body.token).not.toBe(tokens[1].body.token);
-		const pins = await Promise.all([1, 2].map(() => call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret, body: {}, headers: keyed("pin-1") })));
+		const pins = await Promise.all(
+			[1, 2].map(() =>
+				call("POST", `/users/${admin.user}/secrets`, { secret: admin.secret, body: {}, headers: keyed("pin-1") }),
+			),
+		);
 		expect(pins[0].body.pin).not.toBe(pins[1].body.pin);
-		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
+			.bind(admin.account)
+			.first<{ n: number }>();
 		expect(stored?.n).toBe(0);
 	});
 
 	it("keeps a key 24 hours: past them the key is free for any request", async () => {
 		const admin = await bootstrap();
 		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("day") });
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?").bind(admin.account).run();
-		const later = await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 2 } }, headers: keyed("day") });
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
+			.bind(admin.account)
+			.run();
+		const later = await call("POST", "/twins", {
+			secret: admin.secret,
+			body: { description: { n: 2 } },
+			headers: keyed("day"),
+		});
 		expect(later.status).toBe(201);
 		expect(later.headers.get("idempotent-replayed")).toBeNull();
 		expect(await twinsOf(admin.secret)).toBe(2);
@@ -228,8 +293,14 @@ describe("Idempotency-Key", () => {
 		)
 			.bind(admin.account, old, JSON.stringify(Array.from({ length: 150 }, (_, i) => i)))
 			.run();
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = ? WHERE account = ? AND key = 'late'").bind(old + 1000, admin.account).run();
-		const later = await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 2 } }, headers: keyed("late") });
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = ? WHERE account = ? AND key = 'late'")
+			.bind(old + 1000, admin.account)
+			.run();
+		const later = await call("POST", "/twins", {
+			secret: admin.secret,
+			body: { description: { n: 2 } },
+			headers: keyed("late"),
+		});
 		expect(later.status).toBe(201);
 		expect(later.headers.get("idempotent-replayed")).toBeNull();
 		expect(await twinsOf(admin.secret)).toBe(2);
@@ -238,9 +309,16 @@ describe("Idempotency-Key", () => {
 
 describe("the account's quota of kept answers", () => {
 	// The account's quota row as D1 holds it.
-	const quotaOf = (account: string) => env.DB.prepare("SELECT keys, bytes FROM idempotency_quota WHERE account = ?").bind(account).first<{ keys: number; bytes: number }>();
-	const post = (secret: string, key: string, quota: Record<string, string>, description: Record<string, unknown> = {}) =>
-		call("POST", "/twins", { secret, body: { description }, headers: keyed(key), env: quota });
+	const quotaOf = (account: string) =>
+		env.DB.prepare("SELECT keys, bytes FROM idempotency_quota WHERE account = ?")
+			.bind(account)
+			.first<{ keys: number; bytes: number }>();
+	const post = (
+		secret: string,
+		key: string,
+		quota: Record<string, string>,
+		description: Record<string, unknown> = {},
+	) => call("POST", "/twins", { secret, body: { description }, headers: keyed(key), env: quota });
 
 	it("refuses a new key past MAX_IDEMPOTENCY_KEYS answers with 409211, runs nothing, and still replays the kept ones", async () => {
 		const admin = await bootstrap();
@@ -260,7 +338,9 @@ describe("the account's quota of kept answers", () => {
 		expect((await call("POST", "/twins", { secret: admin.secret, body: {}, env: quota })).status).toBe(201);
 		expect((await post((await bootstrap()).secret, "k4", quota)).status).toBe(201);
 		// The refusal was not kept: once the window frees a place, the same key runs.
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ? AND key = 'k1'").bind(admin.account).run();
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ? AND key = 'k1'")
+			.bind(admin.account)
+			.run();
 		const later = await post(admin.secret, "k4", quota);
 		expect(later.status).toBe(201);
 		expect(later.headers.get("idempotent-replayed")).toBeNull();
@@ -281,12 +361,18 @@ describe("the account's quota of kept answers", () => {
 
 	it("counts only answers kept: refusals before the handler, 5xx and claims given up count nothing", async () => {
 		const admin = await bootstrap();
-		expectError(await call("POST", "/twins", { secret: admin.secret, body: { description: 5 }, headers: keyed("bad") }), 400, 400101);
+		expectError(
+			await call("POST", "/twins", { secret: admin.secret, body: { description: 5 }, headers: keyed("bad") }),
+			400,
+			400101,
+		);
 		expect(await quotaOf(admin.account)).toBeNull();
 		await post(admin.secret, "good", {});
 		expect((await quotaOf(admin.account))?.keys).toBe(1);
 		// Pruning an expired answer takes it out of the count.
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?").bind(admin.account).run();
+		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
+			.bind(admin.account)
+			.run();
 		await post(admin.secret, "next", {});
 		expect((await quotaOf(admin.account))?.keys).toBe(1);
 	});
@@ -295,7 +381,8 @@ describe("the account's quota of kept answers", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret, { a: 1, b: 2 });
 		const body = { description: { a: null } };
-		const send = (headers: Record<string, string>) => call("PATCH", `/twins/${twin}`, { secret: admin.secret, body, headers: keyed("by-type", headers) });
+		const send = (headers: Record<string, string>) =>
+			call("PATCH", `/twins/${twin}`, { secret: admin.secret, body, headers: keyed("by-type", headers) });
 		const merged = await send({ "content-type": "application/merge-patch+json" });
 		expect(merged.body.description).toEqual({ b: 2 });
 		// The same bytes as application/json would replace the description: another request.
@@ -314,7 +401,10 @@ describe("the account's quota of kept answers", () => {
 async function requestFingerprint(caller: { user: string; role: string }, method: string, path: string, body: string) {
 	const who = JSON.stringify([caller.user, caller.role, null]);
 	const how = JSON.stringify(["application/json", null]);
-	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${who}\n${how}\n${method} ${path}\n${body}`));
+	const digest = await crypto.subtle.digest(
+		"SHA-256",
+		new TextEncoder().encode(`${who}\n${how}\n${method} ${path}\n${body}`),
+	);
 	return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
@@ -329,7 +419,9 @@ function failingAfterFirstBatch(db: D1Database): D1Database {
 				if (session) return session;
 				if (property === "batch") {
 					return (statements: D1PreparedStatement[]) =>
-						++batches === 1 ? inner.batch(statements) : inner.batch([statements[0], inner.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+						++batches === 1
+							? inner.batch(statements)
+							: inner.batch([statements[0], inner.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
 				}
 				const value = Reflect.get(inner, property, inner);
 				return typeof value === "function" ? value.bind(inner) : value;

@@ -30,7 +30,9 @@ describe("a query parameter given twice", () => {
 		const twin = await newTwin(admin.secret);
 		const reader = await userWithRules(admin, { twin: "false" });
 		const hidden = await call("GET", `/twins/${twin}/docs?view=tree&view=list`, { secret: reader.secret });
-		const absent = await call("GET", `/twins/${crypto.randomUUID()}/docs?view=tree&view=list`, { secret: reader.secret });
+		const absent = await call("GET", `/twins/${crypto.randomUUID()}/docs?view=tree&view=list`, {
+			secret: reader.secret,
+		});
 		expectError(hidden, 404, 404102);
 		expectError(absent, 404, 404102);
 	});

@@ -34,7 +34,8 @@ describe("rate limits per client address", () => {
 	it("PIN redemption: wrong PINs are 404 up to the limit, then 429; other addresses are unaffected", async () => {
 		const admin = await bootstrap();
 		const from = randomAddress();
-		const guess = (address: string) => call("POST", `/secrets/${admin.account}/AAAAAAAAAA`, { headers: { "cf-connecting-ip": address } });
+		const guess = (address: string) =>
+			call("POST", `/secrets/${admin.account}/AAAAAAAAAA`, { headers: { "cf-connecting-ip": address } });
 		// The real PIN is issued first: tried right after the 429, it meets the same minute's count.
 		const user = await createUser(admin);
 		const pin = (await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: {} })).body.pin;

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, confirmedSubscription, expectError, ledger, newTwin, outboxOf } from "../fixtures";
+import {
+	addEntries,
+	bootstrap,
+	call,
+	confirmedSubscription,
+	expectError,
+	ledger,
+	newTwin,
+	outboxOf,
+} from "../fixtures";
 
 // "__proto__" from JSON.parse is an own key, but any object rebuilt from it by assignment
 // loses it. Such a key, anywhere in a body or in a list of entry names, is refused (400101)
@@ -39,12 +48,32 @@ describe("a __proto__ key in a ledger write", () => {
 			["PATCH", "/value", '{"entries":{"kept":{"value":2},"__proto__":{"value":1}}}', "entries.__proto__"],
 			// A false condition that zod would drop, letting the write through.
 			["POST", "", '{"entries":{"fresh":{"value":2}},"conditions":{"__proto__":"false"}}', "conditions.__proto__"],
-			["PATCH", "/value", '{"entries":{"kept":{"value":2}},"conditions":{"__proto__":"false"}}', "conditions.__proto__"],
+			[
+				"PATCH",
+				"/value",
+				'{"entries":{"kept":{"value":2}},"conditions":{"__proto__":"false"}}',
+				"conditions.__proto__",
+			],
 			["DELETE", "?entries=kept", '{"conditions":{"__proto__":"false"}}', "conditions.__proto__"],
 			// Not a topic the pattern allows, which zod would never have checked.
-			["POST", "", '{"entries":{"fresh":{"value":2,"publish":{"__proto__":"true"}}}}', "entries.fresh.publish.__proto__"],
-			["PATCH", "", '{"entries":{"kept":{"publish":{"ok-topic":"true","__proto__":"true"}}}}', "entries.kept.publish.__proto__"],
-			["POST", "", '{"entries":{"fresh":{"value":{"a":[1,{"b":{"__proto__":{"c":1}}}]}}}}', "entries.fresh.value.a.1.b.__proto__"],
+			[
+				"POST",
+				"",
+				'{"entries":{"fresh":{"value":2,"publish":{"__proto__":"true"}}}}',
+				"entries.fresh.publish.__proto__",
+			],
+			[
+				"PATCH",
+				"",
+				'{"entries":{"kept":{"publish":{"ok-topic":"true","__proto__":"true"}}}}',
+				"entries.kept.publish.__proto__",
+			],
+			[
+				"POST",
+				"",
+				'{"entries":{"fresh":{"value":{"a":[1,{"b":{"__proto__":{"c":1}}}]}}}}',
+				"entries.fresh.value.a.1.b.__proto__",
+			],
 			["PATCH", "/value", '{"entries":{"kept":{"value":{"__proto__":2}}}}', "entries.kept.value.__proto__"],
 			["POST", "", '{"__proto__":{},"entries":{"fresh":{"value":2}}}', "__proto__"],
 		];
@@ -67,8 +96,14 @@ describe("a __proto__ key in a ledger write", () => {
 			["GET", "/history"],
 			["DELETE", ""],
 		]) {
-			expectReserved(await call(method, ledger(twin, "personal", `${tail}?entries=kept,__proto__`), { secret: admin.secret }), "entries.1");
-			expectReserved(await call(method, ledger(twin, "personal", `${tail}?entries=__proto__`), { secret: admin.secret }), "entries.0");
+			expectReserved(
+				await call(method, ledger(twin, "personal", `${tail}?entries=kept,__proto__`), { secret: admin.secret }),
+				"entries.1",
+			);
+			expectReserved(
+				await call(method, ledger(twin, "personal", `${tail}?entries=__proto__`), { secret: admin.secret }),
+				"entries.0",
+			);
 			// As the name of a query parameter it is an unknown one, like any other.
 			const named = await call(method, ledger(twin, "personal", `${tail}?__proto__=kept`), { secret: admin.secret });
 			expectError(named, 400, 400101);
@@ -81,7 +116,10 @@ describe("a __proto__ key in a ledger write", () => {
 describe("a __proto__ key in a description", () => {
 	it("is refused on create_twin and update_twin, and the twin is unchanged", async () => {
 		const admin = await bootstrap();
-		expectReserved(await call("POST", "/twins", { secret: admin.secret, body: '{"description":{"__proto__":1,"a":2}}' }), "description.__proto__");
+		expectReserved(
+			await call("POST", "/twins", { secret: admin.secret, body: '{"description":{"__proto__":1,"a":2}}' }),
+			"description.__proto__",
+		);
 		const scan = await call("GET", "/twins", { secret: admin.secret });
 		expect(scan.body.twins).toEqual([]);
 
@@ -104,7 +142,10 @@ describe("a __proto__ key in a description", () => {
 		expect(Object.keys((await call("GET", "/users", { secret: admin.secret })).body.users)).toEqual([admin.user]);
 
 		const update = '{"description":{"team":{"__proto__":{"admin":true}}}}';
-		expectReserved(await call("PATCH", `/users/${admin.user}`, { secret: admin.secret, body: update }), "description.team.__proto__");
+		expectReserved(
+			await call("PATCH", `/users/${admin.user}`, { secret: admin.secret, body: update }),
+			"description.team.__proto__",
+		);
 		expect((await call("GET", `/users/${admin.user}`, { secret: admin.secret })).body.description).toEqual({});
 	});
 });
@@ -134,11 +175,16 @@ describe("keys that Object.prototype also has", () => {
 		expectError(refused, 409, 409102);
 		const changed = await call("PATCH", ledger(twin, "personal", "/value"), {
 			secret: admin.secret,
-			body: { entries: { constructor: { value: 2 } }, conditions: { constructor: "entry_value.constructor.toString == 1" } },
+			body: {
+				entries: { constructor: { value: 2 } },
+				conditions: { constructor: "entry_value.constructor.toString == 1" },
+			},
 		});
 		expect(changed.status, JSON.stringify(changed.body)).toBe(200);
 
-		const history = await call("GET", ledger(twin, "personal", "/history?entries=constructor"), { secret: admin.secret });
+		const history = await call("GET", ledger(twin, "personal", "/history?entries=constructor"), {
+			secret: admin.secret,
+		});
 		expect(newestFirst(history.body.entries.constructor)).toEqual([2, value]);
 
 		const deleted = await call("DELETE", ledger(twin, "personal", "?entries=constructor"), { secret: admin.secret });
@@ -151,13 +197,23 @@ describe("keys that Object.prototype also has", () => {
 		const description = { constructor: value, tostring: 1 };
 		const twin = await newTwin(admin.secret, description);
 		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.description).toEqual(description);
-		const updated = await call("PATCH", `/twins/${twin}`, { secret: admin.secret, body: { description: { constructor: 2 } } });
+		const updated = await call("PATCH", `/twins/${twin}`, {
+			secret: admin.secret,
+			body: { description: { constructor: 2 } },
+		});
 		expect(updated.body.description).toEqual({ constructor: 2 });
-		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.description).toEqual({ constructor: 2 });
+		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.description).toEqual({
+			constructor: 2,
+		});
 
-		const user = await call("POST", "/users", { secret: admin.secret, body: { name: "u", role: admin.role, description } });
+		const user = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "u", role: admin.role, description },
+		});
 		expect(user.status).toBe(201);
-		expect((await call("GET", `/users/${user.body.uuid}`, { secret: admin.secret })).body.description).toEqual(description);
+		expect((await call("GET", `/users/${user.body.uuid}`, { secret: admin.secret })).body.description).toEqual(
+			description,
+		);
 	});
 
 	it("publish to a topic named constructor or toString", async () => {
@@ -179,7 +235,10 @@ describe("keys that Object.prototype also has", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const subscription = await confirmedSubscription(admin, "readings", crypto.randomUUID());
-		await addEntries(admin.secret, twin, { constructor: { value: 1 }, gone: { value: 2, publish: { readings: "LEDGER.constructor == 1" } } });
+		await addEntries(admin.secret, twin, {
+			constructor: { value: 1 },
+			gone: { value: 2, publish: { readings: "LEDGER.constructor == 1" } },
+		});
 		expect(await outboxOf(subscription.uuid)).toHaveLength(1);
 		const deleted = await call("DELETE", ledger(twin, "personal", "?entries=gone"), { secret: admin.secret });
 		expect(Object.keys(deleted.body.entries)).toEqual(["gone"]);
@@ -191,7 +250,11 @@ describe("keys that Object.prototype also has", () => {
 		const twin = await newTwin(admin.secret);
 		// A page reads at most 100 entries, in name order: "constructor" comes after these.
 		const names = Array.from({ length: 100 }, (_, i) => `a${String(i).padStart(3, "0")}`);
-		await addEntries(admin.secret, twin, Object.fromEntries(names.map((name) => [name, { value: name, history: "INF" }])));
+		await addEntries(
+			admin.secret,
+			twin,
+			Object.fromEntries(names.map((name) => [name, { value: name, history: "INF" }])),
+		);
 		await addEntries(admin.secret, twin, { constructor: { value: "last", history: "INF" } });
 		const first = await call("GET", ledger(twin, "personal", "/history"), { secret: admin.secret });
 		expect(first.status).toBe(200);
@@ -199,7 +262,11 @@ describe("keys that Object.prototype also has", () => {
 		expect(Object.hasOwn(first.body.entries, "constructor")).toBe(true);
 		expect(first.body.entries.constructor).toEqual({});
 		expect(first.body.cursor).toEqual(expect.any(String));
-		const next = await call("GET", ledger(twin, "personal", `/history?cursor=${encodeURIComponent(first.body.cursor)}`), { secret: admin.secret });
+		const next = await call(
+			"GET",
+			ledger(twin, "personal", `/history?cursor=${encodeURIComponent(first.body.cursor)}`),
+			{ secret: admin.secret },
+		);
 		expect(next.status).toBe(200);
 		expect(Object.values(next.body.entries.constructor)).toEqual(["last"]);
 	});

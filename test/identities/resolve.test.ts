@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { attach, bootstrap, call, d1Cost, expectError, newTwin, seedIdentities, seedTwins, userWithRules } from "../fixtures";
+import {
+	attach,
+	bootstrap,
+	call,
+	d1Cost,
+	expectError,
+	newTwin,
+	seedIdentities,
+	seedTwins,
+	userWithRules,
+} from "../fixtures";
 
 // Of this file only: other files' accounts in the same database attach identities too, some
 // of them public, and resolving in the system context reads every account's.
@@ -58,7 +68,10 @@ describe("resolve_twin_identity", () => {
 		const twin = await newTwin(admin.secret);
 		await attach(admin.secret, twin, { [RFID]: { validity_ts: 1 } });
 		expect((await resolve(admin.secret, RFID)).body).toEqual({ twins: [], cursor: null });
-		await call("PATCH", `/twins/${twin}/identities/${encodeURIComponent(RFID)}`, { secret: admin.secret, body: { validity_ts: null } });
+		await call("PATCH", `/twins/${twin}/identities/${encodeURIComponent(RFID)}`, {
+			secret: admin.secret,
+			body: { validity_ts: null },
+		});
 		expect((await resolve(admin.secret, RFID)).body).toEqual({ twins: [twin], cursor: null });
 	});
 
@@ -67,13 +80,18 @@ describe("resolve_twin_identity", () => {
 		const twin = await newTwin(admin.secret);
 		await call("DELETE", `/twins/${twin}`, { secret: admin.secret });
 		await attach(admin.secret, twin, { [RFID]: {} });
-		expect((await resolve(admin.secret, RFID, "details=1")).body.twins).toEqual([expect.objectContaining({ uuid: twin, status: "terminated" })]);
+		expect((await resolve(admin.secret, RFID, "details=1")).body.twins).toEqual([
+			expect.objectContaining({ uuid: twin, status: "terminated" }),
+		]);
 	});
 
 	it.each([
 		["a raw '#' (a fragment) leaves a bad identity", "/resolve/RFID#abc"],
 		["an unknown context", `/resolve/${encodeURIComponent(RFID)}?context=everyone`],
-		["eleven accounts", `/resolve/${encodeURIComponent(RFID)}?context=${Array.from({ length: 11 }, () => crypto.randomUUID()).join(",")}`],
+		[
+			"eleven accounts",
+			`/resolve/${encodeURIComponent(RFID)}?context=${Array.from({ length: 11 }, () => crypto.randomUUID()).join(",")}`,
+		],
 		["an empty list entry", `/resolve/${encodeURIComponent(RFID)}?context=${crypto.randomUUID()},`],
 		["a bad details", `/resolve/${encodeURIComponent(RFID)}?details=yes`],
 		["an unknown parameter", `/resolve/${encodeURIComponent(RFID)}?page=x`],
@@ -94,16 +112,27 @@ describe("resolve_twin_identity", () => {
 			expect(res.body.twins).toEqual([twin]);
 			return { queries: d1Cost(res, "queries"), rows: d1Cost(res, "rows_read") };
 		};
-		const measure = async () => [await cost(a.secret, ""), await cost(reader, "context=system"), await cost(reader, `context=${a.account}`)];
+		const measure = async () => [
+			await cost(a.secret, ""),
+			await cost(reader, "context=system"),
+			await cost(reader, `context=${a.account}`),
+		];
 		// Identities that sort right after the identity, on twins of both accounts, public and
 		// private: first a few, then thousands. An index lookup reads one entry past its range,
 		// so the neighbour right after it must be there from the first measure on (a neighbour
 		// that sorted elsewhere would make the count depend on the random identity).
 		const seed = async (twinsPerAccount: number, offset: number) => {
 			for (const account of [a.account, b.account]) {
-				const twins = await seedTwins(account, Array.from({ length: twinsPerAccount }, () => ({})));
+				const twins = await seedTwins(
+					account,
+					Array.from({ length: twinsPerAccount }, () => ({})),
+				);
 				const rows = twins.flatMap((t, i) =>
-					Array.from({ length: 10 }, (_, j) => ({ twin: t, identity: `${RFID}_${offset + i}x${j}`, visibility: j % 2 ? "true" : null })),
+					Array.from({ length: 10 }, (_, j) => ({
+						twin: t,
+						identity: `${RFID}_${offset + i}x${j}`,
+						visibility: j % 2 ? "true" : null,
+					})),
 				);
 				await seedIdentities(account, rows);
 			}
@@ -141,7 +170,10 @@ describe("resolve_twin_identity's pages", () => {
 	it("stay under 4 MiB with details, and a walk of the cursors answers every twin once", async () => {
 		const admin = await bootstrap();
 		const twins = await seedTwins(admin.account, Array.from({ length: 300 }, big));
-		await seedIdentities(admin.account, twins.map((twin) => ({ twin, identity: RFID })));
+		await seedIdentities(
+			admin.account,
+			twins.map((twin) => ({ twin, identity: RFID })),
+		);
 
 		const pages = await walk(admin.secret, "details=true");
 		expect(pages.length).toBeGreaterThan(2);
@@ -158,7 +190,10 @@ describe("resolve_twin_identity's pages", () => {
 	it("refuse a forged cursor, and one from another query or another user", async () => {
 		const admin = await bootstrap();
 		const twins = await seedTwins(admin.account, Array.from({ length: 130 }, big));
-		await seedIdentities(admin.account, twins.map((twin) => ({ twin, identity: RFID })));
+		await seedIdentities(
+			admin.account,
+			twins.map((twin) => ({ twin, identity: RFID })),
+		);
 		const first = await resolve(admin.secret, RFID, "details=true");
 		const cursor = encodeURIComponent(first.body.cursor);
 		expect(cursor).not.toBe("null");

@@ -10,7 +10,10 @@ async function threeAccounts() {
 	const [a, b, c] = [await bootstrap(), await bootstrap(), await bootstrap()];
 	const twin = await newTwin(a.secret, { shared: true });
 	const sees = { twin: "TWIN.shared == true", identity: "true" };
-	const [bReader, cReader] = [await userWithRules(b, sees, { partner: true }), await userWithRules(c, sees, { partner: false })];
+	const [bReader, cReader] = [
+		await userWithRules(b, sees, { partner: true }),
+		await userWithRules(c, sees, { partner: false }),
+	];
 	return { a, b, c, twin, bReader: bReader.secret, cReader: cReader.secret };
 }
 
@@ -22,17 +25,28 @@ describe("ownership", () => {
 		const { a, b, twin, bReader } = await threeAccounts();
 		await attach(a.secret, twin, { [RFID]: { visibility: "true" } });
 		await attach(bReader, twin, { [RFID]: { validity_ts: null } });
-		expect((await call("GET", idPath(twin, RFID), { secret: a.secret })).body.creation_certificate.creator).toBe(a.account);
-		expect((await call("GET", idPath(twin, RFID), { secret: bReader })).body.creation_certificate.creator).toBe(b.account);
+		expect((await call("GET", idPath(twin, RFID), { secret: a.secret })).body.creation_certificate.creator).toBe(
+			a.account,
+		);
+		expect((await call("GET", idPath(twin, RFID), { secret: bReader })).body.creation_certificate.creator).toBe(
+			b.account,
+		);
 
 		// B's path names B's identity: deleting it leaves A's in place.
-		expect((await call("DELETE", idPath(twin, RFID), { secret: bReader })).body.creation_certificate.creator).toBe(b.account);
+		expect((await call("DELETE", idPath(twin, RFID), { secret: bReader })).body.creation_certificate.creator).toBe(
+			b.account,
+		);
 		expectError(await call("PATCH", idPath(twin, RFID), { secret: bReader, body: { validity_ts: 1 } }), 404, 404102);
 		expectError(await call("DELETE", idPath(twin, RFID), { secret: bReader }), 404, 404102);
-		expect((await call("GET", idPath(twin, RFID), { secret: a.secret })).body).toMatchObject({ validity_ts: null, visibility: "true" });
+		expect((await call("GET", idPath(twin, RFID), { secret: a.secret })).body).toMatchObject({
+			validity_ts: null,
+			visibility: "true",
+		});
 		// A foreign identity is not B's to read one by one, only in lists and resolve.
 		expectError(await call("GET", idPath(twin, RFID), { secret: bReader }), 404, 404102);
-		expect(await foreignOf(bReader, twin)).toEqual({ [a.account]: { [RFID]: expect.objectContaining({ validity_ts: null }) } });
+		expect(await foreignOf(bReader, twin)).toEqual({
+			[a.account]: { [RFID]: expect.objectContaining({ validity_ts: null }) },
+		});
 	});
 
 	it("answers 404 on every identity route of a twin the caller cannot see", async () => {
@@ -45,7 +59,8 @@ describe("ownership", () => {
 			["PATCH", idPath(twin, RFID), { validity_ts: 1 }],
 			["DELETE", idPath(twin, RFID)],
 		];
-		for (const [method, path, body] of attempts) expectError(await call(method, path, { secret: b.secret, body }), 404, 404102);
+		for (const [method, path, body] of attempts)
+			expectError(await call(method, path, { secret: b.secret, body }), 404, 404102);
 		expect((await call("GET", idPath(twin, RFID), { secret: a.secret })).body.validity_ts).toBeNull();
 	});
 });
@@ -73,7 +88,10 @@ describe("visibility from three accounts", () => {
 
 	it("binds identity in the visibility rule to the identity itself", async () => {
 		const { a, twin, bReader } = await threeAccounts();
-		await attach(a.secret, twin, { "RFID#1": { visibility: "'RFID#' in identity" }, "SN#1": { visibility: "'RFID#' in identity" } });
+		await attach(a.secret, twin, {
+			"RFID#1": { visibility: "'RFID#' in identity" },
+			"SN#1": { visibility: "'RFID#' in identity" },
+		});
 		expect(Object.keys((await foreignOf(bReader, twin))[a.account])).toEqual(["RFID#1"]);
 	});
 });
@@ -135,7 +153,9 @@ describe("other accounts' private identities", () => {
 		await attach(a.secret, twin, { "RFID#open": { visibility: "true" } });
 		const cost = async () => {
 			const listed = await call("GET", `${idPath(twin)}?show_foreign=true`, { secret: bReader });
-			const resolved = await call("GET", `/resolve/${encodeURIComponent("RFID#private")}?context=system`, { secret: bReader });
+			const resolved = await call("GET", `/resolve/${encodeURIComponent("RFID#private")}?context=system`, {
+				secret: bReader,
+			});
 			expect(Object.keys(listed.body.foreign[a.account])).toEqual(["RFID#open"]);
 			expect(resolved.body.twins).toEqual([]);
 			return [d1Cost(listed, "rows_read"), d1Cost(resolved, "rows_read")];
@@ -161,7 +181,8 @@ describe("lists and resolve cost the same with or without identities the caller 
 				return fingerprint(res);
 			}),
 		);
-	const resolvePath = (identity: string, context: string) => `/resolve/${encodeURIComponent(identity)}?context=${context}`;
+	const resolvePath = (identity: string, context: string) =>
+		`/resolve/${encodeURIComponent(identity)}?context=${context}`;
 
 	async function unchangedBy(hide: () => Promise<unknown>, look: () => Promise<unknown>) {
 		const before = await look();
@@ -179,8 +200,20 @@ describe("lists and resolve cost the same with or without identities the caller 
 			const look = () => read(bReader, paths);
 			await unchangedBy(() => attach(a.secret, twin, { "RFID#v": { visibility: "USER.partner == false" } }), look);
 			await unchangedBy(() => attach(a.secret, twin, { "RFID#u": { visibility: "true", validity_ts: 1 } }), look);
-			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret, { shared: true }), { "RFID#x": { visibility: "USER.partner == false" } }), look);
-			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret, { shared: true }), { "RFID#x": { visibility: "true", validity_ts: 1 } }), look);
+			await unchangedBy(
+				async () =>
+					attach(a.secret, await newTwin(a.secret, { shared: true }), {
+						"RFID#x": { visibility: "USER.partner == false" },
+					}),
+				look,
+			);
+			await unchangedBy(
+				async () =>
+					attach(a.secret, await newTwin(a.secret, { shared: true }), {
+						"RFID#x": { visibility: "true", validity_ts: 1 },
+					}),
+				look,
+			);
 		}
 	});
 
@@ -191,12 +224,20 @@ describe("lists and resolve cost the same with or without identities the caller 
 			const { secret: reader } = await userWithRules(a, { identity: "'RFID#' in identity and TWIN.open == true" });
 			await attach(c.secret, await newTwin(c.secret), { "RFID#10": { visibility: "true" } });
 			if (alongside) await attach(a.secret, twin, { "RFID#1": {} });
-			const paths = [idPath(twin), `${idPath(twin)}?show_foreign=true`, resolvePath("RFID#1", "personal"), resolvePath("RFID#1", "system")];
+			const paths = [
+				idPath(twin),
+				`${idPath(twin)}?show_foreign=true`,
+				resolvePath("RFID#1", "personal"),
+				resolvePath("RFID#1", "system"),
+			];
 			const look = () => read(reader, paths);
 			await unchangedBy(() => attach(a.secret, twin, { "SN#1": {} }), look);
 			// Public, it is also among the rows the foreign list scans.
 			await unchangedBy(() => attach(a.secret, twin, { "SN#2": { visibility: "true" } }), look);
-			await unchangedBy(async () => attach(a.secret, await newTwin(a.secret), { "RFID#1": { visibility: "true" } }), look);
+			await unchangedBy(
+				async () => attach(a.secret, await newTwin(a.secret), { "RFID#1": { visibility: "true" } }),
+				look,
+			);
 		}
 	});
 });

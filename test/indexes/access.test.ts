@@ -41,7 +41,12 @@ const ROUTES: Route[] = [
 // The same routes with input each would refuse (400101), or on a name that is not there.
 const BAD: Route[] = [
 	{ op: "create_indexes_table", method: "POST", path: () => INDEXES, body: { indexes: {} } },
-	{ op: "create_indexes_table", method: "POST", path: () => INDEXES, body: { indexes: { t: { ...definition, rule: "now > 1" } } } },
+	{
+		op: "create_indexes_table",
+		method: "POST",
+		path: () => INDEXES,
+		body: { indexes: { t: { ...definition, rule: "now > 1" } } },
+	},
 	{ op: "get_indexes_tables", method: "GET", path: () => `${INDEXES}` },
 	{ op: "get_indexes_table", method: "GET", path: () => indexPath("absent") },
 	{ op: "get_indexes_table", method: "GET", path: () => indexPath("Bad-Name") },
@@ -53,7 +58,8 @@ const BAD: Route[] = [
 	{ op: "query_indexes_table", method: "GET", path: (name) => indexPath(name, "/data?cursor=forged&unknown=1") },
 ];
 
-const send = (route: Route, secret: string, name = "t") => call(route.method, route.path(name), { secret, body: route.body });
+const send = (route: Route, secret: string, name = "t") =>
+	call(route.method, route.path(name), { secret, body: route.body });
 
 // An account with a table `t` holding one row.
 async function withTable() {
@@ -74,7 +80,12 @@ it("the route table covers the seven operations", () => {
 	expect(new Set(ROUTES.map((r) => r.op)).size).toBe(7);
 });
 
-const DEFINING = new Set(["create_indexes_table", "update_indexes_table", "delete_indexes_table", "truncate_indexes_table"]);
+const DEFINING = new Set([
+	"create_indexes_table",
+	"update_indexes_table",
+	"delete_indexes_table",
+	"truncate_indexes_table",
+]);
 
 describe("roles that do not see the account's ledgers whole", () => {
 	for (const [kind, rules] of [
@@ -121,19 +132,27 @@ describe("the statement", () => {
 	it("comes first: 403101 for an operation it denies, before 403102 for the rules", async () => {
 		const { admin, unchanged } = await withTable();
 		for (const route of ROUTES) {
-			const denying = await member(admin, await role(admin, { effect: "deny", actions: [route.op] }, { entry: "true" }, `No ${route.op}`));
+			const denying = await member(
+				admin,
+				await role(admin, { effect: "deny", actions: [route.op] }, { entry: "true" }, `No ${route.op}`),
+			);
 			expectError(await send(route, denying.secret), 403, 403101);
-			for (const other of ROUTES.filter((r) => r.op !== route.op)) expectError(await send(other, denying.secret), 403, 403102);
+			for (const other of ROUTES.filter((r) => r.op !== route.op))
+				expectError(await send(other, denying.secret), 403, 403102);
 		}
 		await unchanged();
 	});
 
 	it("names the seven operations: an allow list lets through only those it lists", async () => {
 		const { admin } = await withTable();
-		const lister = await member(admin, await role(admin, { effect: "allow", actions: ["get_indexes_tables", "query_indexes_table"] }, {}, "Lister"));
+		const lister = await member(
+			admin,
+			await role(admin, { effect: "allow", actions: ["get_indexes_tables", "query_indexes_table"] }, {}, "Lister"),
+		);
 		expect((await send(ROUTES[1], lister.secret)).status).toBe(200);
 		expect((await send(ROUTES[6], lister.secret)).status).toBe(200);
-		for (const route of [ROUTES[0], ROUTES[2], ROUTES[3], ROUTES[4], ROUTES[5]]) expectError(await send(route, lister.secret), 403, 403101);
+		for (const route of [ROUTES[0], ROUTES[2], ROUTES[3], ROUTES[4], ROUTES[5]])
+			expectError(await send(route, lister.secret), 403, 403101);
 	});
 
 	it("a `deny` role, the default included, allows all seven at once", async () => {
@@ -149,7 +168,8 @@ describe("the statement", () => {
 	});
 
 	it("refuses without a credential", async () => {
-		for (const route of ROUTES) expectError(await call(route.method, route.path("t"), { body: route.body }), 401, 401101);
+		for (const route of ROUTES)
+			expectError(await call(route.method, route.path("t"), { body: route.body }), 401, 401101);
 	});
 });
 
@@ -171,7 +191,9 @@ describe("a table belongs to its account", () => {
 	it("names resolve per account: two accounts each have their own table of a name", async () => {
 		const { admin } = await withTable();
 		const other = await bootstrap();
-		expect((await createIndexes(other.secret, { t: indexDefinition("true", { twin: ["text", "{twin}"] }) })).t.status).toBe("ready");
+		expect(
+			(await createIndexes(other.secret, { t: indexDefinition("true", { twin: ["text", "{twin}"] }) })).t.status,
+		).toBe("ready");
 		expect(Object.keys((await call("GET", INDEXES, { secret: other.secret })).body.indexes)).toEqual(["t"]);
 		expect((await indexTable(other.secret, "t")).rule).toBe("true");
 		expect((await indexTable(admin.secret, "t")).rule).toBe(definition.rule);
@@ -196,11 +218,21 @@ describe("a ledger write by a writer who cannot see the whole ledger", () => {
 		const [rich, poor] = [await newTwin(admin.secret), await newTwin(admin.secret)];
 		await addEntries(admin.secret, rich, { salary: { value: 100 }, note: { value: "a" } });
 		await addEntries(admin.secret, poor, { salary: { value: 10 }, note: { value: "a" } });
-		await createIndexes(admin.secret, { earners: indexDefinition("LEDGER.salary > 50", { note: ["string", "{LEDGER[note]}"] }) });
-		await until(() => indexTable(admin.secret, "earners"), (table) => table.status === "ready", "the build");
+		await createIndexes(admin.secret, {
+			earners: indexDefinition("LEDGER.salary > 50", { note: ["string", "{LEDGER[note]}"] }),
+		});
+		await until(
+			() => indexTable(admin.secret, "earners"),
+			(table) => table.status === "ready",
+			"the build",
+		);
 		const narrow = await userWithRules(admin, { entry: "entry_name != 'salary'" });
 
-		const write = (twin: string) => call("PATCH", `/twins/${twin}/ledgers/personal/value`, { secret: narrow.secret, body: { entries: { note: { value: "b" } } } });
+		const write = (twin: string) =>
+			call("PATCH", `/twins/${twin}/ledgers/personal/value`, {
+				secret: narrow.secret,
+				body: { entries: { note: { value: "b" } } },
+			});
 		const onRich = await write(rich);
 		const onPoor = await write(poor);
 		expect(onRich.status).toBe(200);

@@ -31,7 +31,10 @@ import {
 
 const bytes = (text: string) => new TextEncoder().encode(text).length;
 
-const byN = indexDefinition("LEDGER.n != null and LEDGER.n >= 0", { n: ["integer", "{LEDGER[n]}"], tag: ["string", "{LEDGER[tag]}"] });
+const byN = indexDefinition("LEDGER.n != null and LEDGER.n >= 0", {
+	n: ["integer", "{LEDGER[n]}"],
+	tag: ["string", "{LEDGER[tag]}"],
+});
 
 // The table's rows as twin → properties.
 async function propertiesOf(secret: string, name: string) {
@@ -42,14 +45,25 @@ async function propertiesOf(secret: string, name: string) {
 async function expectExactStats(secret: string, name: string) {
 	const rows = Object.values(await indexRowsByTwin(secret, name));
 	const record = await indexTable(secret, name);
-	expect(record.stats).toEqual({ rows: rows.length, table_size: rows.reduce((sum, row) => sum + bytes(JSON.stringify(row.properties)), 0) });
+	expect(record.stats).toEqual({
+		rows: rows.length,
+		table_size: rows.reduce((sum, row) => sum + bytes(JSON.stringify(row.properties)), 0),
+	});
 	return record;
 }
 
 // `count` twins of the account, written straight into D1, each with a ledger of `entries(i)`.
 async function seededLedgers(account: string, count: number, entries: (i: number) => Record<string, unknown>) {
-	const twins = (await seedTwins(account, Array.from({ length: count }, () => ({})))).sort();
-	await seedLedgers(account, twins.map((twin, i) => ({ twin, entries: entries(i) })));
+	const twins = (
+		await seedTwins(
+			account,
+			Array.from({ length: count }, () => ({})),
+		)
+	).sort();
+	await seedLedgers(
+		account,
+		twins.map((twin, i) => ({ twin, entries: entries(i) })),
+	);
 	return twins;
 }
 
@@ -58,7 +72,12 @@ describe("a new table over existing ledgers", () => {
 		const admin = await bootstrap();
 		const other = await bootstrap();
 		const writer = await userWithRules(admin, { twin: "true" });
-		const twins = [await newTwin(admin.secret), await newTwin(admin.secret), await newTwin(admin.secret), await newTwin(admin.secret)];
+		const twins = [
+			await newTwin(admin.secret),
+			await newTwin(admin.secret),
+			await newTwin(admin.secret),
+			await newTwin(admin.secret),
+		];
 		const theirs = await newTwin(other.secret);
 		await addEntries(admin.secret, twins[0], { n: { value: 1 }, tag: { value: "a" } });
 		await addEntries(admin.secret, twins[1], { n: { value: -1 }, tag: { value: "fails" } });
@@ -74,7 +93,10 @@ describe("a new table over existing ledgers", () => {
 		expect(made.t.stats).toEqual({ rows: 0, table_size: 0 });
 		const ready = await indexBuilt(admin.secret, "t");
 		expect(ready.status).toBe("ready");
-		expect(await propertiesOf(admin.secret, "t")).toEqual({ [twins[0]]: { n: 1, tag: "a" }, [theirs]: { n: 7, tag: "on theirs" } });
+		expect(await propertiesOf(admin.secret, "t")).toEqual({
+			[twins[0]]: { n: 1, tag: "a" },
+			[theirs]: { n: 7, tag: "on theirs" },
+		});
 		await expectExactStats(admin.secret, "t");
 		expect(ready.updated_ts).toBe(made.t.updated_ts);
 	});
@@ -108,12 +130,27 @@ describe("a new table over existing ledgers", () => {
 		});
 		const twins = await seededLedgers(admin.account, 420, entries);
 		// The other account's ledgers on the same twins, and ours on 30 of its twins.
-		await seedLedgers(other.account, twins.map((twin) => ({ twin, entries: { n: 1_000, tag: "theirs" } })));
-		const theirs = (await seedTwins(other.account, Array.from({ length: 30 }, () => ({})))).sort();
-		await seedLedgers(admin.account, theirs.map((twin, i) => ({ twin, entries: { n: 5_000 + i, tag: "ours on theirs" } })));
+		await seedLedgers(
+			other.account,
+			twins.map((twin) => ({ twin, entries: { n: 1_000, tag: "theirs" } })),
+		);
+		const theirs = (
+			await seedTwins(
+				other.account,
+				Array.from({ length: 30 }, () => ({})),
+			)
+		).sort();
+		await seedLedgers(
+			admin.account,
+			theirs.map((twin, i) => ({ twin, entries: { n: 5_000 + i, tag: "ours on theirs" } })),
+		);
 
 		const made = await createIndexes(admin.secret, {
-			t: indexDefinition("LEDGER.n >= 0", { n: ["integer", "{LEDGER[n]}"], tag: ["string", "{LEDGER[tag]}"], owner: ["string", "{owner}"] }),
+			t: indexDefinition("LEDGER.n >= 0", {
+				n: ["integer", "{LEDGER[n]}"],
+				tag: ["string", "{LEDGER[tag]}"],
+				owner: ["string", "{owner}"],
+			}),
 		});
 		expect(made.t.status).toBe("building");
 		const ready = await indexBuilt(admin.secret, "t", 60_000);
@@ -140,15 +177,29 @@ describe("a new table over existing ledgers", () => {
 		expect(made.t.status).toBe("building");
 
 		const fresh = await newTwin(admin.secret);
-		const rowNow = async (twin: string) => (await queryIndex(admin.secret, "t", { match: `twin == '${twin}'` })).body.rows[0]?.properties;
+		const rowNow = async (twin: string) =>
+			(await queryIndex(admin.secret, "t", { match: `twin == '${twin}'` })).body.rows[0]?.properties;
 		// Near the end of the walk, at its start, a new twin, and ledgers that stop passing.
-		expect((await call("PATCH", ledger(twins[2990]), { secret: admin.secret, body: { entries: { tag: { value: "late" } } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", ledger(twins[2990]), {
+					secret: admin.secret,
+					body: { entries: { tag: { value: "late" } } },
+				})
+			).status,
+		).toBe(200);
 		expect(await rowNow(twins[2990])).toEqual({ n: 2990, tag: "late" });
 		const during = (await indexTable(admin.secret, "t")).status;
-		expect((await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { tag: { value: "early" } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { tag: { value: "early" } } } }))
+				.status,
+		).toBe(200);
 		await addEntries(admin.secret, fresh, { n: { value: 1_000_000 }, tag: { value: "fresh" } });
 		expect(await rowNow(fresh)).toEqual({ n: 1_000_000, tag: "fresh" });
-		expect((await call("PATCH", ledger(twins[2500]), { secret: admin.secret, body: { entries: { n: { value: -1 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[2500]), { secret: admin.secret, body: { entries: { n: { value: -1 } } } }))
+				.status,
+		).toBe(200);
 		expect(await rowNow(twins[2500])).toBeUndefined();
 		expect((await call("DELETE", ledger(twins[1500]), { secret: admin.secret })).status).toBe(200);
 		expect(await rowNow(twins[1500])).toBeUndefined();
@@ -176,7 +227,8 @@ describe("a new table over existing ledgers", () => {
 			all: indexDefinition("true", { label: ["text", "{LEDGER[tag]}-{LEDGER[n]}"] }),
 		});
 		expect(Object.values(made).map((record) => record.status)).toEqual(["building", "building", "building"]);
-		for (const name of ["odd", "even", "all"]) expect((await indexBuilt(admin.secret, name, 60_000)).status).toBe("ready");
+		for (const name of ["odd", "even", "all"])
+			expect((await indexBuilt(admin.secret, name, 60_000)).status).toBe("ready");
 		expect(Object.keys(await propertiesOf(admin.secret, "odd")).sort()).toEqual(twins.filter((_, i) => i % 2));
 		expect(Object.keys(await propertiesOf(admin.secret, "even")).sort()).toEqual(twins.filter((_, i) => i % 2 === 0));
 		const all = await propertiesOf(admin.secret, "all");
@@ -218,7 +270,11 @@ describe("update_indexes_table rebuilds", () => {
 
 		const updated = await call("PATCH", indexPath("t"), { secret: admin.secret, body: { rule: "LEDGER.n >= 20" } });
 		expect(updated.status).toBe(200);
-		expect(updated.body).toMatchObject({ rule: "LEDGER.n >= 20", status: "building", stats: { rows: 0, table_size: 0 } });
+		expect(updated.body).toMatchObject({
+			rule: "LEDGER.n >= 20",
+			status: "building",
+			stats: { rows: 0, table_size: 0 },
+		});
 		// Not one old row, from the first read on.
 		const early = await propertiesOf(admin.secret, "t");
 		expect(Object.values(early).every((p) => (p.n as number) >= 20)).toBe(true);
@@ -228,7 +284,11 @@ describe("update_indexes_table rebuilds", () => {
 		expect(Object.keys(await propertiesOf(admin.secret, "t")).sort()).toEqual(twins.slice(20));
 		await expectExactStats(admin.secret, "t");
 		expect((await indexTableRow(admin.account, "t")).generation).toBe(generation + 1);
-		await until(() => oldIndexRows(uuid, generation + 1), (n) => n === 0, "the old generation's rows to go");
+		await until(
+			() => oldIndexRows(uuid, generation + 1),
+			(n) => n === 0,
+			"the old generation's rows to go",
+		);
 	});
 
 	it("on new properties or templates, types included", async () => {
@@ -257,13 +317,20 @@ describe("update_indexes_table rebuilds", () => {
 	it("not for the same definition: the record, its status, its rows and its cursors stay", async () => {
 		const admin = await bootstrap();
 		await seededLedgers(admin.account, 5, (i) => ({ n: i, tag: `t${i}` }));
-		const twoTemplates = indexDefinition("LEDGER.n >= 0", { n: ["integer", "{LEDGER[n]}"], tag: ["string", "{LEDGER[tag]}"] });
+		const twoTemplates = indexDefinition("LEDGER.n >= 0", {
+			n: ["integer", "{LEDGER[n]}"],
+			tag: ["string", "{LEDGER[tag]}"],
+		});
 		await createIndexes(admin.secret, { t: twoTemplates });
 		const ready = await indexBuilt(admin.secret, "t");
 		const before = await indexTableRow(admin.account, "t");
 		const rows = await indexRowsByTwin(admin.secret, "t");
 		const cursor = (await queryIndex(admin.secret, "t", { count: 2 })).body.cursor;
-		await until(() => indexWorkLeft(admin.account), (n) => n === 0, "the alarm's index work");
+		await until(
+			() => indexWorkLeft(admin.account),
+			(n) => n === 0,
+			"the alarm's index work",
+		);
 
 		const sameBodies = [
 			twoTemplates,
@@ -296,17 +363,29 @@ describe("delete and truncate", () => {
 		const old = await indexTableRow(admin.account, "t");
 
 		expect((await call("DELETE", indexPath("t"), { secret: admin.secret })).status).toBe(200);
-		const made = await createIndexes(admin.secret, { t: indexDefinition("LEDGER.tag == 'high'", { n: ["integer", "{LEDGER[n]}"] }) });
-		expect(made.t).toMatchObject({ status: "building", stats: { rows: 0, table_size: 0 }, rule: "LEDGER.tag == 'high'" });
+		const made = await createIndexes(admin.secret, {
+			t: indexDefinition("LEDGER.tag == 'high'", { n: ["integer", "{LEDGER[n]}"] }),
+		});
+		expect(made.t).toMatchObject({
+			status: "building",
+			stats: { rows: 0, table_size: 0 },
+			rule: "LEDGER.tag == 'high'",
+		});
 		expect(Object.keys(await propertiesOf(admin.secret, "t")).every((twin) => twins.indexOf(twin) >= 15)).toBe(true);
 		await indexBuilt(admin.secret, "t");
 		expect(Object.keys(await propertiesOf(admin.secret, "t")).sort()).toEqual(twins.slice(15));
 		await expectExactStats(admin.secret, "t");
-		await until(() => oldIndexRows(old.uuid, old.generation + 1), (n) => n === 0, "the deleted table's rows to go");
+		await until(
+			() => oldIndexRows(old.uuid, old.generation + 1),
+			(n) => n === 0,
+			"the deleted table's rows to go",
+		);
 
 		// The same definition again, after a delete: a table of its own, built again.
 		expect((await call("DELETE", indexPath("t"), { secret: admin.secret })).status).toBe(200);
-		const same = await createIndexes(admin.secret, { t: indexDefinition("LEDGER.tag == 'high'", { n: ["integer", "{LEDGER[n]}"] }) });
+		const same = await createIndexes(admin.secret, {
+			t: indexDefinition("LEDGER.tag == 'high'", { n: ["integer", "{LEDGER[n]}"] }),
+		});
 		expect(same.t).toMatchObject({ status: "building", stats: { rows: 0, table_size: 0 } });
 		await indexBuilt(admin.secret, "t");
 		expect(Object.keys(await propertiesOf(admin.secret, "t")).sort()).toEqual(twins.slice(15));
@@ -322,16 +401,37 @@ describe("delete and truncate", () => {
 
 		const truncated = await call("DELETE", indexPath("t", "/data"), { secret: admin.secret });
 		expect(truncated.status).toBe(200);
-		expect(Object.keys(truncated.body)).toEqual(["stats", "rule", "properties", "templates", "status", "created_ts", "updated_ts"]);
-		expect(truncated.body).toMatchObject({ stats: { rows: 0, table_size: 0 }, status: "ready", rule: byN.rule, properties: byN.properties, templates: byN.templates });
+		expect(Object.keys(truncated.body)).toEqual([
+			"stats",
+			"rule",
+			"properties",
+			"templates",
+			"status",
+			"created_ts",
+			"updated_ts",
+		]);
+		expect(truncated.body).toMatchObject({
+			stats: { rows: 0, table_size: 0 },
+			status: "ready",
+			rule: byN.rule,
+			properties: byN.properties,
+			templates: byN.templates,
+		});
 		expect(truncated.body.created_ts).toBe(built.created_ts);
 		expect(await indexTable(admin.secret, "t")).toEqual(truncated.body);
 		expect(await propertiesOf(admin.secret, "t")).toEqual({});
 
-		expect((await call("PATCH", ledger(twins[3]), { secret: admin.secret, body: { entries: { tag: { value: "back" } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[3]), { secret: admin.secret, body: { entries: { tag: { value: "back" } } } }))
+				.status,
+		).toBe(200);
 		expect(await propertiesOf(admin.secret, "t")).toEqual({ [twins[3]]: { n: 3, tag: "back" } });
 		// Once the alarm has done its work the old rows are gone, and nothing was built.
-		await until(() => indexWorkLeft(admin.account), (n) => n === 0, "the alarm's index work");
+		await until(
+			() => indexWorkLeft(admin.account),
+			(n) => n === 0,
+			"the alarm's index work",
+		);
 		expect(await oldIndexRows(uuid, generation + 1)).toBe(0);
 		expect(await propertiesOf(admin.secret, "t")).toEqual({ [twins[3]]: { n: 3, tag: "back" } });
 		const after = await expectExactStats(admin.secret, "t");
@@ -346,10 +446,17 @@ describe("delete and truncate", () => {
 		const truncated = await call("DELETE", indexPath("t", "/data"), { secret: admin.secret });
 		expect(truncated.body).toMatchObject({ stats: { rows: 0, table_size: 0 }, status: "ready" });
 		const { uuid, generation } = await indexTableRow(admin.account, "t");
-		await until(() => indexWorkLeft(admin.account), (n) => n === 0, "the alarm's index work");
+		await until(
+			() => indexWorkLeft(admin.account),
+			(n) => n === 0,
+			"the alarm's index work",
+		);
 		expect(await oldIndexRows(uuid, generation)).toBe(0);
 		expect(await propertiesOf(admin.secret, "t")).toEqual({});
-		expect((await call("PATCH", ledger(twins[1999]), { secret: admin.secret, body: { entries: { n: { value: 5 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[1999]), { secret: admin.secret, body: { entries: { n: { value: 5 } } } }))
+				.status,
+		).toBe(200);
 		expect(await propertiesOf(admin.secret, "t")).toEqual({ [twins[1999]]: { n: 5, tag: null } });
 		expect((await expectExactStats(admin.secret, "t")).status).toBe("ready");
 	}, 90_000);
@@ -360,7 +467,11 @@ describe("delete and truncate", () => {
 		await createIndexes(admin.secret, { t: byN });
 		const { uuid } = await indexTableRow(admin.account, "t");
 		expect((await call("DELETE", indexPath("t"), { secret: admin.secret })).status).toBe(200);
-		await until(() => indexWorkLeft(admin.account), (n) => n === 0, "the alarm's index work");
+		await until(
+			() => indexWorkLeft(admin.account),
+			(n) => n === 0,
+			"the alarm's index work",
+		);
 		expect(await oldIndexRows(uuid, Number.MAX_SAFE_INTEGER)).toBe(0);
 		// A new table of the name builds on its own.
 		expect((await createIndexes(admin.secret, { t: byN })).t.status).toBe("building");

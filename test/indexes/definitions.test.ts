@@ -102,7 +102,7 @@ describe("create_indexes_table", () => {
 		for (const record of Object.values(made)) expect(record.status).toBe("ready");
 	});
 
-	it("answers \"Table already exists.\" per table, and still makes the others", async () => {
+	it('answers "Table already exists." per table, and still makes the others', async () => {
 		const admin = await bootstrap();
 		const first = await createIndexes(admin.secret, { taken: simple() });
 		const second = await createIndexes(admin.secret, { fresh: simple("true"), taken: simple("false") });
@@ -118,10 +118,12 @@ describe("create_indexes_table", () => {
 		await createIndexes(admin.secret, { a: simple(), b: simple() });
 		const res = await createRaw(admin.secret, { b: simple(), a: simple() });
 		expect(res.status).toBe(201);
-		expect(res.body).toEqual({ indexes: { b: { error: "Table already exists." }, a: { error: "Table already exists." } } });
+		expect(res.body).toEqual({
+			indexes: { b: { error: "Table already exists." }, a: { error: "Table already exists." } },
+		});
 	});
 
-	it("answers \"Table limit reached.\" past MAX_INDEXES_TABLES, counting the tables the same request makes", async () => {
+	it('answers "Table limit reached." past MAX_INDEXES_TABLES, counting the tables the same request makes', async () => {
 		const admin = await bootstrap();
 		await objectEnv(admin.account, { MAX_INDEXES_TABLES: "3" });
 		await createIndexes(admin.secret, { a: simple() });
@@ -149,7 +151,9 @@ describe("create_indexes_table", () => {
 	it("checks names and the limit one create at a time, so parallel creates cannot race past them", async () => {
 		const admin = await bootstrap();
 		await objectEnv(admin.account, { MAX_INDEXES_TABLES: "3" });
-		const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => createIndexes(admin.secret, { [`t${i}`]: simple(), same: simple() })));
+		const answers = await Promise.all(
+			Array.from({ length: 6 }, (_, i) => createIndexes(admin.secret, { [`t${i}`]: simple(), same: simple() })),
+		);
 		const all = answers.flatMap((answer) => Object.values(answer));
 		expect(all.filter((a) => a.error === undefined)).toHaveLength(3);
 		expect(answers.filter((answer) => answer.same.error === undefined)).toHaveLength(1);
@@ -180,18 +184,37 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 	it("takes table and property names that Object.prototype also has, and refuses __proto__", async () => {
 		const admin = await bootstrap();
 		const name: string = "constructor";
-		const properties = Object.fromEntries([name, "valueof"].map((p) => [p, ["integer", "{LEDGER[a]}"] as [string, string]]));
-		const made = await createIndexes(admin.secret, Object.fromEntries([[name, indexDefinition("true", properties)], ["tostring", simple()]]));
+		const properties = Object.fromEntries(
+			[name, "valueof"].map((p) => [p, ["integer", "{LEDGER[a]}"] as [string, string]]),
+		);
+		const made = await createIndexes(
+			admin.secret,
+			Object.fromEntries([
+				[name, indexDefinition("true", properties)],
+				["tostring", simple()],
+			]),
+		);
 		expect(Object.keys(made)).toEqual(["constructor", "tostring"]);
 		expect(made[name].properties.names).toEqual(["constructor", "valueof"]);
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { a: { value: 3 } });
 		const page = await queryIndex(admin.secret, "constructor");
-		expect(page.body.rows).toEqual([{ twin, properties: { constructor: 3, valueof: 3 }, updated_ts: expect.any(Number) }]);
-		expect(Object.keys((await call("GET", INDEXES, { secret: admin.secret })).body.indexes)).toEqual(["constructor", "tostring"]);
-		const proto = await call("POST", INDEXES, { secret: admin.secret, body: `{"indexes": {"__proto__": ${JSON.stringify(simple())}}}` });
+		expect(page.body.rows).toEqual([
+			{ twin, properties: { constructor: 3, valueof: 3 }, updated_ts: expect.any(Number) },
+		]);
+		expect(Object.keys((await call("GET", INDEXES, { secret: admin.secret })).body.indexes)).toEqual([
+			"constructor",
+			"tostring",
+		]);
+		const proto = await call("POST", INDEXES, {
+			secret: admin.secret,
+			body: `{"indexes": {"__proto__": ${JSON.stringify(simple())}}}`,
+		});
 		expectError(proto, 400, 400101);
-		expect(Object.keys((await call("GET", INDEXES, { secret: admin.secret })).body.indexes)).toEqual(["constructor", "tostring"]);
+		expect(Object.keys((await call("GET", INDEXES, { secret: admin.secret })).body.indexes)).toEqual([
+			"constructor",
+			"tostring",
+		]);
 	});
 
 	it("creates nothing when one table of several is invalid", async () => {
@@ -212,7 +235,24 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 		await expectInvalid({ t: simple("unknown == 1") }, "indexes.t.rule", /position 0/);
 	});
 
-	const forbidden = ["TWIN.x", "USER.x", "DICT.x", "user", "role", "now", "twin_status", "identity", "entry_name", "entry_value", "entry_created_ts", "entry_updated_ts", "value_changed_ts", "trigger", "old_value", "ROW.a"];
+	const forbidden = [
+		"TWIN.x",
+		"USER.x",
+		"DICT.x",
+		"user",
+		"role",
+		"now",
+		"twin_status",
+		"identity",
+		"entry_name",
+		"entry_value",
+		"entry_created_ts",
+		"entry_updated_ts",
+		"value_changed_ts",
+		"trigger",
+		"old_value",
+		"ROW.a",
+	];
 	it.each(forbidden)("refuses the root of %s with its position", async (variable) => {
 		const root = variable.split(".")[0];
 		const rule = `LEDGER.a == 1 and ${variable} != 'x'`;
@@ -237,7 +277,13 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 	it("takes 1 to 32 properties", async () => {
 		const none = { rule: "true", properties: { names: [], types: [] }, templates: { properties: {} } };
 		await expectInvalid({ t: none }, "indexes.t.properties.names");
-		const many = (n: number) => indexDefinition("true", Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, ["integer", `{LEDGER[p${i}]}`] as [string, string]])));
+		const many = (n: number) =>
+			indexDefinition(
+				"true",
+				Object.fromEntries(
+					Array.from({ length: n }, (_, i) => [`p${i}`, ["integer", `{LEDGER[p${i}]}`] as [string, string]]),
+				),
+			);
 		await expectInvalid({ t: many(33) }, "indexes.t.properties.names");
 		const admin = await bootstrap();
 		const made = await createIndexes(admin.secret, { t: many(32) });
@@ -245,41 +291,98 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 	});
 
 	it("refuses duplicate and malformed property names", async () => {
-		const duplicate = { rule: "true", properties: { names: ["a", "a"], types: ["integer", "integer"] }, templates: { properties: { a: "{LEDGER[a]}" } } };
+		const duplicate = {
+			rule: "true",
+			properties: { names: ["a", "a"], types: ["integer", "integer"] },
+			templates: { properties: { a: "{LEDGER[a]}" } },
+		};
 		await expectInvalid({ t: duplicate }, "indexes.t.properties.names.1");
-		await expectInvalid({ t: indexDefinition("true", { Upper: ["integer", "{LEDGER[a]}"] }) }, "indexes.t.properties.names.0");
-		await expectInvalid({ t: indexDefinition("true", { ["x".repeat(65)]: ["integer", "{LEDGER[a]}"] }) }, "indexes.t.properties.names.0");
+		await expectInvalid(
+			{ t: indexDefinition("true", { Upper: ["integer", "{LEDGER[a]}"] }) },
+			"indexes.t.properties.names.0",
+		);
+		await expectInvalid(
+			{ t: indexDefinition("true", { ["x".repeat(65)]: ["integer", "{LEDGER[a]}"] }) },
+			"indexes.t.properties.names.0",
+		);
 	});
 
 	it("refuses names and types of different lengths", async () => {
-		const t = { rule: "true", properties: { names: ["a", "b"], types: ["integer"] }, templates: { properties: { a: "{LEDGER[a]}", b: "{LEDGER[b]}" } } };
+		const t = {
+			rule: "true",
+			properties: { names: ["a", "b"], types: ["integer"] },
+			templates: { properties: { a: "{LEDGER[a]}", b: "{LEDGER[b]}" } },
+		};
 		await expectInvalid({ t }, "indexes.t.properties.types");
-		const u = { rule: "true", properties: { names: ["a"], types: ["integer", "float"] }, templates: { properties: { a: "{LEDGER[a]}" } } };
+		const u = {
+			rule: "true",
+			properties: { names: ["a"], types: ["integer", "float"] },
+			templates: { properties: { a: "{LEDGER[a]}" } },
+		};
 		await expectInvalid({ u }, "indexes.u.properties.types");
 	});
 
 	it("refuses an unknown type", async () => {
-		await expectInvalid({ t: indexDefinition("true", { a: ["blob", "{LEDGER[a]}"] }) }, "indexes.t.properties.types.0", /unknown type/i);
+		await expectInvalid(
+			{ t: indexDefinition("true", { a: ["blob", "{LEDGER[a]}"] }) },
+			"indexes.t.properties.types.0",
+			/unknown type/i,
+		);
 		await expectInvalid({ t: indexDefinition("true", { a: ["", "{LEDGER[a]}"] }) }, "indexes.t.properties.types.0");
 	});
 
-	it.each(["json", "jsonb", "date", "time", "interval", "uuid", "geometry", "geography"])("refuses the original's type %s as not supported", async (type) => {
-		await expectInvalid({ t: indexDefinition("true", { ok: ["integer", "{LEDGER[a]}"], a: [type, "{LEDGER[a]}"] }) }, "indexes.t.properties.types.1", /not supported/);
-	});
+	it.each(["json", "jsonb", "date", "time", "interval", "uuid", "geometry", "geography"])(
+		"refuses the original's type %s as not supported",
+		async (type) => {
+			await expectInvalid(
+				{ t: indexDefinition("true", { ok: ["integer", "{LEDGER[a]}"], a: [type, "{LEDGER[a]}"] }) },
+				"indexes.t.properties.types.1",
+				/not supported/,
+			);
+		},
+	);
 
 	it("takes the type aliases and answers them as sent", async () => {
 		const admin = await bootstrap();
-		const types = ["string", "varchar", "text", "character varying", "integer", "int", "bigint", "smallint", "float", "double precision", "real", "numeric", "boolean", "bool", "timestamp", "timestamptz"];
-		const definition = indexDefinition("true", Object.fromEntries(types.map((type, i) => [`p${i}`, [type, `{LEDGER[p${i}]}`] as [string, string]])));
+		const types = [
+			"string",
+			"varchar",
+			"text",
+			"character varying",
+			"integer",
+			"int",
+			"bigint",
+			"smallint",
+			"float",
+			"double precision",
+			"real",
+			"numeric",
+			"boolean",
+			"bool",
+			"timestamp",
+			"timestamptz",
+		];
+		const definition = indexDefinition(
+			"true",
+			Object.fromEntries(types.map((type, i) => [`p${i}`, [type, `{LEDGER[p${i}]}`] as [string, string]])),
+		);
 		const made = await createIndexes(admin.secret, { t: definition });
 		expect(made.t.properties).toEqual(definition.properties);
 		expect((await indexTable(admin.secret, "t")).properties.types).toEqual(types);
 	});
 
 	it("wants exactly one template per property", async () => {
-		const missing = { rule: "true", properties: { names: ["a", "b"], types: ["integer", "integer"] }, templates: { properties: { a: "{LEDGER[a]}" } } };
+		const missing = {
+			rule: "true",
+			properties: { names: ["a", "b"], types: ["integer", "integer"] },
+			templates: { properties: { a: "{LEDGER[a]}" } },
+		};
 		await expectInvalid({ t: missing }, "indexes.t.templates.properties.b");
-		const extra = { rule: "true", properties: { names: ["a"], types: ["integer"] }, templates: { properties: { a: "{LEDGER[a]}", z: "{LEDGER[z]}" } } };
+		const extra = {
+			rule: "true",
+			properties: { names: ["a"], types: ["integer"] },
+			templates: { properties: { a: "{LEDGER[a]}", z: "{LEDGER[z]}" } },
+		};
 		await expectInvalid({ t: extra }, "indexes.t.templates.properties.z");
 		await expectInvalid({ t: { ...simple(), templates: {} } }, "indexes.t.templates.properties");
 	});
@@ -299,7 +402,11 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 		["x".repeat(257), /256/],
 		[Array.from({ length: 9 }, () => "{twin}").join("-"), /8 fields/],
 	])("refuses the template %j", async (template, message) => {
-		await expectInvalid({ t: indexDefinition("true", { a: ["string", template] }) }, "indexes.t.templates.properties.a", message);
+		await expectInvalid(
+			{ t: indexDefinition("true", { a: ["string", template] }) },
+			"indexes.t.templates.properties.a",
+			message,
+		);
 	});
 
 	it("takes a template of 256 characters with 8 fields", async () => {
@@ -317,10 +424,17 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 		await expectInvalid({ t: noRule }, "indexes.t.rule");
 		const { properties: __, ...noProperties } = simple();
 		await expectInvalid({ t: noProperties }, "indexes.t.properties");
-		await expectInvalid({ t: { ...simple(), properties: { names: ["a"], types: ["integer"], sizes: [1] } } }, "indexes.t.properties.sizes");
+		await expectInvalid(
+			{ t: { ...simple(), properties: { names: ["a"], types: ["integer"], sizes: [1] } } },
+			"indexes.t.properties.sizes",
+		);
 		await expectInvalid({ t: { ...simple(), rule: null } }, "indexes.t.rule");
 		const admin = await bootstrap();
-		expectError(await call("POST", INDEXES, { secret: admin.secret, body: { indexes: { t: simple() }, extra: 1 } }), 400, 400101);
+		expectError(
+			await call("POST", INDEXES, { secret: admin.secret, body: { indexes: { t: simple() }, extra: 1 } }),
+			400,
+			400101,
+		);
 		expectError(await call("POST", INDEXES, { secret: admin.secret, body: {} }), 400, 400101);
 		expectError(await call("POST", INDEXES, { secret: admin.secret, body: { indexes: [simple()] } }), 400, 400101);
 		expect((await call("GET", INDEXES, { secret: admin.secret })).body).toEqual({ indexes: {} });
@@ -330,11 +444,20 @@ describe("invalid definitions: 400101 with details at indexes.<name>…, nothing
 		const admin = await bootstrap();
 		const res = await createRaw(admin.secret, {
 			one: simple("now > 1"),
-			two: { rule: "true", properties: { names: ["a", "b"], types: ["json", "blob"] }, templates: { properties: { a: "{x}", b: "{LEDGER[b]}" } } },
+			two: {
+				rule: "true",
+				properties: { names: ["a", "b"], types: ["json", "blob"] },
+				templates: { properties: { a: "{x}", b: "{LEDGER[b]}" } },
+			},
 		});
 		expectError(res, 400, 400101);
 		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(
-			["indexes.one.rule", "indexes.two.properties.types.0", "indexes.two.properties.types.1", "indexes.two.templates.properties.a"].sort(),
+			[
+				"indexes.one.rule",
+				"indexes.two.properties.types.0",
+				"indexes.two.properties.types.1",
+				"indexes.two.templates.properties.a",
+			].sort(),
 		);
 	});
 });
@@ -347,11 +470,20 @@ describe("update_indexes_table", () => {
 		const res = await call("PATCH", indexPath("t"), { secret: admin.secret, body: { rule: "LEDGER.a > 1" } });
 		expect(res.status).toBe(200);
 		expect(Object.keys(res.body)).toEqual(RECORD_KEYS);
-		expect(res.body).toMatchObject({ rule: "LEDGER.a > 1", properties: made.properties, templates: made.templates, status: "ready", created_ts: made.created_ts });
+		expect(res.body).toMatchObject({
+			rule: "LEDGER.a > 1",
+			properties: made.properties,
+			templates: made.templates,
+			status: "ready",
+			created_ts: made.created_ts,
+		});
 		expect(res.body.updated_ts).toBeGreaterThan(made.updated_ts);
 		expect(await indexTable(admin.secret, "t")).toEqual(res.body);
 
-		const both = { properties: { names: ["b", "c"], types: ["text", "bool"] }, templates: { properties: { b: "x{LEDGER[b]}", c: "{LEDGER[c]}" } } };
+		const both = {
+			properties: { names: ["b", "c"], types: ["text", "bool"] },
+			templates: { properties: { b: "x{LEDGER[b]}", c: "{LEDGER[c]}" } },
+		};
 		const next = await call("PATCH", indexPath("t"), { secret: admin.secret, body: both });
 		expect(next.status).toBe(200);
 		expect(next.body).toMatchObject({ rule: "LEDGER.a > 1", ...both });
@@ -361,15 +493,45 @@ describe("update_indexes_table", () => {
 		const admin = await bootstrap();
 		const made = (await createIndexes(admin.secret, { t: simple() })).t;
 		// New names without their templates: the stored templates no longer fit.
-		const res = await call("PATCH", indexPath("t"), { secret: admin.secret, body: { properties: { names: ["b"], types: ["integer"] } } });
+		const res = await call("PATCH", indexPath("t"), {
+			secret: admin.secret,
+			body: { properties: { names: ["b"], types: ["integer"] } },
+		});
 		expectError(res, 400, 400101);
-		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["templates.properties.a", "templates.properties.b"]);
-		const rule = await call("PATCH", indexPath("t"), { secret: admin.secret, body: { rule: "LEDGER.a == 1 and TWIN.x == 1" } });
+		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual([
+			"templates.properties.a",
+			"templates.properties.b",
+		]);
+		const rule = await call("PATCH", indexPath("t"), {
+			secret: admin.secret,
+			body: { rule: "LEDGER.a == 1 and TWIN.x == 1" },
+		});
 		expectError(rule, 400, 400101);
 		expect(rule.body.details[0]).toEqual({ path: "rule", message: expect.stringMatching(/'TWIN'.*position 18\b/) });
-		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: { properties: { names: ["a"], types: ["uuid"] } } }), 400, 400101);
-		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: { templates: { properties: { a: "{LEDGER[a]:>8}" } } } }), 400, 400101);
-		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: { templates: { properties: { a: "{LEDGER[a]}", b: "{LEDGER[b]}" } } } }), 400, 400101);
+		expectError(
+			await call("PATCH", indexPath("t"), {
+				secret: admin.secret,
+				body: { properties: { names: ["a"], types: ["uuid"] } },
+			}),
+			400,
+			400101,
+		);
+		expectError(
+			await call("PATCH", indexPath("t"), {
+				secret: admin.secret,
+				body: { templates: { properties: { a: "{LEDGER[a]:>8}" } } },
+			}),
+			400,
+			400101,
+		);
+		expectError(
+			await call("PATCH", indexPath("t"), {
+				secret: admin.secret,
+				body: { templates: { properties: { a: "{LEDGER[a]}", b: "{LEDGER[b]}" } } },
+			}),
+			400,
+			400101,
+		);
 		expect(await indexTable(admin.secret, "t")).toEqual(made);
 	});
 
@@ -379,7 +541,10 @@ describe("update_indexes_table", () => {
 		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: {} }), 400, 400101);
 		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: { status: "ready" } }), 400, 400101);
 		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: { rule: null } }), 400, 400101);
-		const rename = { properties: { names: [["a", "b"]], types: ["integer"] }, templates: { properties: { b: "{LEDGER[a]}" } } };
+		const rename = {
+			properties: { names: [["a", "b"]], types: ["integer"] },
+			templates: { properties: { b: "{LEDGER[a]}" } },
+		};
 		expectError(await call("PATCH", indexPath("t"), { secret: admin.secret, body: rename }), 400, 400101);
 		expect(await indexTable(admin.secret, "t")).toEqual(made);
 	});
@@ -429,10 +594,15 @@ describe("delete_indexes_table", () => {
 		const admin = await bootstrap();
 		await createIndexes(admin.secret, { t: simple() });
 		for (let i = 0; i < 3; i++) await addEntries(admin.secret, await newTwin(admin.secret), { a: { value: i } });
-		const { uuid } = await env.DB.prepare("SELECT uuid FROM index_tables WHERE account = ? AND name = 't'").bind(admin.account).first<{ uuid: string }>() as { uuid: string };
+		const { uuid } = (await env.DB.prepare("SELECT uuid FROM index_tables WHERE account = ? AND name = 't'")
+			.bind(admin.account)
+			.first<{ uuid: string }>()) as { uuid: string };
 		expect((await call("DELETE", indexPath("t"), { secret: admin.secret })).status).toBe(200);
 		await until(
-			async () => (await env.DB.prepare("SELECT count(*) AS n FROM index_rows WHERE \"table\" = ?").bind(uuid).first<{ n: number }>())!.n,
+			async () =>
+				(await env.DB.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ?')
+					.bind(uuid)
+					.first<{ n: number }>())!.n,
 			(n) => n === 0,
 			"the deleted table's rows to go",
 		);

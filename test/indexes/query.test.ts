@@ -34,7 +34,11 @@ async function seeded(count: number, properties?: (i: number) => Record<string, 
 	await createIndexes(admin.secret, { q: definition });
 	const twins = sortedUuids(count);
 	const made = properties ?? ((i: number) => ({ n: i, s: `row ${i}`, odd: i % 2 === 1 }));
-	await seedIndexRows(admin.account, "q", twins.map((twin, i) => ({ twin, properties: made(i) })));
+	await seedIndexRows(
+		admin.account,
+		"q",
+		twins.map((twin, i) => ({ twin, properties: made(i) })),
+	);
 	return { admin, twins };
 }
 
@@ -46,7 +50,13 @@ describe("query_indexes_table answers", () => {
 		for (let i = 0; i < 4; i++) {
 			const twin = await newTwin(admin.secret);
 			twins.push(twin);
-			await addEntries(admin.secret, twin, i === 3 ? { s: { value: "only s" } } : { odd: { value: i % 2 === 1 }, s: { value: `row ${i}` }, n: { value: i } });
+			await addEntries(
+				admin.secret,
+				twin,
+				i === 3
+					? { s: { value: "only s" } }
+					: { odd: { value: i % 2 === 1 }, s: { value: `row ${i}` }, n: { value: i } },
+			);
 		}
 		const res = await queryIndex(admin.secret, "q");
 		expect(res.status).toBe(200);
@@ -109,16 +119,22 @@ describe("query_indexes_table answers", () => {
 		const all = await queryIndex(admin.secret, "q", { match: nulls.map((name) => `${name} == null`).join(" and ") });
 		expect(all.status).toBe(200);
 		expect(all.body.rows.map((row: { twin: string }) => row.twin)).toEqual(twins);
-		const none = await queryIndex(admin.secret, "q", { match: `account == '${admin.account}' or user == '${admin.user}' or owner == '${admin.account}'` });
+		const none = await queryIndex(admin.secret, "q", {
+			match: `account == '${admin.account}' or user == '${admin.user}' or owner == '${admin.account}'`,
+		});
 		expect(none.body.rows).toEqual([]);
 	});
 
 	it("holds rows as typed values, so match compares them as such", async () => {
 		const admin = await bootstrap();
-		await createIndexes(admin.secret, { q: indexDefinition("true", { n: ["integer", "{LEDGER[n]}"], t: ["timestamp", "{LEDGER[t]}"] }) });
+		await createIndexes(admin.secret, {
+			q: indexDefinition("true", { n: ["integer", "{LEDGER[n]}"], t: ["timestamp", "{LEDGER[t]}"] }),
+		});
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { n: { value: "42" }, t: { value: "2024-01-01T00:00:00Z" } });
-		const res = await queryIndex(admin.secret, "q", { match: `ROW.n == 42 and ROW.t == ${Date.UTC(2024, 0, 1) / 1000}` });
+		const res = await queryIndex(admin.secret, "q", {
+			match: `ROW.n == 42 and ROW.t == ${Date.UTC(2024, 0, 1) / 1000}`,
+		});
 		expect(res.body.rows.map((row: { twin: string }) => row.twin)).toEqual([twin]);
 	});
 });
@@ -199,10 +215,15 @@ describe("query_indexes_table cursors", () => {
 	it("repeat a page when a cursor is given again", async () => {
 		const { admin } = await seeded(20);
 		const first = await queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3" });
-		const again = [await queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: first.body.cursor }), await queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: first.body.cursor })];
+		const again = [
+			await queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: first.body.cursor }),
+			await queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: first.body.cursor }),
+		];
 		expect(again[0].status).toBe(200);
 		expect(again[1].body.rows).toEqual(again[0].body.rows);
-		const next = await Promise.all(again.map((page) => queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: page.body.cursor })));
+		const next = await Promise.all(
+			again.map((page) => queryIndex(admin.secret, "q", { count: 4, match: "ROW.n >= 3", cursor: page.body.cursor })),
+		);
 		expect(next[1].body.rows).toEqual(next[0].body.rows);
 		expect(next[0].body.rows).toHaveLength(4);
 	});
@@ -229,13 +250,20 @@ describe("query_indexes_table cursors", () => {
 			cursor = res.body.cursor;
 			if (page === 0) {
 				// Rows that go, rows that come and a row whose value changes, between pages.
-				for (const twin of gone) expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { on: { value: false } } } })).status).toBe(200);
+				for (const twin of gone)
+					expect(
+						(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { on: { value: false } } } }))
+							.status,
+					).toBe(200);
 				for (let i = 0; i < 3; i++) {
 					const twin = await newTwin(admin.secret);
 					late.push(twin);
 					await addEntries(admin.secret, twin, { on: { value: true } });
 				}
-				expect((await call("PATCH", ledger(sorted[7]), { secret: admin.secret, body: { entries: { n: { value: 700 } } } })).status).toBe(200);
+				expect(
+					(await call("PATCH", ledger(sorted[7]), { secret: admin.secret, body: { entries: { n: { value: 700 } } } }))
+						.status,
+				).toBe(200);
 			}
 			page++;
 		} while (cursor !== null);
@@ -254,7 +282,16 @@ describe("query_indexes_table cursors", () => {
 		const page = await queryIndex(admin.secret, "q", { count: 3 });
 		const cursor: string = page.body.cursor;
 		const flipped = cursor.slice(0, 20) + (cursor[20] === "A" ? "B" : "A") + cursor.slice(21);
-		for (const forged of ["abc", "", "!!!!", flipped, cursor.slice(0, -2), `${cursor}AA`, btoa(JSON.stringify(["ffffffff"])), "A".repeat(1025)]) {
+		for (const forged of [
+			"abc",
+			"",
+			"!!!!",
+			flipped,
+			cursor.slice(0, -2),
+			`${cursor}AA`,
+			btoa(JSON.stringify(["ffffffff"])),
+			"A".repeat(1025),
+		]) {
 			expectError(await queryIndex(admin.secret, "q", { count: 3, cursor: forged }), 400, 400104);
 		}
 	});
@@ -262,10 +299,18 @@ describe("query_indexes_table cursors", () => {
 	it("refuse with 400104 a cursor of another table, of another account's table of the same name, or of another match", async () => {
 		const { admin } = await seeded(10);
 		await createIndexes(admin.secret, { other: definition });
-		await seedIndexRows(admin.account, "other", sortedUuids(10).map((twin, n) => ({ twin, properties: { n } })));
+		await seedIndexRows(
+			admin.account,
+			"other",
+			sortedUuids(10).map((twin, n) => ({ twin, properties: { n } })),
+		);
 		const other = await bootstrap();
 		await createIndexes(other.secret, { q: definition });
-		await seedIndexRows(other.account, "q", sortedUuids(10).map((twin, n) => ({ twin, properties: { n } })));
+		await seedIndexRows(
+			other.account,
+			"q",
+			sortedUuids(10).map((twin, n) => ({ twin, properties: { n } })),
+		);
 
 		const ours = (await queryIndex(admin.secret, "q", { count: 3 })).body.cursor;
 		const fromOther = (await queryIndex(admin.secret, "other", { count: 3 })).body.cursor;
@@ -303,10 +348,14 @@ describe("query_indexes_table cursors", () => {
 		expect((await call("DELETE", indexPath("q", "/data"), { secret: admin.secret })).status).toBe(200);
 		expectError(await queryIndex(admin.secret, "q", { count: 1, cursor }), 400, 400104);
 
-		expect((await call("PATCH", indexPath("q"), { secret: admin.secret, body: { rule: "LEDGER.n >= 0" } })).status).toBe(200);
+		expect(
+			(await call("PATCH", indexPath("q"), { secret: admin.secret, body: { rule: "LEDGER.n >= 0" } })).status,
+		).toBe(200);
 		await indexBuilt(admin.secret, "q");
 		cursor = await cursorNow();
-		expect((await call("PATCH", indexPath("q"), { secret: admin.secret, body: { rule: "LEDGER.n >= 1" } })).status).toBe(200);
+		expect(
+			(await call("PATCH", indexPath("q"), { secret: admin.secret, body: { rule: "LEDGER.n >= 1" } })).status,
+		).toBe(200);
 		expectError(await queryIndex(admin.secret, "q", { count: 1, cursor }), 400, 400104);
 		await indexBuilt(admin.secret, "q");
 
@@ -338,7 +387,12 @@ describe("query_indexes_table bounds", () => {
 				cursor = res.body.cursor;
 				if (cursor) cursors.push(cursor);
 			} while (cursor !== null);
-			const expected = match === undefined || match === "ROW.n >= 0" ? twins : match === "ROW.n < 0" ? [] : twins.filter((_, i) => String(i).endsWith("5"));
+			const expected =
+				match === undefined || match === "ROW.n >= 0"
+					? twins
+					: match === "ROW.n < 0"
+						? []
+						: twins.filter((_, i) => String(i).endsWith("5"));
 			expect(seen).toEqual(expected);
 			// Small pages from the start, the middle and near the end.
 			for (const at of [undefined, cursors[4], cursors.at(-1)]) {
@@ -354,12 +408,23 @@ describe("query_indexes_table bounds", () => {
 	it("stops a page before its answer passes 4 MiB, with a cursor, and walks every row once", async () => {
 		// 100 rows of 32 strings of 1024 two-byte characters: about 66 KB each.
 		const big = "é".repeat(1024);
-		const properties = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`p${i}`, ["string", `{LEDGER[p${i}]}`] as [string, string]]));
+		const properties = Object.fromEntries(
+			Array.from({ length: 32 }, (_, i) => [`p${i}`, ["string", `{LEDGER[p${i}]}`] as [string, string]]),
+		);
 		const admin = await bootstrap();
 		await createIndexes(admin.secret, { wide: indexDefinition("true", properties) });
 		const twins = sortedUuids(100);
 		for (let i = 0; i < twins.length; i += 10) {
-			await seedIndexRows(admin.account, "wide", twins.slice(i, i + 10).map((twin) => ({ twin, properties: Object.fromEntries(Object.keys(properties).map((name) => [name, big])) })));
+			await seedIndexRows(
+				admin.account,
+				"wide",
+				twins
+					.slice(i, i + 10)
+					.map((twin) => ({
+						twin,
+						properties: Object.fromEntries(Object.keys(properties).map((name) => [name, big])),
+					})),
+			);
 		}
 		const first = await queryIndex(admin.secret, "wide", { count: 100 });
 		expect(first.status).toBe(200);
@@ -370,7 +435,8 @@ describe("query_indexes_table bounds", () => {
 		const { rows, pages } = await indexRows(admin.secret, "wide", { count: 100 });
 		expect(rows.map((row) => row.twin)).toEqual(twins);
 		expect(pages.length).toBeGreaterThan(1);
-		for (const page of pages) expect(new TextEncoder().encode(JSON.stringify(page)).length).toBeLessThanOrEqual(4 * 1024 * 1024);
+		for (const page of pages)
+			expect(new TextEncoder().encode(JSON.stringify(page)).length).toBeLessThanOrEqual(4 * 1024 * 1024);
 	}, 90_000);
 
 	it("stops a page once match has used the work budget, and refuses a row that alone needs more than twice it", async () => {
@@ -379,7 +445,11 @@ describe("query_indexes_table bounds", () => {
 		const twins = sortedUuids(7);
 		// Each row's 1024-character string costs a pattern of about 600 instructions some 600,000 units.
 		const s = (i: number) => (i % 3 === 0 ? "x".repeat(600) + "a".repeat(424) : "a".repeat(1024));
-		await seedIndexRows(admin.account, "q", twins.map((twin, n) => ({ twin, properties: { n, s: s(n) } })));
+		await seedIndexRows(
+			admin.account,
+			"q",
+			twins.map((twin, n) => ({ twin, properties: { n, s: s(n) } })),
+		);
 		const match = "ROW.s =~ 'x{600}'";
 		const first = await queryIndex(admin.secret, "q", { count: 100, match });
 		expect(first.status).toBe(200);

@@ -25,7 +25,10 @@ import {
 // where it cannot. A hidden row moves a page on and nothing more; the walk's cursor is the
 // reader's own.
 
-const fuel = indexDefinition("LEDGER.fuel != null", { fuel: ["integer", "{LEDGER[fuel]}"], plate: ["string", "{LEDGER[plate]}"] });
+const fuel = indexDefinition("LEDGER.fuel != null", {
+	fuel: ["integer", "{LEDGER[fuel]}"],
+	plate: ["string", "{LEDGER[plate]}"],
+});
 
 // A fleet: vans of two drivers and one of nobody's, each with its fuel level in the account's
 // ledger, and a table of them.
@@ -48,7 +51,8 @@ async function fleet() {
 describe("query_indexes_table by a role with a twin rule", () => {
 	it("answers only the rows of twins it sees, and match runs on those alone", async () => {
 		const { admin, ann, bob, vans } = await fleet();
-		const of = async (secret: string, query: Record<string, string | number> = {}) => (await indexRows(secret, "fuel", query)).rows.map((row) => row.twin).sort();
+		const of = async (secret: string, query: Record<string, string | number> = {}) =>
+			(await indexRows(secret, "fuel", query)).rows.map((row) => row.twin).sort();
 		expect(await of(ann.secret)).toEqual([...vans.ann].sort());
 		expect(await of(bob.secret)).toEqual([...vans.bob].sort());
 		expect(await of(admin.secret)).toHaveLength(12);
@@ -102,11 +106,21 @@ describe("query_indexes_table by a role with a twin rule", () => {
 			[1, "short"],
 			[99_999, "x".repeat(20_000)],
 		] as const) {
-			expect((await call("PATCH", `/twins/${hidden}`, { secret: admin.secret, body: { description: { driver: "someone else", note } } })).status).toBe(200);
+			expect(
+				(
+					await call("PATCH", `/twins/${hidden}`, {
+						secret: admin.secret,
+						body: { description: { driver: "someone else", note } },
+					})
+				).status,
+			).toBe(200);
 			const entries = { fuel: { value: fuelOfHidden }, plate: { value: note.slice(0, 1000) } };
 			expect((await call("PATCH", ledger(hidden), { secret: admin.secret, body: { entries } })).status).toBe(200);
 			for (const rule of ["TWIN.driver == user", "TWIN.driver =~ user"]) {
-				const changed = await call("PATCH", `/roles/${readerRole}`, { secret: admin.secret, body: { rules: { twin: rule, entry: null, identity: null } } });
+				const changed = await call("PATCH", `/roles/${readerRole}`, {
+					secret: admin.secret,
+					body: { rules: { twin: rule, entry: null, identity: null } },
+				});
 				expect(changed.status).toBe(200);
 				const res = await queryIndex(reader.secret, "fuel", { count: 10 });
 				expect(res.body.rows.map((row: { twin: string }) => row.twin)).toEqual([mine]);

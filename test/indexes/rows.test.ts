@@ -30,11 +30,17 @@ const bytes = (text: string) => new TextEncoder().encode(text).length;
 async function expectExactStats(secret: string, name: string) {
 	const rows = Object.values(await indexRowsByTwin(secret, name));
 	const record = await indexTable(secret, name);
-	expect(record.stats).toEqual({ rows: rows.length, table_size: rows.reduce((sum, row) => sum + bytes(JSON.stringify(row.properties)), 0) });
+	expect(record.stats).toEqual({
+		rows: rows.length,
+		table_size: rows.reduce((sum, row) => sum + bytes(JSON.stringify(row.properties)), 0),
+	});
 	return record;
 }
 
-const pumps = indexDefinition("LEDGER.state == 'on'", { rpm: ["integer", "{LEDGER[rpm]}"], state: ["string", "{LEDGER[state]}"] });
+const pumps = indexDefinition("LEDGER.state == 'on'", {
+	rpm: ["integer", "{LEDGER[rpm]}"],
+	state: ["string", "{LEDGER[state]}"],
+});
 
 async function pumpTable() {
 	const admin = await bootstrap();
@@ -51,15 +57,27 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 		const added = await rowOf();
 		expect(added).toEqual({ twin, properties: { rpm: 5, state: "on" }, updated_ts: expect.any(Number) });
 		expect(Object.keys(added)).toEqual(["twin", "properties", "updated_ts"]);
-		expect((await indexTable(admin.secret, "pumps")).stats).toEqual({ rows: 1, table_size: bytes('{"rpm":5,"state":"on"}') });
+		expect((await indexTable(admin.secret, "pumps")).stats).toEqual({
+			rows: 1,
+			table_size: bytes('{"rpm":5,"state":"on"}'),
+		});
 
 		await clockPast(added.updated_ts);
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 7 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 7 } } } })).status,
+		).toBe(200);
 		const updated = await rowOf();
 		expect(updated.properties).toEqual({ rpm: 7, state: "on" });
 		expect(updated.updated_ts).toBeGreaterThan(added.updated_ts);
 
-		expect((await call("PATCH", ledger(twin, "personal", "/value"), { secret: admin.secret, body: { entries: { rpm: { value: 9 } } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", ledger(twin, "personal", "/value"), {
+					secret: admin.secret,
+					body: { entries: { rpm: { value: 9 } } },
+				})
+			).status,
+		).toBe(200);
 		expect((await rowOf()).properties).toEqual({ rpm: 9, state: "on" });
 
 		// The rule still holds without rpm: the row stays, its value null.
@@ -67,11 +85,17 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 		expect((await rowOf()).properties).toEqual({ rpm: null, state: "on" });
 		await expectExactStats(admin.secret, "pumps");
 
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "off" } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "off" } } } }))
+				.status,
+		).toBe(200);
 		expect(await rowOf()).toBeUndefined();
 		expect((await indexTable(admin.secret, "pumps")).stats).toEqual({ rows: 0, table_size: 0 });
 
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "on" } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "on" } } } }))
+				.status,
+		).toBe(200);
 		expect((await rowOf()).properties).toEqual({ rpm: null, state: "on" });
 
 		expect((await call("DELETE", ledger(twin), { secret: admin.secret })).status).toBe(200);
@@ -85,8 +109,17 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 		const before = (await indexRowsByTwin(admin.secret, "pumps"))[twin];
 		await clockPast(before.updated_ts);
 		await addEntries(admin.secret, twin, { note: { value: "unrelated" } });
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { visibility: "true", history: "1D" } } } })).status).toBe(200);
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 1 } } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", ledger(twin), {
+					secret: admin.secret,
+					body: { entries: { rpm: { visibility: "true", history: "1D" } } },
+				})
+			).status,
+		).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 1 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "pumps"))[twin]).toEqual(before);
 	});
 
@@ -102,7 +135,9 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 		expect(Object.keys(await indexRowsByTwin(admin.secret, "hot"))).toEqual([twin]);
 		expect(await indexRowsByTwin(admin.secret, "cold")).toEqual({});
 		expect((await indexRowsByTwin(admin.secret, "all"))[twin].properties).toEqual({ label: "t=70.5" });
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { t: { value: 10 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { t: { value: 10 } } } })).status,
+		).toBe(200);
 		expect(await indexRowsByTwin(admin.secret, "hot")).toEqual({});
 		expect((await indexRowsByTwin(admin.secret, "cold"))[twin].properties).toEqual({ t: 10 });
 		expect((await indexRowsByTwin(admin.secret, "all"))[twin].properties).toEqual({ label: "t=10" });
@@ -112,12 +147,17 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 	it("computes the row from the whole ledger when its writer sees only part of it", async () => {
 		const admin = await bootstrap();
 		await createIndexes(admin.secret, {
-			t: indexDefinition("LEDGER.secret != null", { secret: ["string", "{LEDGER[secret]}"], n: ["integer", "{LEDGER[n]}"] }),
+			t: indexDefinition("LEDGER.secret != null", {
+				secret: ["string", "{LEDGER[secret]}"],
+				n: ["integer", "{LEDGER[n]}"],
+			}),
 		});
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { secret: { value: "kept" }, n: { value: 1 } });
 		const partial = await userWithRules(admin, { entry: "entry_name != 'secret'" });
-		expect((await call("PATCH", ledger(twin), { secret: partial.secret, body: { entries: { n: { value: 2 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: partial.secret, body: { entries: { n: { value: 2 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "t"))[twin].properties).toEqual({ secret: "kept", n: 2 });
 		// Deleting all it sees leaves the entry it does not: the row stays, from that entry.
 		const deleted = await call("DELETE", ledger(twin), { secret: partial.secret });
@@ -131,7 +171,9 @@ describe("a ledger write keeps its twin's row, with no waiting", () => {
 		await addEntries(admin.secret, twin, { state: { value: "on" }, rpm: { value: 1 } });
 		expect((await call("DELETE", `/twins/${twin}`, { secret: admin.secret })).status).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "pumps"))[twin].properties.rpm).toBe(1);
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "pumps"))[twin].properties.rpm).toBe(2);
 	});
 });
@@ -152,22 +194,72 @@ describe("a refused write changes no row", () => {
 	it("a false condition (409102)", async () => {
 		const { admin, twin, unchanged } = await withRow();
 		const conditions = { rpm: "entry_value == 100" };
-		expectError(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 } }, conditions } }), 409, 409102);
-		expectError(await call("PATCH", ledger(twin, "personal", "/value"), { secret: admin.secret, body: { entries: { state: { value: "off" } }, conditions } }), 409, 409102);
+		expectError(
+			await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 } }, conditions } }),
+			409,
+			409102,
+		);
+		expectError(
+			await call("PATCH", ledger(twin, "personal", "/value"), {
+				secret: admin.secret,
+				body: { entries: { state: { value: "off" } }, conditions },
+			}),
+			409,
+			409102,
+		);
 		expectError(await call("DELETE", ledger(twin), { secret: admin.secret, body: { conditions } }), 409, 409102);
 		await unchanged();
 	});
 
 	it("a ledger that would be too large (400106), an entry that exists (409101), an unknown one (404102)", async () => {
 		const { admin, twin, unchanged } = await withRow();
-		expectError(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 }, big: { value: "x".repeat(60_000) } } } }), 404, 404102);
+		expectError(
+			await call("PATCH", ledger(twin), {
+				secret: admin.secret,
+				body: { entries: { rpm: { value: 2 }, big: { value: "x".repeat(60_000) } } },
+			}),
+			404,
+			404102,
+		);
 		// Large entries that change none of the row's values; then writes that would pass 64 KiB.
 		await addEntries(admin.secret, twin, { big: { value: "x".repeat(40_000) }, big2: { value: "y".repeat(20_000) } });
-		expectError(await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { big3: { value: "z".repeat(30_000) } } } }), 400, 400106);
-		expectError(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "off" }, big2: { value: "y".repeat(26_000) } } } }), 400, 400106);
-		expectError(await call("PATCH", ledger(twin, "personal", "/value"), { secret: admin.secret, body: { entries: { rpm: { value: 2 }, big2: { value: "y".repeat(26_000) } } } }), 400, 400106);
-		expectError(await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { state: { value: "off" }, big3: { value: 1 } } } }), 409, 409101);
-		expectError(await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 3 } } } }), 409, 409101);
+		expectError(
+			await call("POST", ledger(twin), {
+				secret: admin.secret,
+				body: { entries: { big3: { value: "z".repeat(30_000) } } },
+			}),
+			400,
+			400106,
+		);
+		expectError(
+			await call("PATCH", ledger(twin), {
+				secret: admin.secret,
+				body: { entries: { state: { value: "off" }, big2: { value: "y".repeat(26_000) } } },
+			}),
+			400,
+			400106,
+		);
+		expectError(
+			await call("PATCH", ledger(twin, "personal", "/value"), {
+				secret: admin.secret,
+				body: { entries: { rpm: { value: 2 }, big2: { value: "y".repeat(26_000) } } },
+			}),
+			400,
+			400106,
+		);
+		expectError(
+			await call("POST", ledger(twin), {
+				secret: admin.secret,
+				body: { entries: { state: { value: "off" }, big3: { value: 1 } } },
+			}),
+			409,
+			409101,
+		);
+		expectError(
+			await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 3 } } } }),
+			409,
+			409101,
+		);
 		await unchanged();
 	});
 
@@ -176,14 +268,23 @@ describe("a refused write changes no row", () => {
 		const logged = loggedErrors();
 		const other = await newTwin(admin.secret);
 		const undo = await objectEnv(admin.account, { DB: failingBatches(env.DB) });
-		const failed = await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 2 }, state: { value: "off" } } } });
+		const failed = await call("PATCH", ledger(twin), {
+			secret: admin.secret,
+			body: { entries: { rpm: { value: 2 }, state: { value: "off" } } },
+		});
 		expectError(failed, 500, 500101);
-		expectError(await call("POST", ledger(other), { secret: admin.secret, body: { entries: { state: { value: "on" } } } }), 500, 500101);
+		expectError(
+			await call("POST", ledger(other), { secret: admin.secret, body: { entries: { state: { value: "on" } } } }),
+			500,
+			500101,
+		);
 		await undo();
 		expect(logged).toHaveBeenCalled();
 		await unchanged();
 		await addEntries(admin.secret, other, { state: { value: "on" }, rpm: { value: 4 } });
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 5 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { rpm: { value: 5 } } } })).status,
+		).toBe(200);
 		const rows = await indexRowsByTwin(admin.secret, "pumps");
 		expect(rows[twin].properties).toEqual({ rpm: 5, state: "on" });
 		expect(rows[other].properties).toEqual({ rpm: 4, state: "on" });
@@ -201,7 +302,8 @@ describe("which ledgers have a row", () => {
 		const bare = await newTwin(admin.secret);
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { a: { value: 1 } });
-		for (const name of ["always", "empty"]) expect(Object.keys(await indexRowsByTwin(admin.secret, name))).toEqual([twin]);
+		for (const name of ["always", "empty"])
+			expect(Object.keys(await indexRowsByTwin(admin.secret, name))).toEqual([twin]);
 		expect((await call("DELETE", ledger(twin), { secret: admin.secret })).status).toBe(200);
 		for (const name of ["always", "empty"]) {
 			expect(await indexRowsByTwin(admin.secret, name)).toEqual({});
@@ -212,12 +314,17 @@ describe("which ledgers have a row", () => {
 
 	it("none when the rule is false; one as soon as it holds", async () => {
 		const admin = await bootstrap();
-		await createIndexes(admin.secret, { never: indexDefinition("false", { a: ["integer", "{LEDGER[a]}"] }), big: indexDefinition("LEDGER.a >= 10", { a: ["integer", "{LEDGER[a]}"] }) });
+		await createIndexes(admin.secret, {
+			never: indexDefinition("false", { a: ["integer", "{LEDGER[a]}"] }),
+			big: indexDefinition("LEDGER.a >= 10", { a: ["integer", "{LEDGER[a]}"] }),
+		});
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { a: { value: 1 } });
 		expect(await indexRowsByTwin(admin.secret, "never")).toEqual({});
 		expect(await indexRowsByTwin(admin.secret, "big")).toEqual({});
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { a: { value: 10 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { a: { value: 10 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "big"))[twin].properties).toEqual({ a: 10 });
 		expect(await indexRowsByTwin(admin.secret, "never")).toEqual({});
 	});
@@ -242,12 +349,24 @@ describe("which ledgers have a row", () => {
 		const admin = await bootstrap();
 		// The rule spends about 90,000 units (three comparisons of a 30,000-character string);
 		// each property renders about 1,000 characters and coerces them: some 2,000 units more.
-		const rule = Array(3).fill("LEDGER.s < 'a'").join(" or ").replace(/< 'a'$/, "> 'a'");
-		const properties = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, ["string", "x{LEDGER[t]}"] as [string, string]]));
-		await createIndexes(admin.secret, { two: indexDefinition(rule, properties(2)), eight: indexDefinition(rule, properties(8)) });
+		const rule = Array(3)
+			.fill("LEDGER.s < 'a'")
+			.join(" or ")
+			.replace(/< 'a'$/, "> 'a'");
+		const properties = (n: number) =>
+			Object.fromEntries(
+				Array.from({ length: n }, (_, i) => [`p${i}`, ["string", "x{LEDGER[t]}"] as [string, string]]),
+			);
+		await createIndexes(admin.secret, {
+			two: indexDefinition(rule, properties(2)),
+			eight: indexDefinition(rule, properties(8)),
+		});
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { s: { value: "b".repeat(30_000) }, t: { value: "t".repeat(1000) } });
-		expect((await indexRowsByTwin(admin.secret, "two"))[twin].properties).toEqual({ p0: `x${"t".repeat(1000)}`, p1: `x${"t".repeat(1000)}` });
+		expect((await indexRowsByTwin(admin.secret, "two"))[twin].properties).toEqual({
+			p0: `x${"t".repeat(1000)}`,
+			p1: `x${"t".repeat(1000)}`,
+		});
 		expect(await indexRowsByTwin(admin.secret, "eight")).toEqual({});
 	});
 
@@ -255,14 +374,19 @@ describe("which ledgers have a row", () => {
 		const admin = await bootstrap();
 		const eight = `x${"{LEDGER[o]}".repeat(8)}`;
 		const names = Array.from({ length: 32 }, (_, i) => `p${i}`);
-		const heavy = indexDefinition("true", Object.fromEntries(names.map((name) => [name, ["string", eight] as [string, string]])));
+		const heavy = indexDefinition(
+			"true",
+			Object.fromEntries(names.map((name) => [name, ["string", eight] as [string, string]])),
+		);
 		await createIndexes(admin.secret, Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`t${i}`, heavy])));
 		const twin = await newTwin(admin.secret);
 		const o = Object.fromEntries(Array.from({ length: 4800 }, (_, i) => [`k${i}`, i]));
 		expect(JSON.stringify(o).length).toBeGreaterThan(60_000);
 		await addEntries(admin.secret, twin, { o: { value: o } });
 		for (let i = 0; i < 10; i++) {
-			expect((await indexRowsByTwin(admin.secret, `t${i}`))[twin].properties).toEqual(Object.fromEntries(names.map((name) => [name, null])));
+			expect((await indexRowsByTwin(admin.secret, `t${i}`))[twin].properties).toEqual(
+				Object.fromEntries(names.map((name) => [name, null])),
+			);
 		}
 	});
 
@@ -270,7 +394,9 @@ describe("which ledgers have a row", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await createIndexes(admin.secret, {
-			mine: indexDefinition(`ledger == account and owner == account and twin == '${twin}'`, { n: ["integer", "{LEDGER[n]}"] }),
+			mine: indexDefinition(`ledger == account and owner == account and twin == '${twin}'`, {
+				n: ["integer", "{LEDGER[n]}"],
+			}),
 		});
 		await addEntries(admin.secret, twin, { n: { value: 1 } });
 		await addEntries(admin.secret, await newTwin(admin.secret), { n: { value: 2 } });
@@ -288,7 +414,8 @@ describe("the typed values of a row", () => {
 		b: ["bool", "{LEDGER[v]}"],
 		t: ["timestamptz", "{LEDGER[v]}"],
 	});
-	const utc = (...parts: [number, number, number, number, number, number]) => Date.UTC(parts[0], parts[1] - 1, parts[2], parts[3], parts[4], parts[5]) / 1000;
+	const utc = (...parts: [number, number, number, number, number, number]) =>
+		Date.UTC(parts[0], parts[1] - 1, parts[2], parts[3], parts[4], parts[5]) / 1000;
 	const cases: [unknown, Record<string, unknown>][] = [
 		// integer
 		[12, { s: "12", i: 12, f: 12, b: null, t: 12 }],
@@ -430,7 +557,12 @@ describe("the feed: the account's own ledgers only", () => {
 		});
 		await createIndexes(a.secret, { pumps: definition });
 		await createIndexes(b.secret, { pumps: definition });
-		return { a, b, aWriter: await userWithRules(a, { twin: "true" }), bWriter: await userWithRules(b, { twin: "true" }) };
+		return {
+			a,
+			b,
+			aWriter: await userWithRules(a, { twin: "true" }),
+			bWriter: await userWithRules(b, { twin: "true" }),
+		};
 	}
 
 	it("shows a row on another account's twin with that twin's uuid and the account's own values", async () => {
@@ -441,7 +573,10 @@ describe("the feed: the account's own ledgers only", () => {
 		expect(row.properties).toEqual({ twin: theirs, ledger: a.account, owner: b.account, rpm: 3 });
 		// Alive or terminated.
 		expect((await call("DELETE", `/twins/${theirs}`, { secret: b.secret })).status).toBe(200);
-		expect((await call("PATCH", ledger(theirs), { secret: aWriter.secret, body: { entries: { rpm: { value: 4 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(theirs), { secret: aWriter.secret, body: { entries: { rpm: { value: 4 } } } }))
+				.status,
+		).toBe(200);
 		expect((await indexRowsByTwin(a.secret, "pumps"))[theirs].properties.rpm).toBe(4);
 		// B's table knows nothing of A's ledger on B's own twin.
 		expect(await indexRowsByTwin(b.secret, "pumps")).toEqual({});
@@ -456,7 +591,10 @@ describe("the feed: the account's own ledgers only", () => {
 		const before = (await indexRowsByTwin(a.secret, "pumps"))[shared];
 
 		// B's public entries on A's twins, on its own twin, and on a twin where A has a row.
-		const public_ = (rpm: number) => ({ kind: { value: "pump", visibility: "true" }, rpm: { value: rpm, visibility: "true" } });
+		const public_ = (rpm: number) => ({
+			kind: { value: "pump", visibility: "true" },
+			rpm: { value: rpm, visibility: "true" },
+		});
 		await addEntries(bWriter.secret, ours, public_(50));
 		await addEntries(bWriter.secret, shared, public_(60));
 		await addEntries(b.secret, theirs, public_(70));
@@ -465,30 +603,53 @@ describe("the feed: the account's own ledgers only", () => {
 
 		// B's own table has B's values only.
 		const bRows = await indexRowsByTwin(b.secret, "pumps");
-		expect(Object.fromEntries(Object.entries(bRows).map(([twin, row]) => [twin, row.properties.rpm]))).toEqual({ [ours]: 50, [shared]: 60, [theirs]: 70 });
+		expect(Object.fromEntries(Object.entries(bRows).map(([twin, row]) => [twin, row.properties.rpm]))).toEqual({
+			[ours]: 50,
+			[shared]: 60,
+			[theirs]: 70,
+		});
 		expect(bRows[ours].properties).toMatchObject({ ledger: b.account, owner: a.account });
 
 		// A's write on a twin that also holds B's ledger reads A's entries only.
 		await addEntries(aWriter.secret, theirs, { kind: { value: "pump" } });
-		expect((await indexRowsByTwin(a.secret, "pumps"))[theirs].properties).toEqual({ twin: theirs, ledger: a.account, owner: b.account, rpm: null });
+		expect((await indexRowsByTwin(a.secret, "pumps"))[theirs].properties).toEqual({
+			twin: theirs,
+			ledger: a.account,
+			owner: b.account,
+			rpm: null,
+		});
 	});
 });
 
 describe("stats", () => {
 	it("counts the rows and the bytes of their properties as compact JSON, exactly", async () => {
 		const admin = await bootstrap();
-		await createIndexes(admin.secret, { names: indexDefinition("LEDGER.name != null", { name: ["text", "{LEDGER[name]}"], n: ["integer", "{LEDGER[n]}"] }) });
+		await createIndexes(admin.secret, {
+			names: indexDefinition("LEDGER.name != null", {
+				name: ["text", "{LEDGER[name]}"],
+				n: ["integer", "{LEDGER[n]}"],
+			}),
+		});
 		const twins = [await newTwin(admin.secret), await newTwin(admin.secret), await newTwin(admin.secret)];
 		await addEntries(admin.secret, twins[0], { name: { value: "é" }, n: { value: 1 } });
 		await addEntries(admin.secret, twins[1], { name: { value: '日本 "quoted" \\ \n' } });
 		await addEntries(admin.secret, twins[2], { n: { value: 3 } });
 		const record = await expectExactStats(admin.secret, "names");
-		expect(record.stats).toEqual({ rows: 2, table_size: bytes('{"name":"é","n":1}') + bytes(JSON.stringify({ name: '日本 "quoted" \\ \n', n: null })) });
-		expect((await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { name: { value: "ééé" } } } })).status).toBe(200);
+		expect(record.stats).toEqual({
+			rows: 2,
+			table_size: bytes('{"name":"é","n":1}') + bytes(JSON.stringify({ name: '日本 "quoted" \\ \n', n: null })),
+		});
+		expect(
+			(await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { name: { value: "ééé" } } } }))
+				.status,
+		).toBe(200);
 		await addEntries(admin.secret, twins[2], { name: { value: "x" } });
 		expect((await expectExactStats(admin.secret, "names")).stats.rows).toBe(3);
 		expect((await call("DELETE", ledger(twins[1]), { secret: admin.secret })).status).toBe(200);
-		expect((await expectExactStats(admin.secret, "names")).stats).toEqual({ rows: 2, table_size: bytes('{"name":"ééé","n":1}') + bytes('{"name":"x","n":3}') });
+		expect((await expectExactStats(admin.secret, "names")).stats).toEqual({
+			rows: 2,
+			table_size: bytes('{"name":"ééé","n":1}') + bytes('{"name":"x","n":3}'),
+		});
 	});
 });
 
@@ -511,9 +672,13 @@ describe("MAX_INDEX_ROWS", () => {
 		expect(record.status).toBe("full");
 		expect(record.stats.rows).toBe(2);
 		expect(Object.keys(await indexRowsByTwin(admin.secret, "t")).sort()).toEqual([twins[0], twins[1]].sort());
-		expect((await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { v: { value: 10 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[0]), { secret: admin.secret, body: { entries: { v: { value: 10 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "t"))[twins[0]].properties).toEqual({ v: 10 });
-		expect((await call("PATCH", ledger(twins[2]), { secret: admin.secret, body: { entries: { v: { value: 30 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[2]), { secret: admin.secret, body: { entries: { v: { value: 30 } } } })).status,
+		).toBe(200);
 		expect((await indexRowsByTwin(admin.secret, "t"))[twins[2]]).toBeUndefined();
 		expect((await expectExactStats(admin.secret, "t")).status).toBe("full");
 	});
@@ -526,7 +691,9 @@ describe("MAX_INDEX_ROWS", () => {
 		const truncated = await call("DELETE", indexPath("t", "/data"), { secret: admin.secret });
 		expect(truncated.status).toBe(200);
 		expect(truncated.body).toMatchObject({ stats: { rows: 0, table_size: 0 }, status: "ready" });
-		expect((await call("PATCH", ledger(twins[2]), { secret: admin.secret, body: { entries: { v: { value: 30 } } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twins[2]), { secret: admin.secret, body: { entries: { v: { value: 30 } } } })).status,
+		).toBe(200);
 		expect(Object.keys(await indexRowsByTwin(admin.secret, "t"))).toEqual([twins[2]]);
 		expect((await expectExactStats(admin.secret, "t")).status).toBe("ready");
 	});

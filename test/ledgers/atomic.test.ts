@@ -10,15 +10,27 @@ describe("a ledger write failing in D1", () => {
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { a: { value: 1, history: "INF" }, b: { value: 2 } });
 		const before = (await call("GET", ledger(twin), { secret: admin.secret })).body;
-		const history = async () => (await env.DB.prepare("SELECT count(*) AS n FROM ledger_history WHERE twin = ?").bind(twin).first("n")) as number;
+		const history = async () =>
+			(await env.DB.prepare("SELECT count(*) AS n FROM ledger_history WHERE twin = ?").bind(twin).first("n")) as number;
 		const kept = await history();
 
-		const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
+		const writer = {
+			account: admin.account,
+			user: admin.user,
+			role: admin.role,
+			description: {},
+			statement: { effect: "deny" as const, actions: null },
+			rules: { twin: null, entry: null, identity: null },
+		};
 		const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
 		const db = database(failingBatches(env.DB));
 		const base = { action: "update_twin_ledger_entry" as const, twin: twinView, writer, conditions: {} };
-		await expect(writeLedger(db, { ...base, kind: "update", entries: { a: { value: 5 }, b: { value: 6 } } }, 2e9)).rejects.toThrow(/injected_fault/);
-		await expect(writeLedger(db, { ...base, kind: "add", entries: { c: { value: 7, history: "1D" } } }, 2e9)).rejects.toThrow(/injected_fault/);
+		await expect(
+			writeLedger(db, { ...base, kind: "update", entries: { a: { value: 5 }, b: { value: 6 } } }, 2e9),
+		).rejects.toThrow(/injected_fault/);
+		await expect(
+			writeLedger(db, { ...base, kind: "add", entries: { c: { value: 7, history: "1D" } } }, 2e9),
+		).rejects.toThrow(/injected_fault/);
 		await expect(writeLedger(db, { ...base, kind: "delete", names: null }, 2e9)).rejects.toThrow(/injected_fault/);
 
 		expect((await call("GET", ledger(twin), { secret: admin.secret })).body).toEqual(before);

@@ -15,7 +15,10 @@ describe("conditions on ledger writes", () => {
 		};
 		const res = await call("PATCH", ledger(twin), { secret: admin.secret, body });
 		expectError(res, 409, 409102);
-		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["conditions.a", "conditions.missing"]);
+		expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual([
+			"conditions.a",
+			"conditions.missing",
+		]);
 		const now = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries;
 		expect([now.a.value, now.b.value]).toEqual([1, "x"]);
 
@@ -38,12 +41,21 @@ describe("conditions on ledger writes", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { lock: { value: "held" } });
-		const add = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { job: { value: 1 } }, conditions: { lock: "entry_value == 'free'" } } });
+		const add = await call("POST", ledger(twin), {
+			secret: admin.secret,
+			body: { entries: { job: { value: 1 } }, conditions: { lock: "entry_value == 'free'" } },
+		});
 		expectError(add, 409, 409102);
-		const del = await call("DELETE", ledger(twin), { secret: admin.secret, body: { conditions: { lock: "entry_value == 'free'" } } });
+		const del = await call("DELETE", ledger(twin), {
+			secret: admin.secret,
+			body: { conditions: { lock: "entry_value == 'free'" } },
+		});
 		expectError(del, 409, 409102);
 		expect(Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries)).toEqual(["lock"]);
-		const freed = await call("DELETE", ledger(twin, "personal", "?entries=lock"), { secret: admin.secret, body: { conditions: { lock: "entry_value == 'held'" } } });
+		const freed = await call("DELETE", ledger(twin, "personal", "?entries=lock"), {
+			secret: admin.secret,
+			body: { conditions: { lock: "entry_value == 'held'" } },
+		});
 		expect(freed.status).toBe(200);
 	});
 
@@ -57,14 +69,18 @@ describe("conditions on ledger writes", () => {
 				Array.from({ length: 50 }, (_, i) =>
 					call("PATCH", ledger(twin, "personal", "/value"), {
 						secret: admin.secret,
-						body: { entries: { counter: { value: { n: round + 1, by: i } } }, conditions: { counter: `entry_value.n == ${round}` } },
+						body: {
+							entries: { counter: { value: { n: round + 1, by: i } } },
+							conditions: { counter: `entry_value.n == ${round}` },
+						},
 					}),
 				),
 			);
 			const winners = answers.flatMap((res, i) => (res.status === 200 ? [i] : []));
 			expect(winners).toHaveLength(1);
 			for (const res of answers) if (res.status !== 200) expectError(res, 409, 409102);
-			const value = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries.counter.value;
+			const value = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries
+				.counter.value;
 			expect(value).toEqual({ n: round + 1, by: winners[0] });
 		}
 		const history = await call("GET", ledger(twin, "personal", "/history?entries=counter"), { secret: admin.secret });
@@ -76,13 +92,19 @@ describe("conditions on ledger writes", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { big: { value: "ab".repeat(30_000) } });
-		const guarded = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { small: { value: 1 } }, conditions: { big: COSTLY } } });
+		const guarded = await call("POST", ledger(twin), {
+			secret: admin.secret,
+			body: { entries: { small: { value: 1 } }, conditions: { big: COSTLY } },
+		});
 		expectError(guarded, 400, 400101);
 		expect(guarded.body.details).toEqual([{ path: "conditions.big", message: expect.stringContaining("more work") }]);
 
 		// The writer's role decides which entries it may write: its rule is charged too.
 		const writer = await userWithRules(admin, { entry: COSTLY });
-		const update = await call("PATCH", ledger(twin, "personal", "/value"), { secret: writer.secret, body: { entries: { big: { value: 1 } } } });
+		const update = await call("PATCH", ledger(twin, "personal", "/value"), {
+			secret: writer.secret,
+			body: { entries: { big: { value: 1 } } },
+		});
 		expectError(update, 400, 400101);
 		expect(update.body.details).toEqual([{ path: "entries.big", message: expect.stringContaining("more work") }]);
 		expect(Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries)).toEqual(["big"]);

@@ -1,6 +1,17 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { addEntries, BASE, bootstrap, call, fetchWithEnv, ledger, member, newTwin, randomAddress, role } from "../fixtures";
+import {
+	addEntries,
+	BASE,
+	bootstrap,
+	call,
+	fetchWithEnv,
+	ledger,
+	member,
+	newTwin,
+	randomAddress,
+	role,
+} from "../fixtures";
 
 // A ledger write runs as its writer is when the account's object reaches it, not as the Worker
 // found it (docs/permission-model.md): a role narrowed while the write waits applies to it, as
@@ -56,27 +67,43 @@ describe("a ledger write in flight when the writer's role is narrowed", () => {
 		const narrow = (body: Record<string, unknown>) => async () => {
 			expect((await call("PATCH", `/roles/${writerRole}`, { secret: admin.secret, body })).status).toBe(200);
 		};
-		const entries = async () => Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries).sort();
+		const entries = async () =>
+			Object.keys((await call("GET", ledger(twin), { secret: admin.secret })).body.entries).sort();
 		return { writer, twin, narrow, entries };
 	}
 
 	it("is refused by the statement as it now is (403101), and writes nothing", async () => {
 		const { writer, twin, narrow, entries } = await writerOn({ twin: "TWIN.fleet == 'north'" });
-		const res = await heldWrite(writer.secret, twin, { a: { value: 1 } }, narrow({ statement: { effect: "deny", actions: ["add_twin_ledger_entry"] } }));
+		const res = await heldWrite(
+			writer.secret,
+			twin,
+			{ a: { value: 1 } },
+			narrow({ statement: { effect: "deny", actions: ["add_twin_ledger_entry"] } }),
+		);
 		expect([res.status, res.body.subcode]).toEqual([403, 403101]);
 		expect(await entries()).toEqual(["kept"]);
 	});
 
 	it("meets the twin rule as it now is: a twin it no longer sees is 404102", async () => {
 		const { writer, twin, narrow, entries } = await writerOn({ twin: "TWIN.fleet == 'north'" });
-		const res = await heldWrite(writer.secret, twin, { a: { value: 1 } }, narrow({ rules: { twin: "TWIN.fleet == 'south'", entry: null, identity: null } }));
+		const res = await heldWrite(
+			writer.secret,
+			twin,
+			{ a: { value: 1 } },
+			narrow({ rules: { twin: "TWIN.fleet == 'south'", entry: null, identity: null } }),
+		);
 		expect([res.status, res.body.subcode]).toEqual([404, 404102]);
 		expect(await entries()).toEqual(["kept"]);
 	});
 
 	it("meets the entry rule as it now is: an entry it may no longer see is 403102", async () => {
 		const { writer, twin, narrow, entries } = await writerOn({ twin: "true", entry: "true" });
-		const res = await heldWrite(writer.secret, twin, { a: { value: 1 } }, narrow({ rules: { twin: "true", entry: "entry_name != 'a'", identity: null } }));
+		const res = await heldWrite(
+			writer.secret,
+			twin,
+			{ a: { value: 1 } },
+			narrow({ rules: { twin: "true", entry: "entry_name != 'a'", identity: null } }),
+		);
 		expect([res.status, res.body.subcode]).toEqual([403, 403102]);
 		expect(await entries()).toEqual(["kept"]);
 	});

@@ -23,15 +23,36 @@ describe("the 64 KiB ledger limit", () => {
 		};
 		expect(bytes(await values())).toBe(LIMIT);
 
-		expectError(await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { c: { value: 0 } } } }), 400, 400106);
-		const longer = await call("PATCH", ledger(twin, "personal", "/value"), { secret: admin.secret, body: { entries: { b: { value: `${b}z` } } } });
+		expectError(
+			await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { c: { value: 0 } } } }),
+			400,
+			400106,
+		);
+		const longer = await call("PATCH", ledger(twin, "personal", "/value"), {
+			secret: admin.secret,
+			body: { entries: { b: { value: `${b}z` } } },
+		});
 		expectError(longer, 400, 400106);
 		expect(await values()).toEqual({ a, b });
 
 		// Properties are stored too, so they count; a shorter value makes room again.
-		expectError(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { b: { history: "INF" } } } }), 400, 400106);
-		expect((await call("PATCH", ledger(twin, "personal", "/value"), { secret: admin.secret, body: { entries: { b: { value: "short" } } } })).status).toBe(200);
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { b: { history: "INF" } } } })).status).toBe(200);
+		expectError(
+			await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { b: { history: "INF" } } } }),
+			400,
+			400106,
+		);
+		expect(
+			(
+				await call("PATCH", ledger(twin, "personal", "/value"), {
+					secret: admin.secret,
+					body: { entries: { b: { value: "short" } } },
+				})
+			).status,
+		).toBe(200);
+		expect(
+			(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { b: { history: "INF" } } } }))
+				.status,
+		).toBe(200);
 		await addEntries(admin.secret, twin, { c: { value: [1, 2, 3] } });
 		expect(bytes(await values())).toBe(bytes({ a, b: "short", c: [1, 2, 3] }));
 	});
@@ -46,9 +67,24 @@ describe("the 64 KiB ledger limit", () => {
 		// The values' compact JSON, then the rules and history as the row stores them.
 		const a = "x".repeat(LIMIT - bytes({ big, a: "" }) - 1023 - "1D".length - bytes(publish));
 		await addEntries(admin.secret, twin, { a: { value: a, visibility: rule(1023), history: "1D", publish } });
-		expectError(await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { b: { value: null } } } }), 400, 400106);
-		expectError(await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { a: { visibility: rule(1024) } } } }), 400, 400106);
-		expect((await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { a: { visibility: rule(1022) } } } })).status).toBe(200);
+		expectError(
+			await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { b: { value: null } } } }),
+			400,
+			400106,
+		);
+		expectError(
+			await call("PATCH", ledger(twin), { secret: admin.secret, body: { entries: { a: { visibility: rule(1024) } } } }),
+			400,
+			400106,
+		);
+		expect(
+			(
+				await call("PATCH", ledger(twin), {
+					secret: admin.secret,
+					body: { entries: { a: { visibility: rule(1022) } } },
+				})
+			).status,
+		).toBe(200);
 
 		// Large rules on small values fill the ledger as large values do, so a read of the
 		// ledger loads at most 64 KiB, rules included.
@@ -56,7 +92,10 @@ describe("the 64 KiB ledger limit", () => {
 		const topics = Object.fromEntries(Array.from({ length: 10 }, (_, t) => [`topic-${t}`, rule(1000 + t)]));
 		let refused = 0;
 		for (let i = 0; i < 10; i++) {
-			const res = await call("POST", ledger(other), { secret: admin.secret, body: { entries: { [`e${i}`]: { value: 0, visibility: rule(1024), publish: topics } } } });
+			const res = await call("POST", ledger(other), {
+				secret: admin.secret,
+				body: { entries: { [`e${i}`]: { value: 0, visibility: rule(1024), publish: topics } } },
+			});
 			if (res.status !== 201) {
 				expectError(res, 400, 400106);
 				refused++;
@@ -77,6 +116,13 @@ describe("the 64 KiB ledger limit", () => {
 		const big = "x".repeat(60_000);
 		await addEntries(admin.secret, first, { big: { value: big } });
 		await addEntries(admin.secret, second, { big: { value: big } });
-		expectError(await call("POST", ledger(first), { secret: admin.secret, body: { entries: { more: { value: big.slice(0, 6000) } } } }), 400, 400106);
+		expectError(
+			await call("POST", ledger(first), {
+				secret: admin.secret,
+				body: { entries: { more: { value: big.slice(0, 6000) } } },
+			}),
+			400,
+			400106,
+		);
 	});
 });

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, d1Cost, expectError, fingerprint, ledger, newTwin, userWithRules } from "../fixtures";
+import {
+	addEntries,
+	bootstrap,
+	call,
+	d1Cost,
+	expectError,
+	fingerprint,
+	ledger,
+	newTwin,
+	userWithRules,
+} from "../fixtures";
 
 // Account A keeps entries on its twin; account B sees the twin only through its role's twin
 // rule, and A's entries only through its role's entry rule and each entry's visibility.
@@ -29,13 +39,28 @@ describe("who sees which ledger entries", () => {
 		const high = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" }, { clearance: "high" });
 		const lowRead = await call("GET", ledger(twin, a.account), { secret: low.secret });
 		expect(names(lowRead)).toEqual(["price", "status"]);
-		expect(lowRead.body.entries.status).toEqual({ value: "ok", entry_created_ts: expect.any(Number), entry_updated_ts: expect.any(Number), value_changed_ts: expect.any(Number) });
-		expect(names(await call("GET", ledger(twin, "owner"), { secret: high.secret }))).toEqual(["gated", "price", "status"]);
-		expect(names(await call("GET", ledger(twin, "creator", "/value"), { secret: high.secret }))).toEqual(["gated", "price", "status"]);
+		expect(lowRead.body.entries.status).toEqual({
+			value: "ok",
+			entry_created_ts: expect.any(Number),
+			entry_updated_ts: expect.any(Number),
+			value_changed_ts: expect.any(Number),
+		});
+		expect(names(await call("GET", ledger(twin, "owner"), { secret: high.secret }))).toEqual([
+			"gated",
+			"price",
+			"status",
+		]);
+		expect(names(await call("GET", ledger(twin, "creator", "/value"), { secret: high.secret }))).toEqual([
+			"gated",
+			"price",
+			"status",
+		]);
 
 		// The reader's own ledger on that twin is empty, and another account's is too.
 		expect((await call("GET", ledger(twin), { secret: high.secret })).body).toEqual({ entries: {} });
-		expect((await call("GET", ledger(twin, crypto.randomUUID()), { secret: high.secret })).body).toEqual({ entries: {} });
+		expect((await call("GET", ledger(twin, crypto.randomUUID()), { secret: high.secret })).body).toEqual({
+			entries: {},
+		});
 	});
 
 	it("shows nothing of other accounts to a role whose entry rule is null, and filters by the entry rule", async () => {
@@ -51,22 +76,38 @@ describe("who sees which ledger entries", () => {
 		const mine = await call("GET", ledger(twin), { secret: own.secret });
 		expect(names(mine)).toEqual(["note", "status"]);
 		expect(mine.body.entries.note).toMatchObject({ value: "private", visibility: null });
-		expectError(await call("PATCH", ledger(twin), { secret: own.secret, body: { entries: { gated: { value: 1 } } } }), 404, 404102);
+		expectError(
+			await call("PATCH", ledger(twin), { secret: own.secret, body: { entries: { gated: { value: 1 } } } }),
+			404,
+			404102,
+		);
 		expect(names(await call("DELETE", ledger(twin), { secret: own.secret }))).toEqual(["note", "status"]);
-		expect(names(await call("GET", ledger(twin), { secret: a.secret }))).toEqual(["gated", "never", "price", "published"]);
+		expect(names(await call("GET", ledger(twin), { secret: a.secret }))).toEqual([
+			"gated",
+			"never",
+			"price",
+			"published",
+		]);
 	});
 
 	it("answers a hidden entry exactly as an absent one, cost included", async () => {
 		const { a, b, twin } = await world();
 		const reader = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" }, { clearance: "low" });
 		for (const tail of ["", "/value"]) {
-			const hidden = await call("GET", ledger(twin, a.account, `${tail}?entries=note,never,gated`), { secret: reader.secret });
-			const absent = await call("GET", ledger(twin, a.account, `${tail}?entries=nope,nada,zip`), { secret: reader.secret });
+			const hidden = await call("GET", ledger(twin, a.account, `${tail}?entries=note,never,gated`), {
+				secret: reader.secret,
+			});
+			const absent = await call("GET", ledger(twin, a.account, `${tail}?entries=nope,nada,zip`), {
+				secret: reader.secret,
+			});
 			expect(hidden.body).toEqual({ entries: {} });
 			expect(absent.body).toEqual(hidden.body);
-			for (const figure of ["queries", "rows_read", "rows_written"] as const) expect(d1Cost(hidden, figure)).toBe(d1Cost(absent, figure));
+			for (const figure of ["queries", "rows_read", "rows_written"] as const)
+				expect(d1Cost(hidden, figure)).toBe(d1Cost(absent, figure));
 		}
-		const history = await call("GET", ledger(twin, a.account, "/history?entries=note,nope,status"), { secret: reader.secret });
+		const history = await call("GET", ledger(twin, a.account, "/history?entries=note,nope,status"), {
+			secret: reader.secret,
+		});
 		expect(history.body.entries.note).toBe("Entry not accessible.");
 		expect(history.body.entries.nope).toBe("Entry not accessible.");
 		expect(Object.values(history.body.entries.status)).toEqual(["ok"]);
@@ -82,10 +123,14 @@ describe("who sees which ledger entries", () => {
 			if (alongside) await addEntries(a.secret, twin, { open: { value: 1, visibility: "true", history: "INF" } });
 			const reader = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" }, { clearance: "low" });
 			const own = await userWithRules(a, { entry: "entry_name == 'open'" });
-			const reads = (which: string) => ["", "/value", "/history?entries=open,hidden"].map((tail) => ledger(twin, which, tail));
+			const reads = (which: string) =>
+				["", "/value", "/history?entries=open,hidden"].map((tail) => ledger(twin, which, tail));
 			const look = async () => {
 				const answers = [];
-				for (const [secret, which] of [[reader.secret, a.account], [own.secret, "personal"]]) {
+				for (const [secret, which] of [
+					[reader.secret, a.account],
+					[own.secret, "personal"],
+				]) {
 					for (const path of reads(which)) answers.push(fingerprint(await call("GET", path, { secret })));
 				}
 				return answers;
@@ -102,16 +147,24 @@ describe("who sees which ledger entries", () => {
 		// A role rule probing a private value: LEDGER.note reads null on another account's ledger.
 		const probe = await userWithRules(b, { twin: "TWIN.shared == true", entry: "LEDGER.note == 'private'" });
 		expect((await call("GET", ledger(twin, a.account), { secret: probe.secret })).body).toEqual({ entries: {} });
-		const blind = await userWithRules(b, { twin: "TWIN.shared == true", entry: "LEDGER.note == null and LEDGER.status == 'ok'" });
+		const blind = await userWithRules(b, {
+			twin: "TWIN.shared == true",
+			entry: "LEDGER.note == null and LEDGER.status == 'ok'",
+		});
 		expect(names(await call("GET", ledger(twin, a.account), { secret: blind.secret }))).toEqual(["price", "status"]);
 
 		// A writer's conditions read an entry its role hides as absent.
 		const narrow = await userWithRules(a, { entry: "entry_name == 'status'" });
 		const write = (conditions: Record<string, string>) =>
-			call("PATCH", ledger(twin, "personal", "/value"), { secret: narrow.secret, body: { entries: { status: { value: "checked" } }, conditions } });
+			call("PATCH", ledger(twin, "personal", "/value"), {
+				secret: narrow.secret,
+				body: { entries: { status: { value: "checked" } }, conditions },
+			});
 		expectError(await write({ note: "entry_value == 'private'" }), 409, 409102);
 		expectError(await write({ status: "LEDGER.note != null" }), 409, 409102);
-		expect((await write({ note: "entry_value == null and entry_created_ts == null", status: "LEDGER.note == null" })).status).toBe(200);
+		expect(
+			(await write({ note: "entry_value == null and entry_created_ts == null", status: "LEDGER.note == null" })).status,
+		).toBe(200);
 	});
 
 	it("lets no writer confined by an entry rule write a visibility or publish rule that reads LEDGER", async () => {
@@ -120,17 +173,39 @@ describe("who sees which ledger entries", () => {
 		// account's readers whether note holds "private", a publish rule would tell a topic's
 		// subscribers; both are refused whatever the ledger holds.
 		const narrow = await userWithRules(a, { entry: "entry_name == 'status'" });
-		const patch = (entries: Record<string, unknown>) => call("PATCH", ledger(twin), { secret: narrow.secret, body: { entries } });
-		const probes = [{ visibility: "LEDGER.note == 'private'" }, { publish: { leaks: "LEDGER.note == 'private'" } }, { visibility: "true", publish: { fine: "true", leaks: "LEDGER.status != null" } }];
+		const patch = (entries: Record<string, unknown>) =>
+			call("PATCH", ledger(twin), { secret: narrow.secret, body: { entries } });
+		const probes = [
+			{ visibility: "LEDGER.note == 'private'" },
+			{ publish: { leaks: "LEDGER.note == 'private'" } },
+			{ visibility: "true", publish: { fine: "true", leaks: "LEDGER.status != null" } },
+		];
 		for (const change of probes) {
 			const res = await patch({ status: change });
 			expectError(res, 403, 403102);
 			expect(res.body.details).toEqual([{ path: "entries.status", message: expect.stringContaining("LEDGER") }]);
 		}
-		expectError(await call("POST", ledger(twin), { secret: narrow.secret, body: { entries: { status2: { value: 1, visibility: "LEDGER.note != null" } } } }), 403, 403102);
+		expectError(
+			await call("POST", ledger(twin), {
+				secret: narrow.secret,
+				body: { entries: { status2: { value: 1, visibility: "LEDGER.note != null" } } },
+			}),
+			403,
+			403102,
+		);
 		// Rules that do not read LEDGER pass, and a writer with no entry rule writes any.
-		expect((await patch({ status: { visibility: "USER.clearance == 'high'", publish: { fine: "entry_value != null" } } })).status).toBe(200);
-		expect((await call("PATCH", ledger(twin), { secret: a.secret, body: { entries: { status: { visibility: "LEDGER.note == 'private'" } } } })).status).toBe(200);
+		expect(
+			(await patch({ status: { visibility: "USER.clearance == 'high'", publish: { fine: "entry_value != null" } } }))
+				.status,
+		).toBe(200);
+		expect(
+			(
+				await call("PATCH", ledger(twin), {
+					secret: a.secret,
+					body: { entries: { status: { visibility: "LEDGER.note == 'private'" } } },
+				})
+			).status,
+		).toBe(200);
 		const reader = await userWithRules(b, { twin: "TWIN.shared == true", entry: "true" });
 		expect(names(await call("GET", ledger(twin, a.account), { secret: reader.secret }))).toContain("status");
 	});
@@ -139,11 +214,22 @@ describe("who sees which ledger entries", () => {
 		const { a, b, twin } = await world();
 		const writer = await userWithRules(b, { twin: "TWIN.shared == true" });
 		await addEntries(writer.secret, twin, { remark: { value: "from b", visibility: "true" }, internal: { value: 1 } });
-		expectError(await call("POST", ledger(twin, a.account), { secret: writer.secret, body: { entries: { x: { value: 1 } } } }), 403, 403103);
+		expectError(
+			await call("POST", ledger(twin, a.account), { secret: writer.secret, body: { entries: { x: { value: 1 } } } }),
+			403,
+			403103,
+		);
 		expect((await call("GET", ledger(twin, b.account), { secret: a.secret })).body).toEqual({ entries: {} });
 		const curious = await userWithRules(a, { entry: "true" });
 		expect(names(await call("GET", ledger(twin, b.account), { secret: curious.secret }))).toEqual(["remark"]);
-		expect(names(await call("GET", ledger(twin), { secret: curious.secret }))).toEqual(["gated", "never", "note", "price", "published", "status"]);
+		expect(names(await call("GET", ledger(twin), { secret: curious.secret }))).toEqual([
+			"gated",
+			"never",
+			"note",
+			"price",
+			"published",
+			"status",
+		]);
 	});
 
 	it("hides from a read an entry whose visibility needs more work than one request may do, and only that one", async () => {

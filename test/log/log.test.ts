@@ -29,7 +29,8 @@ async function writeLines(account: string, at: number, messages: string[]) {
 	await db.batch([first, ...rest]);
 }
 
-const read = (secret: string, fragment?: string) => call("GET", `/log${fragment === undefined ? "" : `?fragment=${fragment}`}`, { secret });
+const read = (secret: string, fragment?: string) =>
+	call("GET", `/log${fragment === undefined ? "" : `?fragment=${fragment}`}`, { secret });
 
 describe("get_log", () => {
 	it("answers an empty log with no messages and a null fragment", async () => {
@@ -103,12 +104,17 @@ describe("get_log", () => {
 
 describe("what background work logs", () => {
 	const failedLine = (sub: string, trigger: string, reason: string) =>
-		new RegExp(`^Webhook delivery failed for good: subscription=\\[${sub}\\], message=\\[[0-9a-f-]{36}\\], trigger=\\[${trigger}\\], reason=\\[${reason}\\], ts=\\[[\\d.]+\\]\\.$`);
+		new RegExp(
+			`^Webhook delivery failed for good: subscription=\\[${sub}\\], message=\\[[0-9a-f-]{36}\\], trigger=\\[${trigger}\\], reason=\\[${reason}\\], ts=\\[[\\d.]+\\]\\.$`,
+		);
 
 	it("a notification answered with a permanent status, in the subscribing account's log only", async () => {
 		const publisher = await bootstrap();
 		const subscriber = await bootstrap();
-		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${subscriber.account}`, { secret: publisher.secret, body: { topics: ["news"] } });
+		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${subscriber.account}`, {
+			secret: publisher.secret,
+			body: { topics: ["news"] },
+		});
 		expect(granted.status).toBe(200);
 		const sub = await confirmedSubscription(subscriber, "news", crypto.randomUUID(), {
 			account: publisher.account,
@@ -116,7 +122,11 @@ describe("what background work logs", () => {
 		});
 		const twin = await newTwin(publisher.secret);
 		await addEntries(publisher.secret, twin, { level: { value: 1, publish: { news: "true" } } });
-		const [line] = await until(() => logLines(subscriber.secret), (lines) => lines.length > 0, "the failure's log line");
+		const [line] = await until(
+			() => logLines(subscriber.secret),
+			(lines) => lines.length > 0,
+			"the failure's log line",
+		);
 		expect(line).toMatch(failedLine(sub.uuid, "ledger\\.entry\\.added", "HTTP 410"));
 		expect(line).not.toContain(receiver());
 		expect(await logLines(publisher.secret)).toEqual([]);
@@ -144,7 +154,9 @@ describe("what background work logs", () => {
 		await confirmedSubscription(admin, "quiet", crypto.randomUUID());
 		const at = Math.round(Date.now()) / 1000;
 		await writeAs(admin, twin, { level: { value: 1, publish: { crowded: "true", quiet: "true" } } }, at, 2);
-		expect(await logLines(admin.secret)).toEqual([`Notification fan-out truncated at MAX_SUBSCRIPTIONS: topic=[crowded], trigger=[ledger.entry.added], twin=[${twin}], ts=[${at}].`]);
+		expect(await logLines(admin.secret)).toEqual([
+			`Notification fan-out truncated at MAX_SUBSCRIPTIONS: topic=[crowded], trigger=[ledger.entry.added], twin=[${twin}], ts=[${at}].`,
+		]);
 		// Within the bound, nothing is logged.
 		await writeAs(admin, twin, { other: { value: 1, publish: { crowded: "true" } } }, at, 3);
 		expect(await logLines(admin.secret)).toHaveLength(1);
@@ -152,10 +164,20 @@ describe("what background work logs", () => {
 
 	it("costs a write within the bound no read of the log: its pruning runs only after a line", async () => {
 		const admin = await bootstrap();
-		await writeLines(admin.account, Date.now() / 1000, Array.from({ length: KEPT_MESSAGES }, (_, i) => `Line: n=[${i}].`));
+		await writeLines(
+			admin.account,
+			Date.now() / 1000,
+			Array.from({ length: KEPT_MESSAGES }, (_, i) => `Line: n=[${i}].`),
+		);
 		const truncation = async (limit: number) => {
 			await confirmedSubscription(admin, "busy", crypto.randomUUID());
-			const p = { account: admin.account, trigger: "ledger.entry.added", messages: [{ twin: crypto.randomUUID(), topic: "busy", event: {}, sight: null }], at: Date.now() / 1000, limit };
+			const p = {
+				account: admin.account,
+				trigger: "ledger.entry.added",
+				messages: [{ twin: crypto.randomUUID(), topic: "busy", event: {}, sight: null }],
+				at: Date.now() / 1000,
+				limit,
+			};
 			const statements = truncationLog(database(env.DB), p).map((statement) => {
 				const query = statement.toSQL();
 				return env.DB.prepare(query.sql).bind(...query.params);
@@ -177,8 +199,26 @@ describe("what background work logs", () => {
 });
 
 // One write straight through writeLedger with its fan-out bound (MAX_SUBSCRIPTIONS).
-function writeAs(admin: Account, twin: string, entries: Record<string, { value: unknown; publish: Record<string, string> }>, at: number, fanOut: number) {
-	const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
+function writeAs(
+	admin: Account,
+	twin: string,
+	entries: Record<string, { value: unknown; publish: Record<string, string> }>,
+	at: number,
+	fanOut: number,
+) {
+	const writer = {
+		account: admin.account,
+		user: admin.user,
+		role: admin.role,
+		description: {},
+		statement: { effect: "deny" as const, actions: null },
+		rules: { twin: null, entry: null, identity: null },
+	};
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
-	return writeLedger(database(env.DB), { action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries: entries as never }, at, { fanOut });
+	return writeLedger(
+		database(env.DB),
+		{ action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries: entries as never },
+		at,
+		{ fanOut },
+	);
 }

@@ -27,12 +27,20 @@ function unbounded(schema: Schema, path: string, seen = new Set<Schema>()): stri
 	if (node.description === "Any JSON value") return [];
 	const found: string[] = [];
 	if (node.type === "array" && node.maxItems === undefined) found.push(path);
-	if (node.type === "object" && typeof node.additionalProperties === "object" && node.maxProperties === undefined) found.push(path);
+	if (node.type === "object" && typeof node.additionalProperties === "object" && node.maxProperties === undefined)
+		found.push(path);
 	const children: [string, Schema][] = [
-		...Object.entries((node.properties ?? {}) as Record<string, Schema>).map(([key, child]): [string, Schema] => [`${path}.${key}`, child]),
-		...(typeof node.additionalProperties === "object" ? [[`${path}.*`, node.additionalProperties as Schema] as [string, Schema]] : []),
+		...Object.entries((node.properties ?? {}) as Record<string, Schema>).map(([key, child]): [string, Schema] => [
+			`${path}.${key}`,
+			child,
+		]),
+		...(typeof node.additionalProperties === "object"
+			? [[`${path}.*`, node.additionalProperties as Schema] as [string, Schema]]
+			: []),
 		...(node.items ? [[`${path}[]`, node.items as Schema] as [string, Schema]] : []),
-		...["anyOf", "oneOf", "allOf"].flatMap((key) => ((node[key] ?? []) as Schema[]).map((child): [string, Schema] => [path, child])),
+		...["anyOf", "oneOf", "allOf"].flatMap((key) =>
+			((node[key] ?? []) as Schema[]).map((child): [string, Schema] => [path, child]),
+		),
 	];
 	for (const [at, child] of children) found.push(...unbounded(child, at, seen));
 	return found;
@@ -45,7 +53,8 @@ describe("every success answer", () => {
 			for (const [method, operation] of Object.entries(methods)) {
 				for (const [status, response] of Object.entries(operation.responses as Record<string, Schema>)) {
 					if (!status.startsWith("2")) continue;
-					const schema = (response.content as Record<string, { schema: Schema }> | undefined)?.["application/json"]?.schema;
+					const schema = (response.content as Record<string, { schema: Schema }> | undefined)?.["application/json"]
+						?.schema;
 					if (schema) found.push(...unbounded(schema, `${method.toUpperCase()} ${path}`));
 				}
 			}

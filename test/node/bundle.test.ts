@@ -20,7 +20,9 @@ function sources(dir: string): string[] {
 // only what is used.
 describe("the Worker's imports", () => {
 	const zodImports = sources(SRC).flatMap((file) =>
-		[...readFileSync(file, "utf8").matchAll(/^import\s+(type\s+)?(.*?)\s+from\s*["'](zod(?:\/[^"']*)?)["']/gm)].map(([, type, what, from]) => ({ file, type: !!type, what, from })),
+		[...readFileSync(file, "utf8").matchAll(/^import\s+(type\s+)?(.*?)\s+from\s*["'](zod(?:\/[^"']*)?)["']/gm)].map(
+			([, type, what, from]) => ({ file, type: !!type, what, from }),
+		),
 	);
 
 	it("take zod/mini, never the classic entry", () => {
@@ -52,7 +54,12 @@ describe("a new isolate's startup", async () => {
 	});
 
 	it("loads no Durable Object's implementation, no queue consumer and no regular-expression engine", () => {
-		const implementations = ["src/account/object.ts", "src/notifications/delivery-object.ts", "src/notifications/streams/object.ts", "src/notifications/queue-consumer.ts"];
+		const implementations = [
+			"src/account/object.ts",
+			"src/notifications/delivery-object.ts",
+			"src/notifications/streams/object.ts",
+			"src/notifications/queue-consumer.ts",
+		];
 		expect(inputs.filter((input) => implementations.some((module) => input.endsWith(module)))).toEqual([]);
 		expect(inputs.filter((input) => input.includes("node_modules/re2js/"))).toEqual([]);
 	});
@@ -60,7 +67,9 @@ describe("a new isolate's startup", async () => {
 	// Authentication is one fixed SQL text on the D1 session; drizzle and the tables come with
 	// the first operation that queries through them (src/db/client.ts).
 	it("loads no drizzle-orm and no table definition", () => {
-		expect(inputs.filter((input) => input.includes("node_modules/drizzle-orm/") || input.endsWith("src/db/schema.ts"))).toEqual([]);
+		expect(
+			inputs.filter((input) => input.includes("node_modules/drizzle-orm/") || input.endsWith("src/db/schema.ts")),
+		).toEqual([]);
 	});
 
 	// The rate limits' client key (src/http/rate-limit.ts) is needed only by a failed
@@ -70,7 +79,13 @@ describe("a new isolate's startup", async () => {
 	});
 
 	it("still loads what every request needs, and the classes the Worker exports", () => {
-		for (const module of ["src/index.ts", "src/http/pipeline.ts", "src/routes.ts", "src/objects.ts", "src/http/auth.ts"]) {
+		for (const module of [
+			"src/index.ts",
+			"src/http/pipeline.ts",
+			"src/routes.ts",
+			"src/objects.ts",
+			"src/http/auth.ts",
+		]) {
 			expect(inputs.some((input) => input.endsWith(module))).toBe(true);
 		}
 	});

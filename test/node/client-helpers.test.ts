@@ -1,13 +1,30 @@
 import { describe, expect, it } from "vitest";
-import { createClient, ERRORS, retryAfterMs, retryingFetch, sha256Hex, StreamClosedError, SUBCODES, TwinRegistryError, userTokenCredential, type WebSocketLike } from "../../client/src/index";
+import {
+	createClient,
+	ERRORS,
+	retryAfterMs,
+	retryingFetch,
+	sha256Hex,
+	StreamClosedError,
+	SUBCODES,
+	TwinRegistryError,
+	userTokenCredential,
+	type WebSocketLike,
+} from "../../client/src/index";
 
 // The typed client's helpers, each against a fake fetch (or a fake WebSocket): what it sends,
 // and what it makes of the answers.
 const BASE = "https://registry.example.com";
 const TWIN = "c7e9b4a6-6f1d-4c51-9d9e-0a1b2c3d4e5f";
 const HANDLER = "494c1d6d-677f-4627-ae73-13a92c7b996e";
-const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
-const envelope = (code: keyof typeof ERRORS) => ({ subcode: ERRORS[code].subcode, trace: "trace-1", description: ERRORS[code].description, code });
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+	new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+const envelope = (code: keyof typeof ERRORS) => ({
+	subcode: ERRORS[code].subcode,
+	trace: "trace-1",
+	description: ERRORS[code].description,
+	code,
+});
 
 // A fetch that answers each request with the next of `answers` (a Response, an error to throw,
 // or a function of the request), and records what it was sent.
@@ -30,7 +47,11 @@ describe("TwinRegistryError and the subcodes", () => {
 	});
 
 	it("carries the answer's code when it has one", async () => {
-		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch: scripted(json(envelope("not_found"), 404)).fetch });
+		const registry = createClient({
+			baseUrl: BASE,
+			credential: "secret",
+			fetch: scripted(json(envelope("not_found"), 404)).fetch,
+		});
 		const error = await registry.get("/twins/{twin}", { params: { path: { twin: TWIN } } }).catch((e: unknown) => e);
 		expect(error).toBeInstanceOf(TwinRegistryError);
 		expect(error).toMatchObject({ status: 404, subcode: 404102, code: "not_found", trace: "trace-1" });
@@ -63,11 +84,21 @@ describe("retries with an Idempotency-Key", () => {
 
 	it("send one key for every attempt of a POST, after a network failure, a 503 and a 409107", async () => {
 		waits.length = 0;
-		const { sent, fetch } = scripted(new TypeError("fetch failed"), json(envelope("internal"), 503, { "retry-after": "2" }), json(envelope("idempotency_in_flight"), 409, { "retry-after": "1" }), json({ uuid: TWIN }, 201));
+		const { sent, fetch } = scripted(
+			new TypeError("fetch failed"),
+			json(envelope("internal"), 503, { "retry-after": "2" }),
+			json(envelope("idempotency_in_flight"), 409, { "retry-after": "1" }),
+			json({ uuid: TWIN }, 201),
+		);
 		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch, retry });
 		const twin = await registry.post("/twins", { body: { description: { serial: "A-1" } } });
 		expect(twin.uuid).toBe(TWIN);
-		expect(sent.map(({ request }) => request.headers.get("idempotency-key"))).toEqual(["key-1", "key-1", "key-1", "key-1"]);
+		expect(sent.map(({ request }) => request.headers.get("idempotency-key"))).toEqual([
+			"key-1",
+			"key-1",
+			"key-1",
+			"key-1",
+		]);
 		expect(sent.map(({ body }) => body)).toEqual(Array(4).fill('{"description":{"serial":"A-1"}}'));
 		// Retry-After when the answer has one, else a backoff between half and all of 100 ms.
 		expect(waits.slice(1)).toEqual([2000, 1000]);
@@ -87,10 +118,18 @@ describe("retries with an Idempotency-Key", () => {
 
 	it("stop at an answer that decided, and after the last retry", async () => {
 		const conflict = scripted(json(envelope("idempotency_mismatch"), 422), json({}));
-		expect(await retryingFetch(conflict.fetch, { sleep })(new Request(`${BASE}/twins`, { method: "POST", body: "{}" })).then((r) => r.status)).toBe(422);
+		expect(
+			await retryingFetch(conflict.fetch, { sleep })(new Request(`${BASE}/twins`, { method: "POST", body: "{}" })).then(
+				(r) => r.status,
+			),
+		).toBe(422);
 		expect(conflict.sent).toHaveLength(1);
 		const down = scripted(...Array.from({ length: 3 }, () => json(envelope("internal"), 500)));
-		expect(await retryingFetch(down.fetch, { sleep, retries: 2 })(new Request(`${BASE}/twins`, { method: "POST", body: "{}" })).then((r) => r.status)).toBe(500);
+		expect(
+			await retryingFetch(down.fetch, { sleep, retries: 2 })(
+				new Request(`${BASE}/twins`, { method: "POST", body: "{}" }),
+			).then((r) => r.status),
+		).toBe(500);
 		expect(down.sent).toHaveLength(3);
 	});
 
@@ -106,20 +145,39 @@ describe("userTokenCredential", () => {
 		let now = 1_000_000_000;
 		const kept: string[] = [];
 		const { sent, fetch } = scripted(json({ token: "t2", validity_ts: now / 1000 + 7200 }, 201));
-		const credential = userTokenCredential({ baseUrl: BASE, token: { token: "t1", validity_ts: now / 1000 + 3600 }, fetch, now: () => now, onRefresh: (t) => kept.push(t.token) });
+		const credential = userTokenCredential({
+			baseUrl: BASE,
+			token: { token: "t1", validity_ts: now / 1000 + 3600 },
+			fetch,
+			now: () => now,
+			onRefresh: (t) => kept.push(t.token),
+		});
 		expect(await credential()).toBe("Bearer t1");
 		now += (3600 - 299) * 1000; // inside the 300 s before validity_ts
 		expect(await Promise.all([credential(), credential()])).toEqual(["Bearer t2", "Bearer t2"]);
 		expect(sent).toHaveLength(1);
-		expect([sent[0].request.method, sent[0].request.url, sent[0].request.headers.get("authorization"), sent[0].body]).toEqual(["POST", `${BASE}/token/refresh`, "Bearer t1", "{}"]);
+		expect([
+			sent[0].request.method,
+			sent[0].request.url,
+			sent[0].request.headers.get("authorization"),
+			sent[0].body,
+		]).toEqual(["POST", `${BASE}/token/refresh`, "Bearer t1", "{}"]);
 		expect(kept).toEqual(["t2"]);
 		expect(credential.current.token).toBe("t2");
 	});
 
 	it("uses the token while it works when a refresh fails, and throws once it has ended", async () => {
 		let now = 0;
-		const { fetch } = scripted(json(envelope("credential_forbidden"), 403), json(envelope("credential_forbidden"), 403));
-		const credential = userTokenCredential({ baseUrl: BASE, token: { token: "t1", validity_ts: 1000 }, fetch, now: () => now });
+		const { fetch } = scripted(
+			json(envelope("credential_forbidden"), 403),
+			json(envelope("credential_forbidden"), 403),
+		);
+		const credential = userTokenCredential({
+			baseUrl: BASE,
+			token: { token: "t1", validity_ts: 1000 },
+			fetch,
+			now: () => now,
+		});
 		now = 900_000;
 		expect(await credential()).toBe("Bearer t1");
 		now = 1_000_000;
@@ -129,7 +187,12 @@ describe("userTokenCredential", () => {
 	it("stops refreshing once a refresh gains no time", async () => {
 		let now = 0;
 		const { sent, fetch } = scripted(json({ token: "t2", validity_ts: 1000 }, 201));
-		const credential = userTokenCredential({ baseUrl: BASE, token: { token: "t1", validity_ts: 1000 }, fetch, now: () => now });
+		const credential = userTokenCredential({
+			baseUrl: BASE,
+			token: { token: "t1", validity_ts: 1000 },
+			fetch,
+			now: () => now,
+		});
 		now = 800_000;
 		expect(await credential()).toBe("Bearer t2");
 		expect(await credential()).toBe("Bearer t2");
@@ -147,14 +210,21 @@ function sseBody(chunks: string[], end = false) {
 		},
 	});
 }
-const sse = (body: ReadableStream<Uint8Array>) => new Response(body, { headers: { "content-type": "text/event-stream" } });
-const message = (id: number, value: number) => `id: ${id}\nevent: ledger.entry.updated\ndata: {"type":"Notification","trigger":"ledger.entry.updated","twin":"${TWIN}","event":{"p":{"new_value":${value}}},"topic":"alerts"}\n\n`;
+const sse = (body: ReadableStream<Uint8Array>) =>
+	new Response(body, { headers: { "content-type": "text/event-stream" } });
+const message = (id: number, value: number) =>
+	`id: ${id}\nevent: ledger.entry.updated\ndata: {"type":"Notification","trigger":"ledger.entry.updated","twin":"${TWIN}","event":{"p":{"new_value":${value}}},"topic":"alerts"}\n\n`;
 
 describe("stream over Server-Sent Events", () => {
 	it("yields parsed events, resumes with Last-Event-ID after a disconnection, and closes", async () => {
 		const { sent, fetch } = scripted(
-			sse(sseBody(["retry: 2000\n\n", ": hb\n\n", message(1, 4.2).slice(0, 30), message(1, 4.2).slice(30), message(2, 4.7)], true)),
-			sse(sseBody(["retry: 2000\r\n\r\n", "id: 9\nevent: resync\ndata: {\"type\":\"Resync\"}\n\n", message(10, 5)])),
+			sse(
+				sseBody(
+					["retry: 2000\n\n", ": hb\n\n", message(1, 4.2).slice(0, 30), message(1, 4.2).slice(30), message(2, 4.7)],
+					true,
+				),
+			),
+			sse(sseBody(["retry: 2000\r\n\r\n", 'id: 9\nevent: resync\ndata: {"type":"Resync"}\n\n', message(10, 5)])),
 		);
 		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
 		const stream = registry.stream({ topics: ["alerts", "vans"], since: "0", reconnect: { delayMs: 0 } });
@@ -171,13 +241,26 @@ describe("stream over Server-Sent Events", () => {
 		]);
 		expect(stream.lastEventId).toBe("10");
 		const [first, second] = sent.map(({ request }) => request);
-		expect([first.url, first.headers.get("authorization"), first.headers.get("last-event-id")]).toEqual([`${BASE}/notifications/stream?topics=alerts%2Cvans&since=0`, "secret", null]);
-		expect([second.url, second.headers.get("last-event-id")]).toEqual([`${BASE}/notifications/stream?topics=alerts%2Cvans`, "2"]);
+		expect([first.url, first.headers.get("authorization"), first.headers.get("last-event-id")]).toEqual([
+			`${BASE}/notifications/stream?topics=alerts%2Cvans&since=0`,
+			"secret",
+			null,
+		]);
+		expect([second.url, second.headers.get("last-event-id")]).toEqual([
+			`${BASE}/notifications/stream?topics=alerts%2Cvans`,
+			"2",
+		]);
 	});
 
 	it("reconnects after an end the service announced, and throws a refused reconnection", async () => {
-		const { sent, fetch } = scripted(sse(sseBody([message(3, 1), 'event: end\ndata: {"code":1012,"reason":"restart"}\n\n'], true)), json(envelope("operation_forbidden"), 403));
-		const stream = createClient({ baseUrl: BASE, credential: "secret", fetch }).stream({ topics: ["alerts"], reconnect: { delayMs: 0 } });
+		const { sent, fetch } = scripted(
+			sse(sseBody([message(3, 1), 'event: end\ndata: {"code":1012,"reason":"restart"}\n\n'], true)),
+			json(envelope("operation_forbidden"), 403),
+		);
+		const stream = createClient({ baseUrl: BASE, credential: "secret", fetch }).stream({
+			topics: ["alerts"],
+			reconnect: { delayMs: 0 },
+		});
 		const ids: string[] = [];
 		const error = await (async () => {
 			for await (const event of stream) ids.push(event.id);
@@ -188,8 +271,14 @@ describe("stream over Server-Sent Events", () => {
 	});
 
 	it("ends for good on 4409, and retries a 503", async () => {
-		const { sent, fetch } = scripted(json(envelope("internal"), 503), sse(sseBody(['event: end\ndata: {"code":4409,"reason":"newer stream"}\n\n'], true)));
-		const stream = createClient({ baseUrl: BASE, fetch }).stream({ topics: ["alerts"], reconnect: { delayMs: 0, maxDelayMs: 0 } });
+		const { sent, fetch } = scripted(
+			json(envelope("internal"), 503),
+			sse(sseBody(['event: end\ndata: {"code":4409,"reason":"newer stream"}\n\n'], true)),
+		);
+		const stream = createClient({ baseUrl: BASE, fetch }).stream({
+			topics: ["alerts"],
+			reconnect: { delayMs: 0, maxDelayMs: 0 },
+		});
 		const error = await (async () => {
 			for await (const _ of stream);
 		})().catch((e: unknown) => e);
@@ -209,7 +298,11 @@ describe("stream over Server-Sent Events", () => {
 
 // A WebSocket the test drives: each one made is kept, with the URL and what was sent on it.
 function fakeWebSockets() {
-	const sockets: (WebSocketLike & { url: string; sent: string[]; server: { open(): void; send(frame: unknown): void; close(code: number, reason?: string): void } })[] = [];
+	const sockets: (WebSocketLike & {
+		url: string;
+		sent: string[];
+		server: { open(): void; send(frame: unknown): void; close(code: number, reason?: string): void };
+	})[] = [];
 	class FakeWebSocket implements WebSocketLike {
 		readyState = 0;
 		onopen: WebSocketLike["onopen"] = null;
@@ -242,13 +335,25 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 describe("stream over a WebSocket", () => {
 	it("opens with a stream token, acknowledges what it yielded, and resumes with since after a close", async () => {
 		const { sockets, WebSocket } = fakeWebSockets();
-		const { sent, fetch } = scripted(json({ token: "st1", validity_ts: 1 }, 201), json({ token: "st2", validity_ts: 1 }, 201));
-		const stream = createClient({ baseUrl: "http://127.0.0.1:8787", credential: "secret", fetch }).stream({ topics: ["alerts"], transport: "websocket", WebSocket, reconnect: { delayMs: 0 } });
+		const { sent, fetch } = scripted(
+			json({ token: "st1", validity_ts: 1 }, 201),
+			json({ token: "st2", validity_ts: 1 }, 201),
+		);
+		const stream = createClient({ baseUrl: "http://127.0.0.1:8787", credential: "secret", fetch }).stream({
+			topics: ["alerts"],
+			transport: "websocket",
+			WebSocket,
+			reconnect: { delayMs: 0 },
+		});
 		const events = stream[Symbol.asyncIterator]();
 		const first = events.next();
 		await tick();
 		sockets[0].server.open();
-		sockets[0].server.send({ id: "1", event: "ledger.entry.added", data: { type: "Notification", trigger: "ledger.entry.added" } });
+		sockets[0].server.send({
+			id: "1",
+			event: "ledger.entry.added",
+			data: { type: "Notification", trigger: "ledger.entry.added" },
+		});
 		sockets[0].server.send("pong");
 		expect((await first).value).toMatchObject({ id: "1", event: "ledger.entry.added" });
 		const second = events.next();
@@ -262,8 +367,13 @@ describe("stream over a WebSocket", () => {
 		expect((await second).value).toMatchObject({ id: "2" });
 		stream.close();
 		expect(await events.next()).toEqual({ done: true, value: undefined });
-		expect(sockets.map((s) => s.url)).toEqual(["ws://127.0.0.1:8787/notifications/stream?topics=alerts&access_token=st1", "ws://127.0.0.1:8787/notifications/stream?topics=alerts&since=1&access_token=st2"]);
-		expect(sent.map(({ request }) => [request.method, new URL(request.url).pathname, request.headers.get("authorization")])).toEqual([
+		expect(sockets.map((s) => s.url)).toEqual([
+			"ws://127.0.0.1:8787/notifications/stream?topics=alerts&access_token=st1",
+			"ws://127.0.0.1:8787/notifications/stream?topics=alerts&since=1&access_token=st2",
+		]);
+		expect(
+			sent.map(({ request }) => [request.method, new URL(request.url).pathname, request.headers.get("authorization")]),
+		).toEqual([
 			["POST", "/notifications/stream/tokens", "secret"],
 			["POST", "/notifications/stream/tokens", "secret"],
 		]);
@@ -272,7 +382,12 @@ describe("stream over a WebSocket", () => {
 	it("tells why a handshake was refused, by asking over HTTP", async () => {
 		const { sockets, WebSocket } = fakeWebSockets();
 		const { fetch } = scripted(json({ token: "st1", validity_ts: 1 }, 201), json(envelope("topic_not_granted"), 403));
-		const stream = createClient({ baseUrl: BASE, fetch }).stream({ topics: ["alerts"], account: TWIN, transport: "websocket", WebSocket });
+		const stream = createClient({ baseUrl: BASE, fetch }).stream({
+			topics: ["alerts"],
+			account: TWIN,
+			transport: "websocket",
+			WebSocket,
+		});
 		const next = stream[Symbol.asyncIterator]().next();
 		await tick();
 		sockets[0].server.close(1006);
@@ -280,7 +395,10 @@ describe("stream over a WebSocket", () => {
 	});
 
 	it("says what to do where there is no WebSocket", async () => {
-		const stream = createClient({ baseUrl: BASE, fetch: scripted().fetch }).stream({ topics: ["alerts"], transport: "websocket" });
+		const stream = createClient({ baseUrl: BASE, fetch: scripted().fetch }).stream({
+			topics: ["alerts"],
+			transport: "websocket",
+		});
 		const original = globalThis.WebSocket;
 		Object.defineProperty(globalThis, "WebSocket", { value: undefined, configurable: true, writable: true });
 		try {
@@ -300,23 +418,57 @@ describe("uploadDoc", () => {
 	});
 
 	it("gets an upload URL, PUTs the bytes there without the credential, and attaches them with their hash", async () => {
-		const record = { creation_certificate: { size: 11, hash: HASH, created_ts: 1, creator: TWIN }, storage_class: "access_optimized", updated_ts: 1, status: "ok" };
+		const record = {
+			creation_certificate: { size: 11, hash: HASH, created_ts: 1, creator: TWIN },
+			storage_class: "access_optimized",
+			updated_ts: 1,
+			status: "ok",
+		};
 		const url = `${BASE}/cache/acct/${HANDLER}?token=abc`;
-		const { sent, fetch } = scripted(json({ handler: HANDLER, url, validity_ts: 1 }, 201), json({ handler: HANDLER, size: 11, hash: HASH }), json({ docs: { "notes.txt": record } }, 201));
+		const { sent, fetch } = scripted(
+			json({ handler: HANDLER, url, validity_ts: 1 }, 201),
+			json({ handler: HANDLER, size: 11, hash: HASH }),
+			json({ docs: { "notes.txt": record } }, 201),
+		);
 		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
-		const doc = await registry.uploadDoc({ twin: TWIN, name: "notes.txt", body: new Blob([bytes], { type: "text/plain" }), description: { lang: "en" } });
+		const doc = await registry.uploadDoc({
+			twin: TWIN,
+			name: "notes.txt",
+			body: new Blob([bytes], { type: "text/plain" }),
+			description: { lang: "en" },
+		});
 		expect(doc).toEqual(record);
 		const [create, put, attach] = sent;
 		expect([create.request.method, create.request.url, create.body]).toEqual(["POST", `${BASE}/cache`, "{}"]);
-		expect([put.request.method, put.request.url, put.request.headers.get("authorization"), put.request.headers.get("content-type"), put.request.headers.get("content-length"), put.body]).toEqual(["PUT", url, null, "text/plain", "11", "hello world"]);
-		expect([attach.request.method, attach.request.url, attach.request.headers.get("authorization")]).toEqual(["POST", `${BASE}/twins/${TWIN}/docs`, "secret"]);
-		expect(JSON.parse(attach.body)).toEqual({ docs: { "notes.txt": { handler: HANDLER, hash: HASH, description: { lang: "en" } } } });
+		expect([
+			put.request.method,
+			put.request.url,
+			put.request.headers.get("authorization"),
+			put.request.headers.get("content-type"),
+			put.request.headers.get("content-length"),
+			put.body,
+		]).toEqual(["PUT", url, null, "text/plain", "11", "hello world"]);
+		expect([attach.request.method, attach.request.url, attach.request.headers.get("authorization")]).toEqual([
+			"POST",
+			`${BASE}/twins/${TWIN}/docs`,
+			"secret",
+		]);
+		expect(JSON.parse(attach.body)).toEqual({
+			docs: { "notes.txt": { handler: HANDLER, hash: HASH, description: { lang: "en" } } },
+		});
 	});
 
 	it("lets go of the upload URL when the attach is refused", async () => {
-		const { sent, fetch } = scripted(json({ handler: HANDLER, url: `${BASE}/cache/a/${HANDLER}?token=t`, validity_ts: 1 }, 201), json({ handler: HANDLER, size: 11, hash: HASH }), json(envelope("twin_doc_limit"), 409), json({ handler: HANDLER }));
+		const { sent, fetch } = scripted(
+			json({ handler: HANDLER, url: `${BASE}/cache/a/${HANDLER}?token=t`, validity_ts: 1 }, 201),
+			json({ handler: HANDLER, size: 11, hash: HASH }),
+			json(envelope("twin_doc_limit"), 409),
+			json({ handler: HANDLER }),
+		);
 		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
-		await expect(registry.uploadDoc({ twin: TWIN, name: "notes.txt", body: bytes })).rejects.toMatchObject({ subcode: 409175 });
+		await expect(registry.uploadDoc({ twin: TWIN, name: "notes.txt", body: bytes })).rejects.toMatchObject({
+			subcode: 409175,
+		});
 		expect([sent[3].request.method, sent[3].request.url]).toEqual(["DELETE", `${BASE}/cache/${HANDLER}`]);
 		expect(sent[1].request.headers.get("content-type")).toBe("application/octet-stream");
 	});

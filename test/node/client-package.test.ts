@@ -93,17 +93,25 @@ function fakeService(): Server {
 			runs.set(prefix, state);
 			const { uploaded } = state;
 			const body = Buffer.concat(chunks);
-			if (request.headers.authorization !== "secret" && !url.pathname.startsWith("/upload/")) return send(401, { subcode: 401101, trace: "t", description: "No credential was given" });
+			if (request.headers.authorization !== "secret" && !url.pathname.startsWith("/upload/"))
+				return send(401, { subcode: 401101, trace: "t", description: "No credential was given" });
 			const route = `${request.method} ${url.pathname}`;
 			if (route === "POST /twins") {
 				// The first attempt fails; the retry must bear the same key.
-				if (state.twinAttempts++ === 0) return send(503, { subcode: 500101, trace: "t", description: "Internal error" }, { "retry-after": "0" });
+				if (state.twinAttempts++ === 0)
+					return send(503, { subcode: 500101, trace: "t", description: "Internal error" }, { "retry-after": "0" });
 				return send(201, { uuid: `twin-${request.headers["idempotency-key"]}` });
 			}
-			if (route === "GET /twins/gone") return send(404, { subcode: 404102, trace: "t", description: "No such resource", code: "not_found" });
-			if (route === "POST /cache") return send(201, { handler: "h1", url: `${origin}/upload/h1?token=x`, validity_ts: 1 });
+			if (route === "GET /twins/gone")
+				return send(404, { subcode: 404102, trace: "t", description: "No such resource", code: "not_found" });
+			if (route === "POST /cache")
+				return send(201, { handler: "h1", url: `${origin}/upload/h1?token=x`, validity_ts: 1 });
 			if (route === "PUT /upload/h1") {
-				if (request.headers["content-length"] !== String(body.length) || request.headers["content-type"] !== "text/plain") return send(411, { subcode: 411171, trace: "t", description: "length" });
+				if (
+					request.headers["content-length"] !== String(body.length) ||
+					request.headers["content-type"] !== "text/plain"
+				)
+					return send(411, { subcode: 411171, trace: "t", description: "length" });
 				const hash = createHash("sha256").update(body).digest("hex");
 				uploaded.set("h1", hash);
 				return send(200, { handler: "h1", size: body.length, hash });
@@ -111,13 +119,19 @@ function fakeService(): Server {
 			if (route.startsWith("POST /twins/") && url.pathname.endsWith("/docs")) {
 				const { docs } = JSON.parse(body.toString()) as { docs: Record<string, { handler: string; hash: string }> };
 				const [[name, doc]] = Object.entries(docs);
-				if (uploaded.get(doc.handler) !== doc.hash) return send(400, { subcode: 400171, trace: "t", description: "hash" });
-				return send(201, { docs: { [name]: { creation_certificate: { size: 11, hash: doc.hash, created_ts: 1, creator: "a" }, status: "ok" } } });
+				if (uploaded.get(doc.handler) !== doc.hash)
+					return send(400, { subcode: 400171, trace: "t", description: "hash" });
+				return send(201, {
+					docs: {
+						[name]: { creation_certificate: { size: 11, hash: doc.hash, created_ts: 1, creator: "a" }, status: "ok" },
+					},
+				});
 			}
 			if (route === "GET /notifications/stream") {
 				response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
 				// The first stream sends one message and drops; the second must resume after it.
-				if (state.streams++ === 0) return response.end('retry: 2000\n\nid: 1\nevent: ledger.entry.added\ndata: {"type":"Notification"}\n\n');
+				if (state.streams++ === 0)
+					return response.end('retry: 2000\n\nid: 1\nevent: ledger.entry.added\ndata: {"type":"Notification"}\n\n');
 				const resumed = request.headers["last-event-id"] === "1" ? "2" : "wrong";
 				response.write(`: hb\n\nid: ${resumed}\nevent: ledger.entry.updated\ndata: {"type":"Notification"}\n\n`);
 				return;
@@ -137,10 +151,14 @@ function typeErrors(dir: string, resolution: "nodenext" | "bundler"): string[] {
 		skipLibCheck: false,
 		// The lib files are TypeScript's own; the package's declarations and its dependency's are checked.
 		skipDefaultLibCheck: true,
-		...(resolution === "nodenext" ? { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext } : { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler }),
+		...(resolution === "nodenext"
+			? { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext }
+			: { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler }),
 	};
 	const program = ts.createProgram([join(dir, "consumer.ts")], options);
-	return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+	return ts
+		.getPreEmitDiagnostics(program)
+		.map((d) => `${d.file?.fileName ?? ""}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
 }
 
 describe("the client package", () => {
@@ -170,23 +188,33 @@ describe("the client package", () => {
 	});
 
 	it("holds compiled JavaScript, declarations and the generated types, and names its dependency", () => {
-		const manifest = JSON.parse(readFileSync(join(dir, "consumer/node_modules/twin-registry-client/package.json"), "utf8")) as Record<string, unknown>;
+		const manifest = JSON.parse(
+			readFileSync(join(dir, "consumer/node_modules/twin-registry-client/package.json"), "utf8"),
+		) as Record<string, unknown>;
 		expect(manifest.dependencies).toHaveProperty("openapi-fetch");
-		for (const file of ["index.js", "index.d.ts", "schema.d.ts", "stream.js", "codes.js"]) expect(existsSync(join(dir, "consumer/node_modules/twin-registry-client/dist", file)), file).toBe(true);
+		for (const file of ["index.js", "index.d.ts", "schema.d.ts", "stream.js", "codes.js"])
+			expect(existsSync(join(dir, "consumer/node_modules/twin-registry-client/dist", file)), file).toBe(true);
 		expect(existsSync(join(dir, "consumer/node_modules/twin-registry-client/src"))).toBe(false);
 		expect(existsSync(join(dir, "consumer/node_modules/openapi-fetch"))).toBe(true);
 	});
 
-	it.each(["nodenext", "bundler"] as const)("is typed under moduleResolution %s: a right call compiles, a wrong body does not", (resolution) => {
-		expect(typeErrors(join(dir, "consumer"), resolution)).toEqual([]);
-	}, 30_000);
+	it.each(["nodenext", "bundler"] as const)(
+		"is typed under moduleResolution %s: a right call compiles, a wrong body does not",
+		(resolution) => {
+			expect(typeErrors(join(dir, "consumer"), resolution)).toEqual([]);
+		},
+		30_000,
+	);
 
 	it("runs from plain JavaScript under each Node", async () => {
 		const runs = nodes();
 		expect(runs.length).toBeGreaterThan(0);
 		for (const node of runs) {
 			// Each run has a service of its own, under a path of its own.
-			const { stdout } = await run(node, ["consumer.mjs", `${baseUrl}/${node.replace(/\W/g, "")}`], { cwd: join(dir, "consumer"), timeout: 15_000 });
+			const { stdout } = await run(node, ["consumer.mjs", `${baseUrl}/${node.replace(/\W/g, "")}`], {
+				cwd: join(dir, "consumer"),
+				timeout: 15_000,
+			});
 			const result = JSON.parse(stdout) as Record<string, unknown>;
 			const major = Number(String(result.node).split(".")[0]);
 			expect(result, `under Node ${result.node}`).toMatchObject({
@@ -199,7 +227,9 @@ describe("the client package", () => {
 				],
 			});
 			expect(result.twin).toMatch(/^twin-[0-9a-f-]{36}$/);
-			expect(result.websocket, `under Node ${result.node}`).toEqual(major >= 22 ? "global" : expect.stringContaining("Node 20 has no global WebSocket"));
+			expect(result.websocket, `under Node ${result.node}`).toEqual(
+				major >= 22 ? "global" : expect.stringContaining("Node 20 has no global WebSocket"),
+			);
 		}
 	}, 30_000);
 });

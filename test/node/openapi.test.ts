@@ -17,9 +17,12 @@ type OperationObject = {
 };
 
 const document = JSON.parse(JSON.stringify(openApiDocument(routes)));
-const operations: OperationObject[] = Object.values(document.paths as Record<string, Record<string, OperationObject>>).flatMap((methods) => Object.values(methods));
+const operations: OperationObject[] = Object.values(
+	document.paths as Record<string, Record<string, OperationObject>>,
+).flatMap((methods) => Object.values(methods));
 const byName = (name: string) => operations.find((operation) => operation.operationId === name) as OperationObject;
-const query = (operation: string, name: string) => byName(operation).parameters.find((p) => p.in === "query" && p.name === name) as Parameter;
+const query = (operation: string, name: string) =>
+	byName(operation).parameters.find((p) => p.in === "query" && p.name === name) as Parameter;
 
 // Runs on Node: the validator compiles JSON Schemas to code, which the Workers runtime forbids.
 describe("the API document", () => {
@@ -51,14 +54,26 @@ describe("the API document", () => {
 
 	it("states a merge patch's media type, schema and example beside application/json where a route reads one", () => {
 		const merging = routes.filter(({ operation }) => operation.merge);
-		expect(merging.map(({ operation }) => operation.name).sort()).toEqual(["update_twin", "update_twin_ledger_entry", "update_twin_ledger_entry_value", "update_user", "update_user_role"]);
+		expect(merging.map(({ operation }) => operation.name).sort()).toEqual([
+			"update_twin",
+			"update_twin_ledger_entry",
+			"update_twin_ledger_entry_value",
+			"update_user",
+			"update_user_role",
+		]);
 		for (const { operation } of merging) {
 			const parsed = (operation.merge!.body as z.ZodMiniType).safeParse(operation.merge!.example);
 			expect(parsed.error?.issues, operation.name).toBeUndefined();
 			const documented = byName(operation.name);
-			expect(Object.keys(documented.requestBody?.content ?? {})).toEqual(["application/json", "application/merge-patch+json"]);
+			expect(Object.keys(documented.requestBody?.content ?? {})).toEqual([
+				"application/json",
+				"application/merge-patch+json",
+			]);
 			expect(documented.requestBody?.content["application/merge-patch+json"].example).toEqual(operation.merge!.example);
-			expect(documented.responses["415"]).toMatchObject({ description: expect.stringContaining("415251"), headers: { "Accept-Patch": expect.any(Object) } });
+			expect(documented.responses["415"]).toMatchObject({
+				description: expect.stringContaining("415251"),
+				headers: { "Accept-Patch": expect.any(Object) },
+			});
 		}
 		expect(byName("update_twin_identity").requestBody?.content).not.toHaveProperty("application/merge-patch+json");
 	});
@@ -69,8 +84,13 @@ describe("the API document", () => {
 			expect(success.headers, name).toHaveProperty("ETag");
 		}
 		for (const name of ["update_twin", "terminate_twin"]) {
-			expect(byName(name).parameters).toContainEqual(expect.objectContaining({ name: "if-match", in: "header", description: expect.any(String) }));
-			expect(byName(name).responses["412"]).toMatchObject({ description: expect.stringContaining("412251"), headers: { ETag: expect.any(Object) } });
+			expect(byName(name).parameters).toContainEqual(
+				expect.objectContaining({ name: "if-match", in: "header", description: expect.any(String) }),
+			);
+			expect(byName(name).responses["412"]).toMatchObject({
+				description: expect.stringContaining("412251"),
+				headers: { ETag: expect.any(Object) },
+			});
 		}
 		expect(byName("scan_twins").responses["200"].headers).toBeUndefined();
 	});
@@ -80,9 +100,15 @@ describe("the API document", () => {
 		expect(query("scan_twins", "details").schema).toMatchObject({ type: "boolean" });
 		expect(query("get_twin_ledger_entry_history", "ge").schema).toMatchObject({ type: "number" });
 		expect(query("get_twin_doc", "validity_ts").schema).toMatchObject({ type: "number" });
-		expect(query("get_twin_ledger_entry", "entries")).toMatchObject({ style: "form", explode: false, schema: { type: "array" } });
+		expect(query("get_twin_ledger_entry", "entries")).toMatchObject({
+			style: "form",
+			explode: false,
+			schema: { type: "array" },
+		});
 		// No parameter is left untyped by a transform the document cannot see through.
-		for (const operation of operations) for (const parameter of operation.parameters) expect(Object.keys(parameter.schema), `${operation.operationId} ${parameter.name}`).not.toEqual(["default"]);
+		for (const operation of operations)
+			for (const parameter of operation.parameters)
+				expect(Object.keys(parameter.schema), `${operation.operationId} ${parameter.name}`).not.toEqual(["default"]);
 	});
 
 	it("names shared schemas by meaning", () => {
@@ -97,7 +123,10 @@ describe("the API document", () => {
 		for (const operation of operations) {
 			const statuses = Object.keys(operation.responses).filter((status) => Number(status) >= 400);
 			expect(statuses).toEqual(expect.arrayContaining(["404", "500"]));
-			for (const status of statuses) expect(operation.responses[status].content?.["application/json"].schema).toEqual({ $ref: "#/components/schemas/Error" });
+			for (const status of statuses)
+				expect(operation.responses[status].content?.["application/json"].schema).toEqual({
+					$ref: "#/components/schemas/Error",
+				});
 		}
 	});
 });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { exists, loadCommonJs, markdownFiles, readText, sourceFiles, tutorialBlocks } from "../../scripts/test/repository.mjs";
+import {
+	exists,
+	loadCommonJs,
+	markdownFiles,
+	readText,
+	sourceFiles,
+	tutorialBlocks,
+} from "../../scripts/test/repository.mjs";
 import { ERRORS } from "../../src/base/errors";
 import { routes as routeTable } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
@@ -33,7 +40,8 @@ function table(file: string, header: string[]): string[][] {
 	for (const line of lines.slice(start + 2)) {
 		if (!line.trim().startsWith("|")) break;
 		const row = cells(line);
-		if (row.length !== header.length) throw new Error(`${file}: a row of the | ${header.join(" | ")} | table has ${row.length} cells: ${line}`);
+		if (row.length !== header.length)
+			throw new Error(`${file}: a row of the | ${header.join(" | ")} | table has ${row.length} cells: ${line}`);
 		rows.push(row);
 	}
 	return rows;
@@ -87,7 +95,8 @@ describe("the route table in docs/operations.md", () => {
 			if (rows.length > 1) problems.push(`${FILE} lists ${key(route)} ${rows.length} times: keep one row`);
 		}
 		for (const row of documented) {
-			if (!served.some((route) => key(route) === key(row))) problems.push(`remove from ${FILE}, src/routes.ts serves no ${key(row)}: ${markdown(row)}`);
+			if (!served.some((route) => key(route) === key(row)))
+				problems.push(`remove from ${FILE}, src/routes.ts serves no ${key(row)}: ${markdown(row)}`);
 		}
 		expect(problems).toEqual([]);
 	});
@@ -96,7 +105,8 @@ describe("the route table in docs/operations.md", () => {
 		const problems: string[] = [];
 		for (const route of served) {
 			const row = documented.find((row) => key(row) === key(route));
-			if (row && row.join("|") !== route.join("|")) problems.push(`in ${FILE}, change\n  ${markdown(row)}\nto\n  ${markdown(route)}`);
+			if (row && row.join("|") !== route.join("|"))
+				problems.push(`in ${FILE}, change\n  ${markdown(row)}\nto\n  ${markdown(route)}`);
 		}
 		expect(problems).toEqual([]);
 	});
@@ -106,8 +116,14 @@ describe("the error catalogue in docs/errors.md", () => {
 	const FILE = "docs/errors.md";
 	const HEADER = ["subcode", "status", "code", "description", "meaning"];
 	const documented = table(FILE, HEADER).map((row) => row.map(plain));
-	const catalogue = Object.entries(ERRORS).map(([code, error]) => [String(error.subcode), String(error.status), code, error.description]);
-	const markdown = (row: string[], meaning: string) => `| ${row[0]} | ${row[1]} | \`${row[2]}\` | ${row[3]} | ${meaning} |`;
+	const catalogue = Object.entries(ERRORS).map(([code, error]) => [
+		String(error.subcode),
+		String(error.status),
+		code,
+		error.description,
+	]);
+	const markdown = (row: string[], meaning: string) =>
+		`| ${row[0]} | ${row[1]} | \`${row[2]}\` | ${row[3]} | ${meaning} |`;
 
 	it("holds every code of src/base/errors.ts with its subcode, status and description, and no other", () => {
 		const problems: string[] = [];
@@ -116,11 +132,14 @@ describe("the error catalogue in docs/errors.md", () => {
 			if (rows.length === 0) problems.push(`add to ${FILE}: ${markdown(error, "<when it is answered>")}`);
 			else if (rows.length > 1) problems.push(`${FILE} lists ${error[2]} ${rows.length} times: keep one row`);
 			else if (rows[0].slice(0, 4).join("|") !== error.join("|")) {
-				problems.push(`in ${FILE}, change\n  ${markdown(rows[0].slice(0, 4), rows[0][4])}\nto\n  ${markdown(error, rows[0][4])}`);
+				problems.push(
+					`in ${FILE}, change\n  ${markdown(rows[0].slice(0, 4), rows[0][4])}\nto\n  ${markdown(error, rows[0][4])}`,
+				);
 			}
 		}
 		for (const row of documented) {
-			if (!(row[2] in ERRORS)) problems.push(`remove from ${FILE}, src/base/errors.ts has no code ${row[2]}: ${markdown(row, row[4])}`);
+			if (!(row[2] in ERRORS))
+				problems.push(`remove from ${FILE}, src/base/errors.ts has no code ${row[2]}: ${markdown(row, row[4])}`);
 		}
 		expect(problems).toEqual([]);
 	});
@@ -164,10 +183,14 @@ describe("the layers in docs/design.md", () => {
 		for (const [layer, below] of rules) {
 			const row = documented.get(layer);
 			if (!row) problems.push(`add to ${FILE} a row for \`src/${layer}/\` that may import ${mayImport(below)}`);
-			else if (row.join() !== below.join()) problems.push(`in ${FILE}, the row of \`src/${layer}/\` says it may import ${mayImport(row)}: make it ${mayImport(below)}`);
+			else if (row.join() !== below.join())
+				problems.push(
+					`in ${FILE}, the row of \`src/${layer}/\` says it may import ${mayImport(row)}: make it ${mayImport(below)}`,
+				);
 		}
 		for (const layer of documented.keys()) {
-			if (!rules.has(layer)) problems.push(`remove the row of \`src/${layer}/\` from ${FILE}: .dependency-cruiser.cjs has no such layer`);
+			if (!rules.has(layer))
+				problems.push(`remove the row of \`src/${layer}/\` from ${FILE}: .dependency-cruiser.cjs has no such layer`);
 		}
 		expect(problems).toEqual([]);
 	});
@@ -180,7 +203,8 @@ describe("the account limits the documentation states", () => {
 		const problems: string[] = [];
 		for (const file of markdownFiles()) {
 			for (const [, name, value] of readText(file).matchAll(/`(MAX_\w+)`(?: = | \()(\d+)/g)) {
-				if (vars.get(name) !== value) problems.push(`${file} gives ${name} as ${value}; wrangler.toml sets ${vars.get(name) ?? "no such var"}`);
+				if (vars.get(name) !== value)
+					problems.push(`${file} gives ${name} as ${value}; wrangler.toml sets ${vars.get(name) ?? "no such var"}`);
 			}
 		}
 		expect(problems).toEqual([]);
@@ -189,7 +213,9 @@ describe("the account limits the documentation states", () => {
 	it("include every limit of wrangler.toml in the table of docs/design.md", () => {
 		const text = readText("docs/design.md");
 		const missing = [...vars].filter(([name, value]) => !text.includes(`\`${name}\` = ${value}`));
-		expect(missing.map(([name, value]) => `add \`${name}\` = ${value} to the limits table of docs/design.md`)).toEqual([]);
+		expect(missing.map(([name, value]) => `add \`${name}\` = ${value} to the limits table of docs/design.md`)).toEqual(
+			[],
+		);
 	});
 });
 
@@ -198,7 +224,9 @@ describe("the rule language in docs/permission-model.md", () => {
 		const rows = table("docs/permission-model.md", ["element", "forms"]).filter((row) => row[0].includes("variables"));
 		const named = new Set(rows.flatMap((row) => [...row[1].matchAll(/`([A-Za-z_]+)[`.]/g)].map((m) => m[1])));
 		const missing = Object.keys(VARIABLES).filter((name) => !named.has(name));
-		expect(missing.map((name) => `add \`${name}\` to the variables of the rule language table in docs/permission-model.md`)).toEqual([]);
+		expect(
+			missing.map((name) => `add \`${name}\` to the variables of the rule language table in docs/permission-model.md`),
+		).toEqual([]);
 	});
 });
 
@@ -218,8 +246,11 @@ describe("the README and docs/", () => {
 						continue;
 					}
 					if (hash === undefined || !linked.endsWith(".md")) continue;
-					const headings = prose(readText(linked)).flatMap((l) => (/^#{1,6} /.test(l) ? [anchor(l.replace(/^#+ /, ""))] : []));
-					if (!headings.includes(hash)) problems.push(`${file} links to ${target}, but ${linked} has no heading #${hash}`);
+					const headings = prose(readText(linked)).flatMap((l) =>
+						/^#{1,6} /.test(l) ? [anchor(l.replace(/^#+ /, ""))] : [],
+					);
+					if (!headings.includes(hash))
+						problems.push(`${file} links to ${target}, but ${linked} has no heading #${hash}`);
 				}
 			}
 		}
@@ -229,9 +260,12 @@ describe("the README and docs/", () => {
 	it("name files and folders of the repository that exist", () => {
 		const problems: string[] = [];
 		for (const file of files) {
-			for (const [, path] of readText(file).matchAll(/(?<![\w/.@-])((?:src|test|scripts|static|migrations|docs)\/[\w./-]*)/g)) {
+			for (const [, path] of readText(file).matchAll(
+				/(?<![\w/.@-])((?:src|test|scripts|static|migrations|docs)\/[\w./-]*)/g,
+			)) {
 				const named = path.replace(/[.]+$/, "");
-				if (!exists(named)) problems.push(`${file} names ${named}, which does not exist: name where it is now, or drop it`);
+				if (!exists(named))
+					problems.push(`${file} names ${named}, which does not exist: name where it is now, or drop it`);
 			}
 		}
 		expect([...new Set(problems)]).toEqual([]);
@@ -243,8 +277,12 @@ describe("the README and docs/", () => {
 		const named = new Set([...text.matchAll(/npm run (?:-s )?([\w:-]+)/g)].map((m) => m[1]));
 		for (const [, short] of text.matchAll(/npm (start|test)\b/g)) named.add(short);
 		const problems = [
-			...scripts.filter((name) => !named.has(name)).map((name) => `package.json has the script ${name}: say what it does in the README or docs/`),
-			...[...named].filter((name) => !scripts.includes(name)).map((name) => `the README or docs/ name \`npm run ${name}\`, which package.json does not have`),
+			...scripts
+				.filter((name) => !named.has(name))
+				.map((name) => `package.json has the script ${name}: say what it does in the README or docs/`),
+			...[...named]
+				.filter((name) => !scripts.includes(name))
+				.map((name) => `the README or docs/ name \`npm run ${name}\`, which package.json does not have`),
 		];
 		expect(problems).toEqual([]);
 	});
@@ -254,8 +292,15 @@ describe("the README and docs/", () => {
 // not have: every source file, test, script and page is held to that here.
 describe("the citations in the code and the docs", () => {
 	// This file names what it looks for.
-	const files = [...sourceFiles("src"), ...sourceFiles("test"), ...sourceFiles("scripts"), ...sourceFiles("client/src"), ...markdownFiles()].filter((file) => file !== "test/node/reference.test.ts");
-	const headingsOf = (page: string) => prose(readText(page)).flatMap((l) => (/^#{1,6} /.test(l) ? [l.replace(/^#+ /, "").trim()] : []));
+	const files = [
+		...sourceFiles("src"),
+		...sourceFiles("test"),
+		...sourceFiles("scripts"),
+		...sourceFiles("client/src"),
+		...markdownFiles(),
+	].filter((file) => file !== "test/node/reference.test.ts");
+	const headingsOf = (page: string) =>
+		prose(readText(page)).flatMap((l) => (/^#{1,6} /.test(l) ? [l.replace(/^#+ /, "").trim()] : []));
 
 	it("cite no contract outside the repository: a § is an RFC's, on the same line", () => {
 		const problems: string[] = [];
@@ -263,7 +308,10 @@ describe("the citations in the code and the docs", () => {
 			readText(file)
 				.split("\n")
 				.forEach((line, i) => {
-					if (/CONTRACT/.test(line) || (/§\s*\d/.test(line) && !/RFC \d+/.test(line))) problems.push(`${file}:${i + 1} cites a section the repository does not hold: cite the page of docs/ that states it`);
+					if (/CONTRACT/.test(line) || (/§\s*\d/.test(line) && !/RFC \d+/.test(line)))
+						problems.push(
+							`${file}:${i + 1} cites a section the repository does not hold: cite the page of docs/ that states it`,
+						);
 				});
 		}
 		expect(problems).toEqual([]);
@@ -277,7 +325,8 @@ describe("the citations in the code and the docs", () => {
 			for (const [, page, quoted] of text.matchAll(/\bdocs\/([\w-]+\.md)(?:,? "([^"]+)")?/g)) {
 				const path = `docs/${page}`;
 				if (!exists(path)) problems.push(`${file} cites ${path}, which does not exist`);
-				else if (quoted !== undefined && !headingsOf(path).includes(quoted)) problems.push(`${file} cites "${quoted}" in ${path}, which has no such heading`);
+				else if (quoted !== undefined && !headingsOf(path).includes(quoted))
+					problems.push(`${file} cites "${quoted}" in ${path}, which has no such heading`);
 			}
 		}
 		expect([...new Set(problems)]).toEqual([]);
@@ -295,7 +344,9 @@ describe("the commands of docs/tutorial.md", () => {
 		.filter((command) => /\bcurl\b/.test(command) && command.includes("$B"))
 		.map((command) => {
 			const path = (/\$B(\/[^\s"'?]*)/.exec(command)?.[1] ?? "").replace(/\/+$/, "");
-			const method = /-X (\w+)/.exec(command)?.[1] ?? (/ -T /.test(command) ? "PUT" : / -d /.test(command) && !/ -G /.test(command) ? "POST" : "GET");
+			const method =
+				/-X (\w+)/.exec(command)?.[1] ??
+				(/ -T /.test(command) ? "PUT" : / -d /.test(command) && !/ -G /.test(command) ? "POST" : "GET");
 			return { method, path, command: command.trim() };
 		});
 	const patterns = routes.map((route) => ({
@@ -310,7 +361,10 @@ describe("the commands of docs/tutorial.md", () => {
 
 	it("call only routes of the route table, with their methods (OPTIONS being any route's preflight)", () => {
 		const problems = commands
-			.filter(({ method, path }) => !patterns.some((route) => (method === "OPTIONS" || route.method === method) && route.match.test(path)))
+			.filter(
+				({ method, path }) =>
+					!patterns.some((route) => (method === "OPTIONS" || route.method === method) && route.match.test(path)),
+			)
 			.map(({ method, path, command }) => `${FILE}: ${method} ${path} is no route of src/routes.ts (in: ${command})`);
 		expect(problems).toEqual([]);
 	});

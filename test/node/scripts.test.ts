@@ -15,12 +15,20 @@ import { countMigrations } from "../../scripts/wrangler.mjs";
 // The scripts a user runs through npm: every `node scripts/....mjs` of package.json's scripts.
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
-const userScripts = [...new Set(Object.values(scripts).flatMap((command) => [...command.matchAll(/\bnode (scripts\/\S+\.mjs)/g)].map((m) => m[1])))].sort();
+const userScripts = [
+	...new Set(
+		Object.values(scripts).flatMap((command) => [...command.matchAll(/\bnode (scripts\/\S+\.mjs)/g)].map((m) => m[1])),
+	),
+].sort();
 
 type Run = { code: number; stdout: string; stderr: string };
 async function run(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
 	try {
-		const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 30_000 });
+		const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(ROOT, script), ...args], {
+			cwd: ROOT,
+			env: { ...process.env, ...env },
+			timeout: 30_000,
+		});
 		return { code: 0, stdout, stderr };
 	} catch (error) {
 		const failed = error as { code: number; stdout: string; stderr: string };
@@ -32,22 +40,41 @@ const STACK = /^\s+at \S/m;
 
 describe("every script a user runs through npm", () => {
 	it("is found in package.json", () => {
-		expect(userScripts).toEqual(expect.arrayContaining(["scripts/dev/start.mjs", "scripts/dev/bootstrap.mjs", "scripts/dev/webhook-listener.mjs", "scripts/dev/identity-provider.mjs", "scripts/bench/load.mjs", "scripts/bench/bench.mjs", "scripts/deploy/deploy.mjs", "scripts/test/ensure-chromium.mjs", "scripts/wrangler.mjs"]));
+		expect(userScripts).toEqual(
+			expect.arrayContaining([
+				"scripts/dev/start.mjs",
+				"scripts/dev/bootstrap.mjs",
+				"scripts/dev/webhook-listener.mjs",
+				"scripts/dev/identity-provider.mjs",
+				"scripts/bench/load.mjs",
+				"scripts/bench/bench.mjs",
+				"scripts/deploy/deploy.mjs",
+				"scripts/test/ensure-chromium.mjs",
+				"scripts/wrangler.mjs",
+			]),
+		);
 	});
 
-	it.each(userScripts)("%s answers --help with its usage and exit 0", async (script) => {
-		const { code, stdout, stderr } = await run(script, ["--help"]);
-		expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
-		expect(stdout).toMatch(/^usage: /m);
-		expect(stdout).not.toMatch(STACK);
-	}, 30_000);
+	it.each(userScripts)(
+		"%s answers --help with its usage and exit 0",
+		async (script) => {
+			const { code, stdout, stderr } = await run(script, ["--help"]);
+			expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+			expect(stdout).toMatch(/^usage: /m);
+			expect(stdout).not.toMatch(STACK);
+		},
+		30_000,
+	);
 
-	it.each(["scripts/dev/bootstrap.mjs", "scripts/dev/webhook-listener.mjs", "scripts/dev/start.mjs"])("%s answers an unknown option with its usage and exit 2, no stack", async (script) => {
-		const { code, stderr } = await run(script, ["--no-such-option"]);
-		expect(code).toBe(2);
-		expect(stderr).toMatch(/^usage: /m);
-		expect(stderr).not.toMatch(STACK);
-	});
+	it.each(["scripts/dev/bootstrap.mjs", "scripts/dev/webhook-listener.mjs", "scripts/dev/start.mjs"])(
+		"%s answers an unknown option with its usage and exit 2, no stack",
+		async (script) => {
+			const { code, stderr } = await run(script, ["--no-such-option"]);
+			expect(code).toBe(2);
+			expect(stderr).toMatch(/^usage: /m);
+			expect(stderr).not.toMatch(STACK);
+		},
+	);
 });
 
 // npm prints the command line it runs: a secret passed as an argument would be on screen.
@@ -86,7 +113,9 @@ describe("npm run bootstrap", () => {
 	});
 
 	it("--json writes only the JSON to stdout, with the token from ADMIN_TOKEN", async () => {
-		const { code, stdout, stderr } = await run("scripts/dev/bootstrap.mjs", ["--url", url, "--json"], { ADMIN_TOKEN: "from-env" });
+		const { code, stdout, stderr } = await run("scripts/dev/bootstrap.mjs", ["--url", url, "--json"], {
+			ADMIN_TOKEN: "from-env",
+		});
 		expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
 		expect(JSON.parse(stdout)).toEqual(account);
 		expect(seen.at(-1)).toBe("POST /admin/accounts Bearer from-env");
@@ -96,7 +125,11 @@ describe("npm run bootstrap", () => {
 		const tokenFile = join(dir, "token");
 		const out = join(dir, "account.json");
 		await import("node:fs").then(({ writeFileSync }) => writeFileSync(tokenFile, "from-file\n"));
-		const { code, stdout } = await run("scripts/dev/bootstrap.mjs", ["--url", url, "--out", out, "--admin-token-file", tokenFile], { ADMIN_TOKEN: "" });
+		const { code, stdout } = await run(
+			"scripts/dev/bootstrap.mjs",
+			["--url", url, "--out", out, "--admin-token-file", tokenFile],
+			{ ADMIN_TOKEN: "" },
+		);
 		expect(code).toBe(0);
 		expect(stdout).toBe("");
 		expect(JSON.parse(readFileSync(out, "utf8"))).toEqual(account);
@@ -144,17 +177,35 @@ describe("npm run test:e2e's browser", () => {
 	});
 
 	it("is installed with INSTALL_CHROMIUM=1 only as root with apt-get", () => {
-		expect(planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: only("/usr/bin/apt-get"), cache: [], isRoot: true })).toMatchObject({ action: "install" });
-		expect(planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: none, cache: [], isRoot: true })).toMatchObject({ action: "skip" });
-		expect(planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: only("/usr/bin/apt-get"), cache: [], isRoot: false })).toMatchObject({ action: "skip" });
+		expect(
+			planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: only("/usr/bin/apt-get"), cache: [], isRoot: true }),
+		).toMatchObject({ action: "install" });
+		expect(planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: none, cache: [], isRoot: true })).toMatchObject({
+			action: "skip",
+		});
+		expect(
+			planChromium({ env: { INSTALL_CHROMIUM: "1" }, exists: only("/usr/bin/apt-get"), cache: [], isRoot: false }),
+		).toMatchObject({ action: "skip" });
 	});
 
 	it("is CHROMIUM_PATH first, then the system's, then Playwright's cache", () => {
 		const all = (p: string) => ["/opt/mine", "/usr/bin/chromium", "/cache/chrome"].includes(p);
-		expect(planChromium({ env: { CHROMIUM_PATH: "/opt/mine" }, exists: all, cache: ["/cache/chrome"] })).toEqual({ action: "use", path: "/opt/mine" });
-		expect(planChromium({ env: {}, exists: all, cache: ["/cache/chrome"] })).toEqual({ action: "use", path: "/usr/bin/chromium" });
-		expect(planChromium({ env: {}, exists: only("/cache/chrome"), cache: ["/cache/chrome"] })).toEqual({ action: "use", path: "/cache/chrome" });
-		expect(planChromium({ env: { CHROMIUM_PATH: "/opt/gone" }, exists: all, cache: [] })).toMatchObject({ action: "skip", message: expect.stringContaining("/opt/gone does not exist") });
+		expect(planChromium({ env: { CHROMIUM_PATH: "/opt/mine" }, exists: all, cache: ["/cache/chrome"] })).toEqual({
+			action: "use",
+			path: "/opt/mine",
+		});
+		expect(planChromium({ env: {}, exists: all, cache: ["/cache/chrome"] })).toEqual({
+			action: "use",
+			path: "/usr/bin/chromium",
+		});
+		expect(planChromium({ env: {}, exists: only("/cache/chrome"), cache: ["/cache/chrome"] })).toEqual({
+			action: "use",
+			path: "/cache/chrome",
+		});
+		expect(planChromium({ env: { CHROMIUM_PATH: "/opt/gone" }, exists: all, cache: [] })).toMatchObject({
+			action: "skip",
+			message: expect.stringContaining("/opt/gone does not exist"),
+		});
 	});
 
 	it("ensure-chromium.mjs installs nothing without the opt-in: a fake apt-get first on PATH is never run", async () => {
@@ -164,7 +215,11 @@ describe("npm run test:e2e's browser", () => {
 			const marker = join(dir, "ran");
 			writeFileSync(join(dir, "apt-get"), `#!/bin/sh\ntouch ${marker}\n`);
 			chmodSync(join(dir, "apt-get"), 0o755);
-			const { code } = await run("scripts/test/ensure-chromium.mjs", [], { PATH: `${dir}:${process.env.PATH}`, CHROMIUM_PATH: join(dir, "no-chromium"), INSTALL_CHROMIUM: "" });
+			const { code } = await run("scripts/test/ensure-chromium.mjs", [], {
+				PATH: `${dir}:${process.env.PATH}`,
+				CHROMIUM_PATH: join(dir, "no-chromium"),
+				INSTALL_CHROMIUM: "",
+			});
 			expect(code).toBe(0);
 			expect(existsSync(marker)).toBe(false);
 		} finally {
@@ -183,7 +238,8 @@ describe("the end-to-end tests' ports", () => {
 
 describe("npm start's migrations", () => {
 	it("are counted from wrangler's tables, once each, and none when it had nothing to apply", () => {
-		const table = "│ 0000_init.sql │\n│ 0001_subscriptions.sql │\n│ 0000_init.sql │ ✅ │\n│ 0001_subscriptions.sql │ ✅ │";
+		const table =
+			"│ 0000_init.sql │\n│ 0001_subscriptions.sql │\n│ 0000_init.sql │ ✅ │\n│ 0001_subscriptions.sql │ ✅ │";
 		expect(countMigrations(table)).toBe(2);
 		expect(countMigrations("✅ No migrations to apply!")).toBe(0);
 	});

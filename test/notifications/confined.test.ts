@@ -27,7 +27,12 @@ const whsec = (key: string) => `whsec_${btoa(key)}`;
 
 async function fleet(entry: string | null = null) {
 	const admin = await bootstrap();
-	const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user", entry }, "Driver");
+	const driverRole = await role(
+		admin,
+		{ effect: "deny", actions: null },
+		{ twin: "TWIN.driver == user", entry },
+		"Driver",
+	);
 	const ann = await member(admin, driverRole);
 	const annsVan = await newTwin(admin.secret, { driver: ann.user });
 	const bobsVan = await newTwin(admin.secret, { driver: "bob" });
@@ -35,7 +40,8 @@ async function fleet(entry: string | null = null) {
 }
 
 // A write of `entries` on `van`, each published to `vans`.
-const report = (secret: string, van: string, entries: Record<string, unknown>) => publishEntries(secret, van, entries, ["vans"]);
+const report = (secret: string, van: string, entries: Record<string, unknown>) =>
+	publishEntries(secret, van, entries, ["vans"]);
 
 describe("a confined subscriber's webhook", () => {
 	it("gets its vans' messages only, with the entries it sees, and nothing is kept for the others", async () => {
@@ -50,25 +56,42 @@ describe("a confined subscriber's webhook", () => {
 		expect(message).toMatchObject({ twin: annsVan, event: { mileage: { new_value: 2 } } });
 		expect(Object.keys(message.event)).toEqual(["mileage"]);
 		// Signed over what it was sent.
-		expect(new Webhook(whsec(CLIENT_SECRET + sub.serverSecret)).verify(delivery.body, delivery.headers)).toEqual(message);
+		expect(new Webhook(whsec(CLIENT_SECRET + sub.serverSecret)).verify(delivery.body, delivery.headers)).toEqual(
+			message,
+		);
 		// The messages filtered to nothing were deleted unsent: one row, one delivery.
 		expect(await outboxOf(sub.uuid)).toHaveLength(1);
-		const deliveries = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: ann.secret });
+		const deliveries = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, {
+			secret: ann.secret,
+		});
 		expect(deliveries.status).toBe(200);
 		expect(bodies(await received(id))).toHaveLength(1);
 		// The writes' sights go once every row that named them is handed over.
-		const sights = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		const sights = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?")
+			.bind(admin.account)
+			.first<{ n: number }>();
 		expect(sights?.n).toBe(0);
 	});
 
 	it("reads DICT as the subscribing request sent it", async () => {
 		const admin = await bootstrap();
-		const siteRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.site == DICT.site" }, "On site");
+		const siteRole = await role(
+			admin,
+			{ effect: "deny", actions: null },
+			{ twin: "TWIN.site == DICT.site" },
+			"On site",
+		);
 		const dave = await member(admin, siteRole);
 		const here = await newTwin(admin.secret, { site: "dock-4" });
 		const there = await newTwin(admin.secret, { site: "dock-9" });
 		const id = crypto.randomUUID();
-		const sub = await confirmedSubscription(dave, "vans", id, {}, { "x-trustedtwin": btoa(JSON.stringify({ site: "dock-4" })) });
+		const sub = await confirmedSubscription(
+			dave,
+			"vans",
+			id,
+			{},
+			{ "x-trustedtwin": btoa(JSON.stringify({ site: "dock-4" })) },
+		);
 		expect((await storedSubscription(sub.uuid))?.dict).toBe(JSON.stringify({ site: "dock-4" }));
 		await report(admin.secret, there, { n: 1 });
 		await report(admin.secret, here, { n: 2 });
@@ -90,32 +113,58 @@ describe("a confined subscriber's webhook", () => {
 		// each its own group (the rule reads `user`): past ten budgets the page's rest waits.
 		const admin = await bootstrap();
 		const heavy = Array.from({ length: 3 }, () => `(${Array(10).fill("TWIN.s < 'a'").join(" or ")})`).join(" or ");
-		const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: `${heavy} or TWIN.driver != user` }, "Driver");
+		const driverRole = await role(
+			admin,
+			{ effect: "deny", actions: null },
+			{ twin: `${heavy} or TWIN.driver != user` },
+			"Driver",
+		);
 		const subscriptions = [];
-		for (let i = 0; i < 14; i++) subscriptions.push((await confirmedSubscription(await member(admin, driverRole), "vans", crypto.randomUUID())).uuid);
+		for (let i = 0; i < 14; i++)
+			subscriptions.push(
+				(await confirmedSubscription(await member(admin, driverRole), "vans", crypto.randomUUID())).uuid,
+			);
 		// One write's messages, as its batch leaves them: the sight, and a row per subscription.
-		const twin = { uuid: crypto.randomUUID(), owner: admin.account, status: "alive", description: { driver: "nobody", s: "b".repeat(30_000) } };
-		const after = [{ name: "n", value: 1, visibility: null, entry_created_ts: 1, entry_updated_ts: 1, value_changed_ts: 1 }];
+		const twin = {
+			uuid: crypto.randomUUID(),
+			owner: admin.account,
+			status: "alive",
+			description: { driver: "nobody", s: "b".repeat(30_000) },
+		};
+		const after = [
+			{ name: "n", value: 1, visibility: null, entry_created_ts: 1, entry_updated_ts: 1, value_changed_ts: 1 },
+		];
 		const sight = crypto.randomUUID();
 		const at = Date.now() / 1000;
 		await env.DB.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
-			.bind(sight, admin.account, JSON.stringify({ kind: "ledger", twin, ledger: admin.account, before: [], after }), at)
+			.bind(
+				sight,
+				admin.account,
+				JSON.stringify({ kind: "ledger", twin, ledger: admin.account, before: [], after }),
+				at,
+			)
 			.run();
 		const row = env.DB.prepare(
 			"INSERT INTO notification_outbox (message, account, subscription, trigger, twin, event, subscription_view, sent_ts, sight) VALUES (?, ?, ?, 'ledger.entry.added', ?, ?, '{}', ?, ?)",
 		);
 		const event = JSON.stringify({ n: { new_value: 1, old_value: null, changed_ts: at } });
-		await env.DB.batch(subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)));
+		await env.DB.batch(
+			subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)),
+		);
 		const queued: unknown[] = [];
-		const to = { queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue, streams: env.STREAMS };
+		const to = {
+			queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue,
+			streams: env.STREAMS,
+		};
 		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(true);
 		expect(queued.length).toBeGreaterThan(0);
 		expect(queued.length).toBeLessThan(14);
 		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(false);
 		expect(queued).toHaveLength(14);
 		// Every row queued whole, and the sight forgotten with the last of them.
-		const left = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?").bind(sight).first<{ n: number }>();
+		const left = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
+			.bind(sight)
+			.first<{ n: number }>();
 		expect(left?.n).toBe(0);
 	}, 60_000);
 });
-

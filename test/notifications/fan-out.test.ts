@@ -5,10 +5,28 @@ import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
 import { type Account, bootstrap, call, confirmedSubscription, newTwin, outboxOf } from "../fixtures";
 
 // One write by `admin` to `twin` at `at`, straight through writeLedger with its fan-out bound.
-function write(admin: Account, twin: string, entries: Record<string, EntryChange>, at: number, notify: { fanOut: number; beforeCommit?: () => Promise<void> }) {
-	const writer = { account: admin.account, user: admin.user, role: admin.role, description: {}, statement: { effect: "deny" as const, actions: null }, rules: { twin: null, entry: null, identity: null } };
+function write(
+	admin: Account,
+	twin: string,
+	entries: Record<string, EntryChange>,
+	at: number,
+	notify: { fanOut: number; beforeCommit?: () => Promise<void> },
+) {
+	const writer = {
+		account: admin.account,
+		user: admin.user,
+		role: admin.role,
+		description: {},
+		statement: { effect: "deny" as const, actions: null },
+		rules: { twin: null, entry: null, identity: null },
+	};
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
-	return writeLedger(database(env.DB), { action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries }, at, notify);
+	return writeLedger(
+		database(env.DB),
+		{ action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries },
+		at,
+		notify,
+	);
 }
 
 describe("the fan-out of one write", () => {
@@ -16,7 +34,8 @@ describe("the fan-out of one write", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const subscriptions = [];
-		for (let i = 0; i < 3; i++) subscriptions.push((await confirmedSubscription(admin, "crowded", crypto.randomUUID())).uuid);
+		for (let i = 0; i < 3; i++)
+			subscriptions.push((await confirmedSubscription(admin, "crowded", crypto.randomUUID())).uuid);
 		const quiet = (await confirmedSubscription(admin, "quiet", crypto.randomUUID())).uuid;
 
 		const at = Math.round(Date.now()) / 1000;
@@ -39,10 +58,14 @@ describe("the fan-out of one write", () => {
 		const crowding = await bootstrap();
 		const other = await bootstrap();
 		for (const grantee of [crowding, other]) {
-			const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${grantee.account}`, { secret: publisher.secret, body: { topics: ["news"] } });
+			const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${grantee.account}`, {
+				secret: publisher.secret,
+				body: { topics: ["news"] },
+			});
 			expect(granted.status).toBe(200);
 		}
-		const subscribe = async (account: Account) => (await confirmedSubscription(account, "news", crypto.randomUUID(), { account: publisher.account })).uuid;
+		const subscribe = async (account: Account) =>
+			(await confirmedSubscription(account, "news", crypto.randomUUID(), { account: publisher.account })).uuid;
 		// The oldest subscriptions are one grantee's, enough to fill the bound by themselves; the
 		// publisher's own is the newest.
 		const crowded = [await subscribe(crowding), await subscribe(crowding), await subscribe(crowding)];

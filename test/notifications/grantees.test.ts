@@ -10,7 +10,9 @@ const access = (account: string) => `/notifications/webhooks/access/accounts/${a
 
 // Grants written straight into D1, 100 to a batch (a full grant is about 5 KB).
 async function seedGrants(account: string, count: number, topics: string[] = ["news"]) {
-	const insert = env.DB.prepare("INSERT INTO notification_grants (account, grantee, topics, updated_ts) VALUES (?, ?, ?, 1)");
+	const insert = env.DB.prepare(
+		"INSERT INTO notification_grants (account, grantee, topics, updated_ts) VALUES (?, ?, ?, 1)",
+	);
 	const grantees: string[] = [];
 	for (let i = 0; i < count; i += 100) {
 		const batch = Array.from({ length: Math.min(100, count - i) }, () => crypto.randomUUID());
@@ -21,7 +23,9 @@ async function seedGrants(account: string, count: number, topics: string[] = ["n
 }
 
 async function granteesOf(account: string) {
-	const { results } = await env.DB.prepare("SELECT grantee FROM notification_grants WHERE account = ?").bind(account).all<{ grantee: string }>();
+	const { results } = await env.DB.prepare("SELECT grantee FROM notification_grants WHERE account = ?")
+		.bind(account)
+		.all<{ grantee: string }>();
 	return results.map((row) => row.grantee);
 }
 
@@ -41,34 +45,57 @@ describe("MAX_GRANTEES", () => {
 			`INSERT INTO subscriptions (uuid, account, publisher, user, topic, callback_url, token_hash, status, validity_ts, message, created_ts, updated_ts)
 			VALUES (?, ?, ?, ?, 'old-topic', 'https://example.com/', ?, 'pending', ?, ?, 1, 1)`,
 		)
-			.bind(subscription, refusedAccount, admin.account, refusedAccount, crypto.randomUUID(), Date.now() / 1000 + 3600, crypto.randomUUID())
+			.bind(
+				subscription,
+				refusedAccount,
+				admin.account,
+				refusedAccount,
+				crypto.randomUUID(),
+				Date.now() / 1000 + 3600,
+				crypto.randomUUID(),
+			)
 			.run();
 		const refused = await call("PATCH", access(refusedAccount), { secret: admin.secret, body: { topics: ["news"] } });
 		expectError(refused, 409, 409108);
 		expect(refused.body.description).toContain("MAX_GRANTEES");
 		expect(await granteesOf(admin.account)).toHaveLength(1000);
 		expect(await granteesOf(admin.account)).not.toContain(refusedAccount);
-		const row = await env.DB.prepare("SELECT status, updated_ts FROM subscriptions WHERE uuid = ?").bind(subscription).first();
+		const row = await env.DB.prepare("SELECT status, updated_ts FROM subscriptions WHERE uuid = ?")
+			.bind(subscription)
+			.first();
 		expect(row).toEqual({ status: "pending", updated_ts: 1 });
 
 		// At the limit, a grant is still replaced, and revoked; a revocation makes room.
-		const replaced = await call("PATCH", access(seeded[0]), { secret: admin.secret, body: { publish: ["news", "weather"] } });
+		const replaced = await call("PATCH", access(seeded[0]), {
+			secret: admin.secret,
+			body: { publish: ["news", "weather"] },
+		});
 		expect(replaced.body).toEqual({ topics: ["news", "weather"] });
 		expect((await call("PATCH", access(seeded[1]), { secret: admin.secret, body: { topics: [] } })).status).toBe(200);
-		expect((await call("PATCH", access(refusedAccount), { secret: admin.secret, body: { topics: ["news"] } })).status).toBe(200);
+		expect(
+			(await call("PATCH", access(refusedAccount), { secret: admin.secret, body: { topics: ["news"] } })).status,
+		).toBe(200);
 		expect(await granteesOf(admin.account)).toHaveLength(1000);
 		// Revoking a grant that does not exist is allowed at the limit too.
-		expect((await call("PATCH", access(crypto.randomUUID()), { secret: admin.secret, body: { topics: [] } })).status).toBe(200);
+		expect(
+			(await call("PATCH", access(crypto.randomUUID()), { secret: admin.secret, body: { topics: [] } })).status,
+		).toBe(200);
 		// Another account's grants are its own.
 		const other = await bootstrap();
-		expect((await call("PATCH", access(admin.account), { secret: other.secret, body: { topics: ["news"] } })).status).toBe(200);
+		expect(
+			(await call("PATCH", access(admin.account), { secret: other.secret, body: { topics: ["news"] } })).status,
+		).toBe(200);
 	});
 
 	it("concurrent grants to new accounts cannot pass the limit", async () => {
 		const admin = await bootstrap();
 		await seedGrants(admin.account, 1);
 		const grant = () =>
-			call("PATCH", access(crypto.randomUUID()), { secret: admin.secret, body: { topics: ["news"] }, env: { MAX_GRANTEES: 3 } });
+			call("PATCH", access(crypto.randomUUID()), {
+				secret: admin.secret,
+				body: { topics: ["news"] },
+				env: { MAX_GRANTEES: 3 },
+			});
 		const answers = await Promise.all(Array.from({ length: 6 }, grant));
 		expect(answers.filter((res) => res.status === 200)).toHaveLength(2);
 		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409108);
@@ -93,7 +120,10 @@ async function walk(admin: Account, limit?: number) {
 describe("get_notifications_access answers in pages", () => {
 	it("1000 grants of 100 topics of 48 characters: pages far under 4 MiB, each grantee once, in order", async () => {
 		const admin = await bootstrap();
-		const topics = Array.from({ length: MAX_GRANTED_TOPICS }, (_, i) => `${String(i).padStart(3, "0")}${"t".repeat(45)}`);
+		const topics = Array.from(
+			{ length: MAX_GRANTED_TOPICS },
+			(_, i) => `${String(i).padStart(3, "0")}${"t".repeat(45)}`,
+		);
 		const grantees = await seedGrants(admin.account, 1000, topics);
 
 		const pages = await walk(admin, MAX_GRANTS_PAGE);
@@ -113,12 +143,22 @@ describe("get_notifications_access answers in pages", () => {
 		const admin = await bootstrap();
 		await seedGrants(admin.account, 2);
 		const { cursor } = (await call("GET", "/notifications/webhooks/access?limit=1", { secret: admin.secret })).body;
-		expect((await call("GET", `/notifications/webhooks/access?cursor=${cursor}`, { secret: admin.secret })).body.cursor).toBeNull();
+		expect(
+			(await call("GET", `/notifications/webhooks/access?cursor=${cursor}`, { secret: admin.secret })).body.cursor,
+		).toBeNull();
 		for (const bad of ["x", "W10", btoa(JSON.stringify([1])).replace(/=+$/, "")]) {
-			expectError(await call("GET", `/notifications/webhooks/access?cursor=${bad}`, { secret: admin.secret }), 400, 400104);
+			expectError(
+				await call("GET", `/notifications/webhooks/access?cursor=${bad}`, { secret: admin.secret }),
+				400,
+				400104,
+			);
 		}
 		for (const limit of ["0", "251", "many"]) {
-			expectError(await call("GET", `/notifications/webhooks/access?limit=${limit}`, { secret: admin.secret }), 400, 400101);
+			expectError(
+				await call("GET", `/notifications/webhooks/access?limit=${limit}`, { secret: admin.secret }),
+				400,
+				400101,
+			);
 		}
 	});
 });

@@ -3,7 +3,20 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
 import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
-import { addEntries, bootstrap, call, confirmedSubscription, consume, inImplementation, loggedErrors, messagesFor, newTwin, outboxOf, received, fireAccountAlarm } from "../fixtures";
+import {
+	addEntries,
+	bootstrap,
+	call,
+	confirmedSubscription,
+	consume,
+	inImplementation,
+	loggedErrors,
+	messagesFor,
+	newTwin,
+	outboxOf,
+	received,
+	fireAccountAlarm,
+} from "../fixtures";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.
@@ -43,7 +56,10 @@ describe("the outbox between a committed write and the queue", () => {
 		expect(await fireAccountAlarm(admin.account)).toBe(true);
 		const [delivery] = await messagesFor(id);
 		expect(delivery.headers["webhook-id"]).toBe(row.message);
-		expect(JSON.parse(delivery.body)).toMatchObject({ message: row.message, event: { level: { new_value: 1, old_value: null } } });
+		expect(JSON.parse(delivery.body)).toMatchObject({
+			message: row.message,
+			event: { level: { new_value: 1, old_value: null } },
+		});
 		expect((await outboxOf(sub.uuid))[0].queued_ts).not.toBeNull();
 	});
 
@@ -86,7 +102,11 @@ describe("the outbox between a committed write and the queue", () => {
 		const twin = await newTwin(admin.secret);
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "events", id);
-		await env.DB.prepare("UPDATE subscriptions SET callback_url = replace(callback_url, '/ok', '/500,ok') WHERE uuid = ?").bind(sub.uuid).run();
+		await env.DB.prepare(
+			"UPDATE subscriptions SET callback_url = replace(callback_url, '/ok', '/500,ok') WHERE uuid = ?",
+		)
+			.bind(sub.uuid)
+			.run();
 		const jobs: NotificationJob[] = [];
 		const sendBatch = async (batch: Iterable<MessageSendRequest>) => {
 			for (const m of batch) jobs.push(m.body as NotificationJob);
@@ -122,10 +142,26 @@ describe("the outbox between a committed write and the queue", () => {
 		await env.DB.prepare("DELETE FROM notification_outbox WHERE message = ?").bind(row.message).run();
 
 		// A fifth attempt of it, arriving from the queue later still.
-		const job: NotificationJob = { kind: "notification", message: row.message as string, subscription: sub.uuid, after: 4 };
-		expect(await consume(job as unknown as ConfirmationJob, 1)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		const job: NotificationJob = {
+			kind: "notification",
+			message: row.message as string,
+			subscription: sub.uuid,
+			after: 4,
+		};
+		expect(await consume(job as unknown as ConfirmationJob, 1)).toMatchObject({
+			retryMessages: [],
+			explicitAcks: [expect.any(String)],
+		});
 		expect(await received(id)).toHaveLength(1);
-		const { body } = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, { secret: admin.secret });
-		expect(body.deliveries[0]).toMatchObject({ message: row.message, attempt: 5, outcome: "failed", http_status: null, detail: expect.stringMatching(/^not sent/) });
+		const { body } = await call("GET", `/notifications/webhooks/subscriptions/${sub.uuid}/deliveries`, {
+			secret: admin.secret,
+		});
+		expect(body.deliveries[0]).toMatchObject({
+			message: row.message,
+			attempt: 5,
+			outcome: "failed",
+			http_status: null,
+			detail: expect.stringMatching(/^not sent/),
+		});
 	});
 });

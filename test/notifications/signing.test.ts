@@ -9,7 +9,9 @@ const encoder = new TextEncoder();
 // message without `hash`, key = UTF-8 of client_secret + server_secret.
 function expectedHash(body: string, key: string) {
 	const { hash: _, ...message } = JSON.parse(body);
-	return Array.from(blake2b(encoder.encode(JSON.stringify(message)), { key: encoder.encode(key), dkLen: 32 }), (b) => b.toString(16).padStart(2, "0")).join("");
+	return Array.from(blake2b(encoder.encode(JSON.stringify(message)), { key: encoder.encode(key), dkLen: 32 }), (b) =>
+		b.toString(16).padStart(2, "0"),
+	).join("");
 }
 
 const whsec = (key: string) => `whsec_${btoa(key)}`;
@@ -29,7 +31,9 @@ describe("a notification's hash and signatures", () => {
 		expect(delivery.headers["webhook-id"]).toBe(message.message);
 		const verified = new Webhook(whsec(key)).verify(delivery.body, delivery.headers);
 		expect(verified).toEqual(message);
-		expect(() => new Webhook(whsec(`${CLIENT_SECRET}AAAAAAAAAAAAAAAA`)).verify(delivery.body, delivery.headers)).toThrow();
+		expect(() =>
+			new Webhook(whsec(`${CLIENT_SECRET}AAAAAAAAAAAAAAAA`)).verify(delivery.body, delivery.headers),
+		).toThrow();
 	});
 
 	it("carry the old and the new key's signatures after a rotation", async () => {
@@ -38,7 +42,9 @@ describe("a notification's hash and signatures", () => {
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "rotated", id, { client_secret: CLIENT_SECRET });
 		const newClient = "Another-secret16";
-		const refreshed = await call("PATCH", new URL(sub.url).pathname + new URL(sub.url).search, { body: { client_secret: newClient } });
+		const refreshed = await call("PATCH", new URL(sub.url).pathname + new URL(sub.url).search, {
+			body: { client_secret: newClient },
+		});
 		expect(refreshed.status).toBe(200);
 		await addEntries(admin.secret, twin, { level: { value: 1, publish: { rotated: "true" } } });
 
@@ -47,7 +53,11 @@ describe("a notification's hash and signatures", () => {
 		// The hash uses the current key; either key's verifier accepts the signature header.
 		expect(message.hash).toBe(expectedHash(delivery.body, newClient + refreshed.body.server_secret));
 		expect(delivery.headers["webhook-signature"].split(" ")).toHaveLength(2);
-		expect(new Webhook(whsec(newClient + refreshed.body.server_secret)).verify(delivery.body, delivery.headers)).toEqual(message);
-		expect(new Webhook(whsec(CLIENT_SECRET + sub.serverSecret)).verify(delivery.body, delivery.headers)).toEqual(message);
+		expect(
+			new Webhook(whsec(newClient + refreshed.body.server_secret)).verify(delivery.body, delivery.headers),
+		).toEqual(message);
+		expect(new Webhook(whsec(CLIENT_SECRET + sub.serverSecret)).verify(delivery.body, delivery.headers)).toEqual(
+			message,
+		);
 	});
 });

@@ -6,7 +6,12 @@ describe("get_account and update_account", () => {
 		const admin = await bootstrap();
 		const got = await call("GET", "/account", { secret: admin.secret });
 		expect(got.status).toBe(200);
-		expect(got.body).toEqual({ uuid: admin.account, created_ts: expect.any(Number), updated_ts: got.body.created_ts, resource_access_log: null });
+		expect(got.body).toEqual({
+			uuid: admin.account,
+			created_ts: expect.any(Number),
+			updated_ts: got.body.created_ts,
+			resource_access_log: null,
+		});
 
 		const unchanged = await call("PATCH", "/account", { secret: admin.secret, body: {} });
 		expect(unchanged.body).toEqual(got.body);
@@ -15,9 +20,16 @@ describe("get_account and update_account", () => {
 		expect(set.body.resource_access_log).toEqual({});
 		expect(set.body.updated_ts).toBeGreaterThanOrEqual(got.body.created_ts);
 		expect((await call("GET", "/account", { secret: admin.secret })).body).toEqual(set.body);
-		expect((await call("PATCH", "/account", { secret: admin.secret, body: { resource_access_log: null } })).body.resource_access_log).toBeNull();
+		expect(
+			(await call("PATCH", "/account", { secret: admin.secret, body: { resource_access_log: null } })).body
+				.resource_access_log,
+		).toBeNull();
 
-		for (const body of [{ resource_access_log: { table: "logs" } }, { resource_access_log: "on" }, { description: {} }]) {
+		for (const body of [
+			{ resource_access_log: { table: "logs" } },
+			{ resource_access_log: "on" },
+			{ description: {} },
+		]) {
 			expectError(await call("PATCH", "/account", { secret: admin.secret, body }), 400, 400101);
 		}
 	});
@@ -39,7 +51,11 @@ describe("trace", () => {
 		const secret = await issueSecret(admin, user, ends);
 		const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
 		const dict = { site: "north" };
-		const res = await call("POST", "/trace", { secret, body: "ignored, not read", headers: { "x-trustedtwin": btoa(JSON.stringify(dict)) } });
+		const res = await call("POST", "/trace", {
+			secret,
+			body: "ignored, not read",
+			headers: { "x-trustedtwin": btoa(JSON.stringify(dict)) },
+		});
 		expect(res.status).toBe(201);
 		expect(res.body).toEqual({
 			trace: res.headers.get("x-request-id"),
@@ -50,7 +66,12 @@ describe("trace", () => {
 			dict,
 			stages: expect.any(Array),
 		});
-		expect(res.body.stages.map((s: { name: string }) => s.name)).toEqual(["authenticate", "statement", "validate", "handler"]);
+		expect(res.body.stages.map((s: { name: string }) => s.name)).toEqual([
+			"authenticate",
+			"statement",
+			"validate",
+			"handler",
+		]);
 		for (const stage of res.body.stages) expect(stage.ms).toBeGreaterThanOrEqual(0);
 		const written = log.mock.calls.map(([line]) => String(line)).filter((line) => line.includes(res.body.trace));
 		log.mockRestore();
@@ -66,10 +87,18 @@ describe("trace", () => {
 		const admin = await bootstrap();
 		const made = await call("POST", "/token", { secret: admin.secret, body: { options: ["refresh"] } });
 		const res = await call("POST", "/trace", { secret: made.body.token });
-		expect(res.body.credential).toEqual({ type: "token", fingerprint: admin.secret.slice(-4), validity_ts: made.body.validity_ts, options: ["refresh"] });
+		expect(res.body.credential).toEqual({
+			type: "token",
+			fingerprint: admin.secret.slice(-4),
+			validity_ts: made.body.validity_ts,
+			options: ["refresh"],
+		});
 		expect(res.body.dict).toEqual({});
 		const ending = Math.round((Date.now() / 1000 + 600) * 1000) / 1000;
-		expect((await call("PATCH", `/users/${admin.user}/secrets`, { secret: admin.secret, body: { validity_ts: ending } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${admin.user}/secrets`, { secret: admin.secret, body: { validity_ts: ending } }))
+				.status,
+		).toBe(200);
 		expect((await call("POST", "/trace", { secret: made.body.token })).body.credential.validity_ts).toBe(ending);
 	});
 

@@ -37,14 +37,20 @@ describe("per-account limits", () => {
 		expect(env.MAX_TWINS).toBe(100_000);
 		const admin = await bootstrap();
 		// As if the account had made all but three of its twins (terminated ones count too).
-		await env.DB.prepare("UPDATE accounts SET twins = ? WHERE uuid = ?").bind(env.MAX_TWINS - 3, admin.account).run();
-		const answers = await Promise.all(Array.from({ length: 5 }, () => call("POST", "/twins", { secret: admin.secret, body: {} })));
+		await env.DB.prepare("UPDATE accounts SET twins = ? WHERE uuid = ?")
+			.bind(env.MAX_TWINS - 3, admin.account)
+			.run();
+		const answers = await Promise.all(
+			Array.from({ length: 5 }, () => call("POST", "/twins", { secret: admin.secret, body: {} })),
+		);
 		expect(answers.filter((res) => res.status === 201)).toHaveLength(3);
 		for (const res of answers.filter((res) => res.status !== 201)) {
 			expectError(res, 409, 409109);
 			expect(res.body.description).toContain("MAX_TWINS");
 		}
-		const stored = await env.DB.prepare("SELECT (SELECT twins FROM accounts WHERE uuid = ?1) AS counted, (SELECT count(*) FROM twins WHERE owner = ?1) AS made")
+		const stored = await env.DB.prepare(
+			"SELECT (SELECT twins FROM accounts WHERE uuid = ?1) AS counted, (SELECT count(*) FROM twins WHERE owner = ?1) AS made",
+		)
 			.bind(admin.account)
 			.first();
 		expect(stored).toEqual({ counted: env.MAX_TWINS, made: 3 });
@@ -59,7 +65,9 @@ describe("per-account limits", () => {
 			"INSERT INTO users (uuid, account, name, role, description, created_ts, updated_ts) VALUES (?, ?, 'filler', ?, '{}', 0, 0)",
 		);
 		await fill(env.MAX_USERS - 2, insert, () => [crypto.randomUUID(), admin.account, admin.role]);
-		expect((await call("POST", "/users", { secret: admin.secret, body: { name: "last", role: admin.role } })).status).toBe(201);
+		expect(
+			(await call("POST", "/users", { secret: admin.secret, body: { name: "last", role: admin.role } })).status,
+		).toBe(201);
 		const res = await call("POST", "/users", { secret: admin.secret, body: { name: "more", role: admin.role } });
 		expectError(res, 409, 409104);
 		expect(res.body.description).toContain("MAX_USERS");
@@ -73,9 +81,25 @@ describe("per-account limits", () => {
 		);
 		const far = Date.now() / 1000 + 3600;
 		const statuses = ["pending", "confirmed"];
-		await fill(env.MAX_SUBSCRIPTIONS - 3, insert, (i) => [crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), statuses[i % 2], far, crypto.randomUUID()]);
+		await fill(env.MAX_SUBSCRIPTIONS - 3, insert, (i) => [
+			crypto.randomUUID(),
+			admin.account,
+			admin.user,
+			crypto.randomUUID(),
+			statuses[i % 2],
+			far,
+			crypto.randomUUID(),
+		]);
 		// Final or lapsed subscriptions do not count.
-		await fill(20, insert, (i) => [crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), i < 5 ? "pending" : ["failed", "unsubscribed", "expired"][i % 3], i < 5 ? 1 : far, crypto.randomUUID()]);
+		await fill(20, insert, (i) => [
+			crypto.randomUUID(),
+			admin.account,
+			admin.user,
+			crypto.randomUUID(),
+			i < 5 ? "pending" : ["failed", "unsubscribed", "expired"][i % 3],
+			i < 5 ? 1 : far,
+			crypto.randomUUID(),
+		]);
 
 		const subscribe = () =>
 			call("POST", "/notifications/webhooks", {
@@ -98,8 +122,22 @@ describe("per-account limits", () => {
 		);
 		const far = Date.now() / 1000 + 3600;
 		const failed = Array.from({ length: 6 }, () => crypto.randomUUID());
-		await env.DB.batch(failed.map((uuid) => insert.bind(uuid, admin.account, admin.user, crypto.randomUUID(), "failed", far, crypto.randomUUID())));
-		await env.DB.batch([insert.bind(crypto.randomUUID(), admin.account, admin.user, crypto.randomUUID(), "confirmed", far, crypto.randomUUID())]);
+		await env.DB.batch(
+			failed.map((uuid) =>
+				insert.bind(uuid, admin.account, admin.user, crypto.randomUUID(), "failed", far, crypto.randomUUID()),
+			),
+		);
+		await env.DB.batch([
+			insert.bind(
+				crypto.randomUUID(),
+				admin.account,
+				admin.user,
+				crypto.randomUUID(),
+				"confirmed",
+				far,
+				crypto.randomUUID(),
+			),
+		]);
 
 		const resend = (uuid: string) =>
 			call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, {
@@ -109,7 +147,9 @@ describe("per-account limits", () => {
 		const answers = await Promise.all(failed.map(resend));
 		expect(answers.filter((res) => res.status === 200)).toHaveLength(2);
 		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409105);
-		const { results } = await env.DB.prepare("SELECT status, count(*) AS n FROM subscriptions WHERE account = ? GROUP BY status ORDER BY status")
+		const { results } = await env.DB.prepare(
+			"SELECT status, count(*) AS n FROM subscriptions WHERE account = ? GROUP BY status ORDER BY status",
+		)
 			.bind(admin.account)
 			.all();
 		expect(results).toEqual([
@@ -129,8 +169,18 @@ describe("descriptions", () => {
 	it("of twins and users are at most 32 KiB as compact JSON", async () => {
 		const admin = await bootstrap();
 		expect(new TextEncoder().encode(JSON.stringify(sized(MAX_DESCRIPTION_BYTES))).length).toBe(MAX_DESCRIPTION_BYTES);
-		expect((await call("POST", "/twins", { secret: admin.secret, body: { description: sized(MAX_DESCRIPTION_BYTES) } })).status).toBe(201);
-		expect((await call("POST", "/users", { secret: admin.secret, body: { name: "big", role: admin.role, description: sized(MAX_DESCRIPTION_BYTES) } })).status).toBe(201);
+		expect(
+			(await call("POST", "/twins", { secret: admin.secret, body: { description: sized(MAX_DESCRIPTION_BYTES) } }))
+				.status,
+		).toBe(201);
+		expect(
+			(
+				await call("POST", "/users", {
+					secret: admin.secret,
+					body: { name: "big", role: admin.role, description: sized(MAX_DESCRIPTION_BYTES) },
+				})
+			).status,
+		).toBe(201);
 
 		const over = sized(MAX_DESCRIPTION_BYTES + 1);
 		for (const [method, path, body] of [

@@ -7,16 +7,26 @@ describe("activity on users", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		expect((await call("GET", `/users/${user}`, { secret: admin.secret })).body.activity).toBeNull();
-		const created = await call("POST", "/users", { secret: admin.secret, body: { name: "logged", role: admin.role, activity: {} } });
+		const created = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "logged", role: admin.role, activity: {} },
+		});
 		expect(created.status).toBe(201);
 		expect(created.body.activity).toEqual({});
 		expect((await call("GET", `/users/${created.body.uuid}`, { secret: admin.secret })).body.activity).toEqual({});
-		const cleared = await call("PATCH", `/users/${created.body.uuid}`, { secret: admin.secret, body: { activity: null } });
+		const cleared = await call("PATCH", `/users/${created.body.uuid}`, {
+			secret: admin.secret,
+			body: { activity: null },
+		});
 		expect(cleared.body.activity).toBeNull();
 		expect((await call("DELETE", `/users/${created.body.uuid}`, { secret: admin.secret })).body.activity).toBeNull();
 		for (const activity of [{ table: "x" }, "on", 1]) {
 			expectError(await call("PATCH", `/users/${user}`, { secret: admin.secret, body: { activity } }), 400, 400101);
-			expectError(await call("POST", "/users", { secret: admin.secret, body: { name: "x", role: admin.role, activity } }), 400, 400101);
+			expectError(
+				await call("POST", "/users", { secret: admin.secret, body: { name: "x", role: admin.role, activity } }),
+				400,
+				400101,
+			);
 		}
 	});
 });
@@ -32,7 +42,9 @@ describe("show_terminated on get_twin", () => {
 		const other = crypto.randomUUID();
 		const absent = await call("GET", `/twins/${other}?show_terminated=false`, { secret: admin.secret });
 		expectError(hidden, 404, 404102);
-		expect(fingerprint(hidden, (text) => text.replaceAll(twin, "ID"))).toEqual(fingerprint(absent, (text) => text.replaceAll(other, "ID")));
+		expect(fingerprint(hidden, (text) => text.replaceAll(twin, "ID"))).toEqual(
+			fingerprint(absent, (text) => text.replaceAll(other, "ID")),
+		);
 		const alive = (await call("POST", "/twins", { secret: admin.secret, body: {} })).body.uuid as string;
 		expect((await call("GET", `/twins/${alive}?show_terminated=false`, { secret: admin.secret })).status).toBe(200);
 		expectError(await call("GET", `/twins/${twin}?show_terminated=maybe`, { secret: admin.secret }), 400, 400101);

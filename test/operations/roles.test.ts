@@ -63,7 +63,11 @@ describe("create_user_role", () => {
 		["statement without effect", { name: "ok", statement: { actions: null } }, "statement.effect"],
 		["an unknown effect", { name: "ok", statement: { effect: "maybe", actions: null } }, "statement.effect"],
 		["actions not a list", { name: "ok", statement: { effect: "allow", actions: "get_user" } }, "statement.actions"],
-		["an unknown action", { name: "ok", statement: { effect: "allow", actions: ["get_user", "fly"] } }, "statement.actions.1"],
+		[
+			"an unknown action",
+			{ name: "ok", statement: { effect: "allow", actions: ["get_user", "fly"] } },
+			"statement.actions.1",
+		],
 		["an unknown statement field", { name: "ok", statement: { effect: "allow", actions: [], x: 1 } }, "statement.x"],
 		["an unknown field", { name: "ok", colour: "red" }, "colour"],
 	])("answers 400 for %s", async (_case, body, path) => {
@@ -123,20 +127,41 @@ describe("no escalation", () => {
 		const admin = await bootstrap();
 		const creator = await userWith(admin, { effect: "allow", actions: ["create_user_role", "who_am_i"] });
 		expectError(await createRole(creator.secret, { name: "All" }), 403, 403102);
-		expectError(await createRole(creator.secret, { name: "Some", statement: { effect: "allow", actions: ["get_users"] } }), 403, 403102);
-		const fine = await createRole(creator.secret, { name: "Some", statement: { effect: "allow", actions: ["who_am_i"] } });
+		expectError(
+			await createRole(creator.secret, { name: "Some", statement: { effect: "allow", actions: ["get_users"] } }),
+			403,
+			403102,
+		);
+		const fine = await createRole(creator.secret, {
+			name: "Some",
+			statement: { effect: "allow", actions: ["who_am_i"] },
+		});
 		expect(fine.status).toBe(201);
 	});
 
 	it("refuses to widen or touch a role beyond the caller's own", async () => {
 		const admin = await bootstrap();
-		const editor = await userWith(admin, { effect: "allow", actions: ["update_user_role", "delete_user_role", "who_am_i"] });
-		const narrow = (await createRole(admin.secret, { name: "Narrow", statement: { effect: "allow", actions: ["who_am_i"] } })).body;
-		const widen = await call("PATCH", `/roles/${narrow.uuid}`, { secret: editor.secret, body: { statement: { effect: "deny", actions: null } } });
+		const editor = await userWith(admin, {
+			effect: "allow",
+			actions: ["update_user_role", "delete_user_role", "who_am_i"],
+		});
+		const narrow = (
+			await createRole(admin.secret, { name: "Narrow", statement: { effect: "allow", actions: ["who_am_i"] } })
+		).body;
+		const widen = await call("PATCH", `/roles/${narrow.uuid}`, {
+			secret: editor.secret,
+			body: { statement: { effect: "deny", actions: null } },
+		});
 		expectError(widen, 403, 403102);
-		expectError(await call("PATCH", `/roles/${admin.role}`, { secret: editor.secret, body: { name: "Mine" } }), 403, 403102);
+		expectError(
+			await call("PATCH", `/roles/${admin.role}`, { secret: editor.secret, body: { name: "Mine" } }),
+			403,
+			403102,
+		);
 		expectError(await call("DELETE", `/roles/${admin.role}`, { secret: editor.secret }), 403, 403102);
-		expect((await call("PATCH", `/roles/${narrow.uuid}`, { secret: editor.secret, body: { name: "Renamed" } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/roles/${narrow.uuid}`, { secret: editor.secret, body: { name: "Renamed" } })).status,
+		).toBe(200);
 	});
 });
 
@@ -146,7 +171,11 @@ describe("the rest of the roles API", () => {
 		const role = (await createRole(admin.secret, { name: "Temp", rules: { twin: "true" } })).body;
 		const listed = await call("GET", "/roles", { secret: admin.secret });
 		expect(Object.keys(listed.body.roles).sort()).toEqual([admin.role, role.uuid].sort());
-		expect(listed.body.roles[role.uuid]).toEqual({ name: "Temp", created_ts: role.created_ts, updated_ts: role.updated_ts });
+		expect(listed.body.roles[role.uuid]).toEqual({
+			name: "Temp",
+			created_ts: role.created_ts,
+			updated_ts: role.updated_ts,
+		});
 
 		const updated = await call("PATCH", `/roles/${role.uuid}`, {
 			secret: admin.secret,
@@ -180,7 +209,10 @@ describe("the rest of the roles API", () => {
 	it("validates update bodies and answers 404 across accounts", async () => {
 		const admin = await bootstrap();
 		const other = await bootstrap();
-		const bad = await call("PATCH", `/roles/${admin.role}`, { secret: admin.secret, body: { name: "!", rules: { twin: "((" } } });
+		const bad = await call("PATCH", `/roles/${admin.role}`, {
+			secret: admin.secret,
+			body: { name: "!", rules: { twin: "((" } },
+		});
 		expectError(bad, 400, 400101);
 		expect(bad.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["name", "rules.twin"]);
 		for (const [method, body] of [["GET"], ["PATCH", { name: "Stolen" }], ["DELETE"]] as const) {

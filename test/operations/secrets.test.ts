@@ -69,7 +69,9 @@ describe("issuing a secret by PIN", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const pin = await requestPin(admin.secret, user);
-		await env.DB.prepare("UPDATE secret_pins SET expires_ts = ? WHERE user = ?").bind(Date.now() / 1000 - 1, user).run();
+		await env.DB.prepare("UPDATE secret_pins SET expires_ts = ? WHERE user = ?")
+			.bind(Date.now() / 1000 - 1, user)
+			.run();
 		expectError(await call("POST", `/secrets/${admin.account}/${pin}`), 404, 404103);
 	});
 
@@ -131,7 +133,10 @@ describe("update_user_secret", () => {
 		const later = Math.round(Date.now() / 1000) + 60;
 		const set = await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: later } });
 		expect(set.body).toMatchObject({ validity_ts: later, fingerprint: secret.slice(-4) });
-		const cleared = await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: null } });
+		const cleared = await call("PATCH", `/users/${user}/secrets`, {
+			secret: admin.secret,
+			body: { validity_ts: null },
+		});
 		expect(cleared.body.validity_ts).toBeNull();
 		expect((await call("GET", "/whoami", { secret })).status).toBe(200);
 	});

@@ -3,9 +3,14 @@ import { bootstrap, call, expectError, fingerprint, newTwin, userWithRules } fro
 
 const STRONG = /^"[^"]+"$/;
 const get = (secret: string, twin: string) => call("GET", `/twins/${twin}`, { secret });
-const update = (secret: string, twin: string, description: Record<string, unknown>, headers: Record<string, string> = {}) =>
-	call("PATCH", `/twins/${twin}`, { secret, body: { description }, headers });
-const terminate = (secret: string, twin: string, headers: Record<string, string> = {}) => call("DELETE", `/twins/${twin}`, { secret, headers });
+const update = (
+	secret: string,
+	twin: string,
+	description: Record<string, unknown>,
+	headers: Record<string, string> = {},
+) => call("PATCH", `/twins/${twin}`, { secret, body: { description }, headers });
+const terminate = (secret: string, twin: string, headers: Record<string, string> = {}) =>
+	call("DELETE", `/twins/${twin}`, { secret, headers });
 
 afterEach(() => {
 	vi.restoreAllMocks();
@@ -43,7 +48,11 @@ describe("ETags of twins", () => {
 		const twin = await newTwin(admin.secret, { a: 1 });
 		const tag = (await get(admin.secret, twin)).headers.get("etag");
 		expect(tag).toMatch(STRONG);
-		const same = await call("PATCH", `/twins/${twin}`, { secret: admin.secret, body: { description: { a: 1, b: null } }, headers: { "content-type": "application/merge-patch+json" } });
+		const same = await call("PATCH", `/twins/${twin}`, {
+			secret: admin.secret,
+			body: { description: { a: 1, b: null } },
+			headers: { "content-type": "application/merge-patch+json" },
+		});
 		expect(same.headers.get("etag")).toBe(tag);
 		expect((await update(admin.secret, twin, { a: 1 })).headers.get("etag")).toBe(tag);
 	});
@@ -55,7 +64,11 @@ describe("If-Match on update_twin and terminate_twin", () => {
 		const twin = await newTwin(admin.secret, { a: 0 });
 		let tag = (await get(admin.secret, twin)).headers.get("etag")!;
 		expect(tag).toMatch(STRONG);
-		for (const [a, header] of [[1, (t: string) => t], [2, () => "*"], [3, (t: string) => `W/"x", "y",, ${t}`]] as const) {
+		for (const [a, header] of [
+			[1, (t: string) => t],
+			[2, () => "*"],
+			[3, (t: string) => `W/"x", "y",, ${t}`],
+		] as const) {
 			const res = await update(admin.secret, twin, { a }, { "if-match": header(tag) });
 			expect(res.status, header(tag)).toBe(200);
 			tag = res.headers.get("etag")!;
@@ -71,7 +84,10 @@ describe("If-Match on update_twin and terminate_twin", () => {
 		const current = (await update(admin.secret, twin, { a: 1 })).headers.get("etag")!;
 		const foreign = (await get(admin.secret, other)).headers.get("etag")!;
 		for (const header of [stale, `W/${current}`, foreign, `${stale}, ${foreign}`]) {
-			for (const res of [await update(admin.secret, twin, { a: 9 }, { "if-match": header }), await terminate(admin.secret, twin, { "if-match": header })]) {
+			for (const res of [
+				await update(admin.secret, twin, { a: 9 }, { "if-match": header }),
+				await terminate(admin.secret, twin, { "if-match": header }),
+			]) {
 				expectError(res, 412, 412251);
 				expect(res.headers.get("etag")).toBe(current);
 			}
@@ -92,8 +108,11 @@ describe("If-Match on update_twin and terminate_twin", () => {
 	it("refuses a malformed If-Match with 400101 naming the header", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		for (const header of ["abc", '"a" "b"', "*, \"a\"", 'W/ "a"', ",", '"a\\"b"']) {
-			for (const res of [await update(admin.secret, twin, {}, { "if-match": header }), await terminate(admin.secret, twin, { "if-match": header })]) {
+		for (const header of ["abc", '"a" "b"', '*, "a"', 'W/ "a"', ",", '"a\\"b"']) {
+			for (const res of [
+				await update(admin.secret, twin, {}, { "if-match": header }),
+				await terminate(admin.secret, twin, { "if-match": header }),
+			]) {
 				expectError(res, 400, 400101);
 				expect(res.body.details[0].path).toBe("If-Match");
 			}
@@ -126,7 +145,12 @@ describe("If-Match on update_twin and terminate_twin", () => {
 		for (const secret of [stranger.secret, sameAccount.secret]) {
 			for (const header of [tag, "*", '"stale"', 'W/"weak"', "not a tag"]) {
 				const sends = [
-					(uuid: string) => call("PATCH", `/twins/${uuid}`, { secret, body: { description: { a: 1 } }, headers: { "if-match": header } }),
+					(uuid: string) =>
+						call("PATCH", `/twins/${uuid}`, {
+							secret,
+							body: { description: { a: 1 } },
+							headers: { "if-match": header },
+						}),
 					(uuid: string) => call("DELETE", `/twins/${uuid}`, { secret, headers: { "if-match": header } }),
 				];
 				for (const send of sends) {
@@ -137,7 +161,11 @@ describe("If-Match on update_twin and terminate_twin", () => {
 			}
 		}
 		// The owner, who may write it, is held to the same headers.
-		expectError(await call("DELETE", `/twins/${twin}`, { secret: owner.secret, headers: { "if-match": '"stale"' } }), 412, 412251);
+		expectError(
+			await call("DELETE", `/twins/${twin}`, { secret: owner.secret, headers: { "if-match": '"stale"' } }),
+			412,
+			412251,
+		);
 		expect((await get(owner.secret, twin)).headers.get("etag")).toBe(tag);
 	});
 });

@@ -9,7 +9,12 @@ async function createTwin(secret: string, description?: unknown) {
 
 async function userWithTwinRule(admin: { secret: string; account: string }, twin: string, userDescription = {}) {
 	const role = await call("POST", "/roles", { secret: admin.secret, body: { name: "Rule holder", rules: { twin } } });
-	const user = (await call("POST", "/users", { secret: admin.secret, body: { name: "r", role: role.body.uuid, description: userDescription } })).body.uuid;
+	const user = (
+		await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "r", role: role.body.uuid, description: userDescription },
+		})
+	).body.uuid;
 	return issueSecret(admin as never, user);
 }
 
@@ -94,7 +99,11 @@ describe("update_twin and terminate_twin", () => {
 			description: { a: 1 },
 		});
 		expectError(await call("DELETE", `/twins/${twin.uuid}`, { secret: admin.secret }), 400, 400103);
-		expectError(await call("PATCH", `/twins/${twin.uuid}`, { secret: admin.secret, body: { description: {} } }), 400, 400103);
+		expectError(
+			await call("PATCH", `/twins/${twin.uuid}`, { secret: admin.secret, body: { description: {} } }),
+			400,
+			400103,
+		);
 		expect((await call("GET", `/twins/${twin.uuid}`, { secret: admin.secret })).body.status).toBe("terminated");
 	});
 
@@ -112,7 +121,10 @@ describe("update_twin and terminate_twin", () => {
 	it("validates the update body", async () => {
 		const admin = await bootstrap();
 		const twin = await createTwin(admin.secret);
-		for (const [body, path] of [[{}, "description"], [{ description: { "9": 1 } }, "description.9"]] as const) {
+		for (const [body, path] of [
+			[{}, "description"],
+			[{ description: { "9": 1 } }, "description.9"],
+		] as const) {
 			const res = await call("PATCH", `/twins/${twin.uuid}`, { secret: admin.secret, body });
 			expectError(res, 400, 400101);
 			expect(res.body.details).toContainEqual({ path, message: expect.any(String) });
@@ -122,9 +134,10 @@ describe("update_twin and terminate_twin", () => {
 	it("terminates each twin exactly once under concurrent requests", async () => {
 		const admin = await bootstrap();
 		const twin = await createTwin(admin.secret);
-		const results = await Promise.all(Array.from({ length: 10 }, () => call("DELETE", `/twins/${twin.uuid}`, { secret: admin.secret })));
+		const results = await Promise.all(
+			Array.from({ length: 10 }, () => call("DELETE", `/twins/${twin.uuid}`, { secret: admin.secret })),
+		);
 		expect(results.filter((r) => r.status === 200)).toHaveLength(1);
 		expect(results.filter((r) => r.status === 400 && r.body.subcode === 400103)).toHaveLength(9);
 	});
 });
-

@@ -31,7 +31,11 @@ describe("create_user", () => {
 		["role not a uuid", { name: "n", role: "admin" }, "role"],
 		["description not an object", { name: "n", role: "ROLE", description: [1] }, "description"],
 		["description key with a capital", { name: "n", role: "ROLE", description: { Team: 1 } }, "description.Team"],
-		["description key too long", { name: "n", role: "ROLE", description: { ["k".repeat(65)]: 1 } }, `description.${"k".repeat(65)}`],
+		[
+			"description key too long",
+			{ name: "n", role: "ROLE", description: { ["k".repeat(65)]: 1 } },
+			`description.${"k".repeat(65)}`,
+		],
 		["description key starting with a digit", { name: "n", role: "ROLE", description: { "1a": 1 } }, "description.1a"],
 	])("answers 400 with details when %s", async (_case, body, path) => {
 		const admin = await bootstrap();
@@ -54,7 +58,11 @@ describe("create_user", () => {
 		const admin = await bootstrap();
 		const manager = await userWith(admin, { effect: "allow", actions: ["create_user", "get_users"] });
 		const narrower = await insertRole(admin.account, { effect: "allow", actions: ["get_users"] });
-		expectError(await call("POST", "/users", { secret: manager.secret, body: { name: "x", role: admin.role } }), 403, 403102);
+		expectError(
+			await call("POST", "/users", { secret: manager.secret, body: { name: "x", role: admin.role } }),
+			403,
+			403102,
+		);
 		const ok = await call("POST", "/users", { secret: manager.secret, body: { name: "x", role: narrower } });
 		expect(ok.status).toBe(201);
 	});
@@ -117,9 +125,15 @@ describe("update_user", () => {
 	it("refuses to assign an unknown role, or a role broader than the caller's", async () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
-		const unknown = await call("PATCH", `/users/${user}`, { secret: admin.secret, body: { role: crypto.randomUUID() } });
+		const unknown = await call("PATCH", `/users/${user}`, {
+			secret: admin.secret,
+			body: { role: crypto.randomUUID() },
+		});
 		expectError(unknown, 404, 404102);
-		const created = await call("POST", "/users", { secret: admin.secret, body: { name: "n", role: crypto.randomUUID() } });
+		const created = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "n", role: crypto.randomUUID() },
+		});
 		expectError(created, 404, 404102);
 
 		const narrow = await insertRole(admin.account, { effect: "allow", actions: ["update_user"] });
@@ -127,7 +141,11 @@ describe("update_user", () => {
 		const target = await createUser(admin, narrow);
 		const res = await call("PATCH", `/users/${target}`, { secret: manager.secret, body: { role: admin.role } });
 		expectError(res, 403, 403102);
-		expectError(await call("PATCH", `/users/${admin.user}`, { secret: manager.secret, body: { name: "x" } }), 403, 403102);
+		expectError(
+			await call("PATCH", `/users/${admin.user}`, { secret: manager.secret, body: { name: "x" } }),
+			403,
+			403102,
+		);
 	});
 });
 

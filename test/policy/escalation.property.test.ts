@@ -10,8 +10,19 @@ import { bootstrap, call, member, role, type Statement } from "../fixtures";
 
 const R = "TWIN.company == USER.company";
 const ALLOWED = [
-	"who_am_i", "get_twin", "scan_twins", "get_user", "get_user_role", "create_user_role", "update_user_role",
-	"create_user", "update_user", "delete_user", "create_user_secret_pin", "get_user_secret", "update_user_secret",
+	"who_am_i",
+	"get_twin",
+	"scan_twins",
+	"get_user",
+	"get_user_role",
+	"create_user_role",
+	"update_user_role",
+	"create_user",
+	"update_user",
+	"delete_user",
+	"create_user_secret_pin",
+	"get_user_secret",
+	"update_user_secret",
 	"delete_user_secret",
 ];
 const confinedStatement: Statement = { effect: "allow", actions: ALLOWED };
@@ -23,7 +34,13 @@ const STATEMENTS: Statement[] = [
 	{ effect: "deny", actions: null },
 ];
 const RULES = [
-	R, null, "true", `(${R}) and true`, `(${R}) and (true) or true`, "owner == account", "TWIN.company == 'b'",
+	R,
+	null,
+	"true",
+	`(${R}) and true`,
+	`(${R}) and (true) or true`,
+	"owner == account",
+	"TWIN.company == 'b'",
 	`(${R}) and TWIN.dept == USER.dept`,
 ];
 const DESCRIPTIONS = [{ company: "a" }, { company: "b" }, {}, { company: "a", dept: "x" }];
@@ -34,22 +51,39 @@ const command = fc.oneof(
 	fc.record({ op: fc.constant("create_role" as const), statement: pick, rule: pick }),
 	fc.record({ op: fc.constant("update_role" as const), role: pick, statement: fc.option(pick), rule: fc.option(pick) }),
 	fc.record({ op: fc.constant("create_user" as const), role: pick, description: pick }),
-	fc.record({ op: fc.constant("update_user" as const), user: pick, role: fc.option(pick), description: fc.option(pick) }),
+	fc.record({
+		op: fc.constant("update_user" as const),
+		user: pick,
+		role: fc.option(pick),
+		description: fc.option(pick),
+	}),
 	fc.record({ op: fc.constant("take_secret" as const), user: pick }),
 	fc.record({ op: fc.constant("drop_secret" as const), user: pick, delete: fc.boolean() }),
 );
 type Command = typeof command extends fc.Arbitrary<infer C> ? C : never;
 
-const at = <T,>(list: T[], index: number) => list[list.length - 1 - (index % list.length)];
+const at = <T>(list: T[], index: number) => list[list.length - 1 - (index % list.length)];
 
 async function world() {
 	const admin = await bootstrap();
 	const confinedRole = await role(admin, confinedStatement, { twin: R }, "Confined");
 	const confined = await member(admin, confinedRole, { company: "a" });
 	const freeRole = await role(admin, { effect: "deny", actions: null }, {}, "Free");
-	const users = [confined.user, (await member(admin, confinedRole, { company: "b" })).user, (await member(admin, freeRole)).user];
-	const hidden = (await call("POST", "/twins", { secret: admin.secret, body: { description: { company: "b" } } })).body.uuid;
-	return { admin, confined, roles: [confinedRole, freeRole, admin.role], users, hidden, held: new Map([[confined.user, confined.secret]]) };
+	const users = [
+		confined.user,
+		(await member(admin, confinedRole, { company: "b" })).user,
+		(await member(admin, freeRole)).user,
+	];
+	const hidden = (await call("POST", "/twins", { secret: admin.secret, body: { description: { company: "b" } } })).body
+		.uuid;
+	return {
+		admin,
+		confined,
+		roles: [confinedRole, freeRole, admin.role],
+		users,
+		hidden,
+		held: new Map([[confined.user, confined.secret]]),
+	};
 }
 
 async function run(w: Awaited<ReturnType<typeof world>>, c: Command) {

@@ -10,7 +10,12 @@ async function confinedWith(twinRule: string) {
 	const confined = await member(admin, await role(admin, everything, { twin: twinRule }), { company: "a" });
 	const twin = async (description: Record<string, unknown>) =>
 		(await call("POST", "/twins", { secret: admin.secret, body: { description } })).body.uuid as string;
-	return { admin, confined, hidden: await twin({ company: "b", code: "secret" }), shown: await twin({ company: "a", code: "shown" }) };
+	return {
+		admin,
+		confined,
+		hidden: await twin({ company: "b", code: "secret" }),
+		shown: await twin({ company: "a", code: "shown" }),
+	};
 }
 
 const scan = async (secret: string, query: Record<string, string>) =>

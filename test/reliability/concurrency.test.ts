@@ -5,16 +5,24 @@ import { bootstrap, call, createUser, issueSecret, seedTwins } from "../fixtures
 describe("concurrent requests in one account", () => {
 	it("role writes, role assignments and deletions never leave a user with a missing role", async () => {
 		const admin = await bootstrap();
-		const roles = await Promise.all(Array.from({ length: 6 }, (_, i) => call("POST", "/roles", { secret: admin.secret, body: { name: `R${i}` } })));
+		const roles = await Promise.all(
+			Array.from({ length: 6 }, (_, i) => call("POST", "/roles", { secret: admin.secret, body: { name: `R${i}` } })),
+		);
 		const users = await Promise.all(Array.from({ length: 6 }, () => createUser(admin)));
 		await Promise.all([
-			...users.map((user, i) => call("PATCH", `/users/${user}`, { secret: admin.secret, body: { role: roles[i].body.uuid } })),
+			...users.map((user, i) =>
+				call("PATCH", `/users/${user}`, { secret: admin.secret, body: { role: roles[i].body.uuid } }),
+			),
 			...roles.map((role) => call("DELETE", `/roles/${role.body.uuid}`, { secret: admin.secret })),
-			...roles.map((role, i) => call("PATCH", `/roles/${role.body.uuid}`, { secret: admin.secret, body: { name: `Renamed ${i}` } })),
+			...roles.map((role, i) =>
+				call("PATCH", `/roles/${role.body.uuid}`, { secret: admin.secret, body: { name: `Renamed ${i}` } }),
+			),
 		]);
 		const orphans = await env.DB.prepare(
 			"SELECT count(*) AS n FROM users WHERE account = ? AND role NOT IN (SELECT uuid FROM roles)",
-		).bind(admin.account).first<{ n: number }>();
+		)
+			.bind(admin.account)
+			.first<{ n: number }>();
 		expect(orphans?.n).toBe(0);
 	});
 
@@ -22,7 +30,9 @@ describe("concurrent requests in one account", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		const results = await Promise.all(Array.from({ length: 10 }, () => call("DELETE", `/users/${user}/secrets`, { secret: admin.secret })));
+		const results = await Promise.all(
+			Array.from({ length: 10 }, () => call("DELETE", `/users/${user}/secrets`, { secret: admin.secret })),
+		);
 		expect(results.filter((r) => r.status === 200)).toHaveLength(1);
 		expect(results.filter((r) => r.status === 404)).toHaveLength(9);
 		expect((await call("GET", "/whoami", { secret })).status).toBe(401);
@@ -30,13 +40,18 @@ describe("concurrent requests in one account", () => {
 
 	it("scans running while twins are terminated and described see whole records", async () => {
 		const admin = await bootstrap();
-		const uuids = await seedTwins(admin.account, Array.from({ length: 60 }, (_, i) => ({ i })));
+		const uuids = await seedTwins(
+			admin.account,
+			Array.from({ length: 60 }, (_, i) => ({ i })),
+		);
 		const writes = uuids.flatMap((uuid, i) =>
 			i % 2
 				? [call("DELETE", `/twins/${uuid}`, { secret: admin.secret })]
 				: [call("PATCH", `/twins/${uuid}`, { secret: admin.secret, body: { description: { i, changed: true } } })],
 		);
-		const scans = Array.from({ length: 6 }, () => call("GET", "/twins?count=1000&details=true", { secret: admin.secret }));
+		const scans = Array.from({ length: 6 }, () =>
+			call("GET", "/twins?count=1000&details=true", { secret: admin.secret }),
+		);
 		const [written, scanned] = await Promise.all([Promise.all(writes), Promise.all(scans)]);
 		expect(written.every((r) => r.status === 200)).toBe(true);
 		for (const scan of scanned) {

@@ -1,6 +1,21 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, consume, createUser, expectError, failingBatches, inImplementation, issueSecret, loggedErrors, received, receiver, sessionsToo, storedSubscription, subscribeRecording } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	consume,
+	createUser,
+	expectError,
+	failingBatches,
+	inImplementation,
+	issueSecret,
+	loggedErrors,
+	received,
+	receiver,
+	sessionsToo,
+	storedSubscription,
+	subscribeRecording,
+} from "../fixtures";
 import type { ConfirmationJob } from "../../src/notifications/jobs";
 import type { AccountDO, DeliveryDO } from "../../src/objects";
 
@@ -33,7 +48,11 @@ function failingFor(db: D1Database, poisoned: string): D1Database {
 
 // Runs `work` while a Durable Object (the account's, where user deletion happens, or a webhook
 // message's delivery object) writes through `db`.
-async function withObjectDb<T>(stub: DurableObjectStub<AccountDO> | DurableObjectStub<DeliveryDO>, db: D1Database, work: () => Promise<T>): Promise<T> {
+async function withObjectDb<T>(
+	stub: DurableObjectStub<AccountDO> | DurableObjectStub<DeliveryDO>,
+	db: D1Database,
+	work: () => Promise<T>,
+): Promise<T> {
 	type Swappable = { env: Env };
 	const original = await inImplementation<unknown, D1Database>(stub, (instance) => {
 		const o = (instance as unknown as Swappable).env;
@@ -50,7 +69,8 @@ async function withObjectDb<T>(stub: DurableObjectStub<AccountDO> | DurableObjec
 	}
 }
 
-const count = async (table: string) => (await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n;
+const count = async (table: string) =>
+	(await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n;
 
 describe("D1 failing in the middle of a multi-statement write", () => {
 	it("leaves no half-made account", async () => {
@@ -70,7 +90,9 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () => call("DELETE", `/users/${user}`, { secret: admin.secret }));
+		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () =>
+			call("DELETE", `/users/${user}`, { secret: admin.secret }),
+		);
 		expectError(res, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
 		expect((await call("GET", "/whoami", { secret })).body.user).toBe(user);
@@ -83,7 +105,11 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const user = await createUser(admin);
 		const old = await issueSecret(admin, user);
 		const { pin } = (await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: {} })).body;
-		expectError(await call("POST", `/secrets/${admin.account}/${pin}`, { env: { DB: failingBatches(env.DB) } }), 500, 500101);
+		expectError(
+			await call("POST", `/secrets/${admin.account}/${pin}`, { env: { DB: failingBatches(env.DB) } }),
+			500,
+			500101,
+		);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
 		expect((await call("GET", "/whoami", { secret: old })).status).toBe(200);
 		const redeemed = await call("POST", `/secrets/${admin.account}/${pin}`);
@@ -98,10 +124,14 @@ describe("a queue consumer failing mid-batch", () => {
 		const admin = await bootstrap();
 		const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
 		const jobs: ConfirmationJob[] = [];
-		for (const id of ids) jobs.push((await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` })).job);
+		for (const id of ids)
+			jobs.push((await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` })).job);
 
 		const { createMessageBatch, createExecutionContext, getQueueResult } = await import("cloudflare:test");
-		const batch = createMessageBatch("twin-webhooks", jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })));
+		const batch = createMessageBatch(
+			"twin-webhooks",
+			jobs.map((body, i) => ({ id: `msg-${i}`, timestamp: new Date(), attempts: 1, body })),
+		);
 		const ctx = createExecutionContext();
 		const worker = (await import("../../src/index")).default;
 		// Each attempt runs in its message's delivery object: D1 fails there for the second one.
@@ -119,7 +149,8 @@ describe("a queue consumer failing mid-batch", () => {
 		expect((await consume(jobs[1], 2)).explicitAcks).toHaveLength(1);
 		expect((await consume(jobs[0], 2)).explicitAcks).toHaveLength(1);
 		expect((await Promise.all(ids.map(received))).map((log) => log.length)).toEqual([1, 1, 1]);
-		for (const job of jobs) expect(await storedSubscription(job.subscription)).toMatchObject({ delivered_ts: expect.any(Number) });
+		for (const job of jobs)
+			expect(await storedSubscription(job.subscription)).toMatchObject({ delivered_ts: expect.any(Number) });
 	});
 });
 
@@ -127,12 +158,24 @@ describe("a Durable Object call failing", () => {
 	it("answers a 5xx envelope with a trace, and the next request works", async () => {
 		const logged = loggedErrors();
 		const admin = await bootstrap();
-		const broken = { getByName: () => ({ createRole: () => Promise.reject(new Error("Durable Object reset because its code was updated")) }) };
-		const res = await call("POST", "/roles", { secret: admin.secret, body: { name: "Doomed" }, env: { ACCOUNTS: broken } });
+		const broken = {
+			getByName: () => ({
+				createRole: () => Promise.reject(new Error("Durable Object reset because its code was updated")),
+			}),
+		};
+		const res = await call("POST", "/roles", {
+			secret: admin.secret,
+			body: { name: "Doomed" },
+			env: { ACCOUNTS: broken },
+		});
 		expectError(res, 500, 500101);
 		expect(res.body.description).toBe("Internal error");
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining(`"trace":"${res.body.trace}"`));
 		expect((await call("POST", "/roles", { secret: admin.secret, body: { name: "Fine" } })).status).toBe(201);
-		expect(Object.values((await call("GET", "/roles", { secret: admin.secret })).body.roles).map((r) => (r as { name: string }).name).sort()).toEqual(["Administrator", "Fine"]);
+		expect(
+			Object.values((await call("GET", "/roles", { secret: admin.secret })).body.roles)
+				.map((r) => (r as { name: string }).name)
+				.sort(),
+		).toEqual(["Administrator", "Fine"]);
 	});
 });

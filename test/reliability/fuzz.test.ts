@@ -2,7 +2,17 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes as table } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
-import { type Account, BASE, bootstrap, call, createUser, randomAddress, receiver, seedTwins, subscribeRecording } from "../fixtures";
+import {
+	type Account,
+	BASE,
+	bootstrap,
+	call,
+	createUser,
+	randomAddress,
+	receiver,
+	seedTwins,
+	subscribeRecording,
+} from "../fixtures";
 import { exports } from "cloudflare:workers";
 
 const routes = await loadRoutes(table);
@@ -12,19 +22,88 @@ const routes = await loadRoutes(table);
 
 const nasty = fc.oneof(
 	fc.string({ unit: "binary", maxLength: 40 }),
-	fc.constantFrom("", " ", "%", "%E0%A4%A", "../../etc", "null", "0", "-1", "1e309", "NaN", "true", "[]", "{}", "\u0000", "💥".repeat(50), "A".repeat(5000), "'; DROP TABLE users; --", "TWIN.a == ", "((((((((", "__proto__", "constructor"),
+	fc.constantFrom(
+		"",
+		" ",
+		"%",
+		"%E0%A4%A",
+		"../../etc",
+		"null",
+		"0",
+		"-1",
+		"1e309",
+		"NaN",
+		"true",
+		"[]",
+		"{}",
+		"\u0000",
+		"💥".repeat(50),
+		"A".repeat(5000),
+		"'; DROP TABLE users; --",
+		"TWIN.a == ",
+		"((((((((",
+		"__proto__",
+		"constructor",
+	),
 );
 const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), nasty);
 const json = fc.letrec((tie) => ({
-	value: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(fc.oneof(nasty, fc.constantFrom("name", "role", "description", "rules", "statement", "effect", "actions", "twin", "callback_url", "topic", "client_secret", "expires", "validity_ts", "identities", "visibility", "RFID#1", "__proto__", "entries", "value", "history", "publish", "conditions", "transaction", "ref", "topics", "account")), tie("value"), { maxKeys: 5 })),
+	value: fc.oneof(
+		{ depthSize: "small" },
+		scalar,
+		fc.array(tie("value"), { maxLength: 4 }),
+		fc.dictionary(
+			fc.oneof(
+				nasty,
+				fc.constantFrom(
+					"name",
+					"role",
+					"description",
+					"rules",
+					"statement",
+					"effect",
+					"actions",
+					"twin",
+					"callback_url",
+					"topic",
+					"client_secret",
+					"expires",
+					"validity_ts",
+					"identities",
+					"visibility",
+					"RFID#1",
+					"__proto__",
+					"entries",
+					"value",
+					"history",
+					"publish",
+					"conditions",
+					"transaction",
+					"ref",
+					"topics",
+					"account",
+				),
+			),
+			tie("value"),
+			{ maxKeys: 5 },
+		),
+	),
 })).value;
 const deep = fc.integer({ min: 1, max: 20_000 }).map((n) => `{"description":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`);
-const body = fc.oneof(json.map((v) => JSON.stringify(v)), deep, nasty, fc.constant("{\"name\": \"x\", \"role\":"));
+const body = fc.oneof(
+	json.map((v) => JSON.stringify(v)),
+	deep,
+	nasty,
+	fc.constant('{"name": "x", "role":'),
+);
 
 type Fixture = { admin: Account; ids: Record<string, string> };
 
 function pathFor(template: string, ids: Record<string, string>, pick: (name: string) => string) {
-	return template.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(pick(name)).replace(/%25/g, "%").slice(0, 300) || ids[name]);
+	return template.replace(
+		/:(\w+)/g,
+		(_, name: string) => encodeURIComponent(pick(name)).replace(/%25/g, "%").slice(0, 300) || ids[name],
+	);
 }
 
 // Each request from its own address, so that the rate limits do not turn the routes without a
@@ -51,15 +130,31 @@ describe("fuzzing every route", () => {
 		const admin = await bootstrap();
 		const [twin] = await seedTwins(admin.account, [{ a: 1 }]);
 		const identity = "RFID#be744bdc";
-		await call("POST", `/twins/${twin}/identities`, { secret: admin.secret, body: { identities: { [identity]: { visibility: "true" } } } });
+		await call("POST", `/twins/${twin}/identities`, {
+			secret: admin.secret,
+			body: { identities: { [identity]: { visibility: "true" } } },
+		});
 		// The receiver refuses with 404: a confirmation the fuzzer resends through the real queue
 		// fails at its first attempt, and nothing of it is left running after the test.
-		const { res: subscribed } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/fuzz-${crypto.randomUUID()}/404` });
+		const { res: subscribed } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/fuzz-${crypto.randomUUID()}/404`,
+		});
 		const subscription = subscribed.body.subscription.uuid;
-		const ids = { user: await createUser(admin), role: admin.role, twin, account: admin.account, ledger: "personal", pin: "ABCDEFGHJK", identity, subscription };
+		const ids = {
+			user: await createUser(admin),
+			role: admin.role,
+			twin,
+			account: admin.account,
+			ledger: "personal",
+			pin: "ABCDEFGHJK",
+			identity,
+			subscription,
+		};
 		const fixture: Fixture = { admin, ids };
 		const entries = { a: { value: 1, history: "INF", visibility: "true" }, b: { value: { x: [1] } } };
-		expect((await call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries } })).status).toBe(201);
+		expect(
+			(await call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries } })).status,
+		).toBe(201);
 		let requests = 0;
 		await fc.assert(
 			fc.asyncProperty(
@@ -67,7 +162,30 @@ describe("fuzzing every route", () => {
 				fc.record({
 					realIds: fc.boolean(),
 					param: nasty,
-					query: fc.dictionary(fc.oneof(nasty, fc.constantFrom("count", "cursor", "match", "details", "token", "context", "show_foreign", "show_expired", "entries", "ge", "le", "limit", "show_public", "topic", "status")), nasty, { maxKeys: 4 }),
+					query: fc.dictionary(
+						fc.oneof(
+							nasty,
+							fc.constantFrom(
+								"count",
+								"cursor",
+								"match",
+								"details",
+								"token",
+								"context",
+								"show_foreign",
+								"show_expired",
+								"entries",
+								"ge",
+								"le",
+								"limit",
+								"show_public",
+								"topic",
+								"status",
+							),
+						),
+						nasty,
+						{ maxKeys: 4 },
+					),
 					body: fc.option(body, { nil: undefined }),
 					auth: fc.oneof(
 						fc.constant(fixture.admin.secret),
@@ -75,7 +193,14 @@ describe("fuzzing every route", () => {
 						fc.string({ unit: "grapheme-ascii", maxLength: 80 }),
 						fc.constant("x".repeat(16_000)),
 					),
-					contentType: fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", "application/merge-patch+json", "application/json-patch+json", ""),
+					contentType: fc.constantFrom(
+						"application/json",
+						"text/plain",
+						"application/x-www-form-urlencoded",
+						"application/merge-patch+json",
+						"application/json-patch+json",
+						"",
+					),
 				}),
 				async (route, r) => {
 					const path = pathFor(route.path, fixture.ids, (name) => (r.realIds ? fixture.ids[name] : r.param));
@@ -84,7 +209,12 @@ describe("fuzzing every route", () => {
 					if (r.contentType) headers["content-type"] = r.contentType;
 					const hasBody = route.method !== "GET" && r.body !== undefined;
 					requests++;
-					expectSafe(await send(route.method, `${path}${query ? `?${query}` : ""}`, { body: hasBody ? r.body : undefined, headers }));
+					expectSafe(
+						await send(route.method, `${path}${query ? `?${query}` : ""}`, {
+							body: hasBody ? r.body : undefined,
+							headers,
+						}),
+					);
 				},
 			),
 			{ numRuns: 4000 },

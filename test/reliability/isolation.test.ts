@@ -1,7 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
 import { IdentityProvider } from "../federation/identity-provider";
-import { type Account, bootstrap, call, createUser, fingerprint, issueSecret, member, pathOf, role, type Statement, subscribeRecording } from "../fixtures";
+import {
+	type Account,
+	bootstrap,
+	call,
+	createUser,
+	fingerprint,
+	issueSecret,
+	member,
+	pathOf,
+	role,
+	type Statement,
+	subscribeRecording,
+} from "../fixtures";
 
 // For every operation: the second account's credentials (or paths) with the first account's
 // ids, tokens and cursors. The answer is a refusal, and none of the first account's data.
@@ -33,7 +45,14 @@ type World = {
 	secondJwks: { keys: unknown[] };
 };
 
-type Attempt = { method: string; path: string; body?: unknown; secret?: string; headers?: Record<string, string>; expect: number[] };
+type Attempt = {
+	method: string;
+	path: string;
+	body?: unknown;
+	secret?: string;
+	headers?: Record<string, string>;
+	expect: number[];
+};
 
 // An Indexes table over the first account's entries (the first account defines it as first_index).
 const INDEX = {
@@ -45,90 +64,242 @@ const INDEX = {
 const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
 	get_account: (w) => [{ method: "GET", path: "/account", secret: w.second.secret, expect: [200] }],
-	update_account: (w) => [{ method: "PATCH", path: "/account", body: { resource_access_log: null }, secret: w.second.secret, expect: [200] }],
+	update_account: (w) => [
+		{ method: "PATCH", path: "/account", body: { resource_access_log: null }, secret: w.second.secret, expect: [200] },
+	],
 	trace: (w) => [{ method: "POST", path: "/trace", secret: w.second.secret, expect: [201] }],
 	create_user_token: (w) => [{ method: "POST", path: "/token", body: {}, secret: w.second.secret, expect: [201] }],
-	refresh_user_token: (w) => [{ method: "POST", path: "/token/refresh", body: {}, secret: w.secondToken, expect: [403] }],
-	create_user: (w) => [{ method: "POST", path: "/users", body: { name: "x", role: w.first.role }, secret: w.second.secret, expect: [404] }],
+	refresh_user_token: (w) => [
+		{ method: "POST", path: "/token/refresh", body: {}, secret: w.secondToken, expect: [403] },
+	],
+	create_user: (w) => [
+		{ method: "POST", path: "/users", body: { name: "x", role: w.first.role }, secret: w.second.secret, expect: [404] },
+	],
 	get_users: (w) => [{ method: "GET", path: "/users", secret: w.second.secret, expect: [200] }],
 	get_user: (w) => [{ method: "GET", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
 	update_user: (w) => [
-		{ method: "PATCH", path: `/users/${w.firstUser}`, body: { name: "stolen" }, secret: w.second.secret, expect: [404] },
-		{ method: "PATCH", path: `/users/${w.second.user}`, body: { role: w.first.role }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/users/${w.firstUser}`,
+			body: { name: "stolen" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "PATCH",
+			path: `/users/${w.second.user}`,
+			body: { role: w.first.role },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	delete_user: (w) => [{ method: "DELETE", path: `/users/${w.firstUser}`, secret: w.second.secret, expect: [404] }],
-	create_user_secret_pin: (w) => [{ method: "POST", path: `/users/${w.firstUser}/secrets`, body: {}, secret: w.second.secret, expect: [404] }],
+	create_user_secret_pin: (w) => [
+		{ method: "POST", path: `/users/${w.firstUser}/secrets`, body: {}, secret: w.second.secret, expect: [404] },
+	],
 	create_user_secret: (w) => [{ method: "POST", path: `/secrets/${w.second.account}/${w.firstPin}`, expect: [404] }],
 	get_user_secret: (w) => [
 		{ method: "GET", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] },
 		{ method: "GET", path: `/users/${w.first.user}/secrets`, secret: w.second.secret, expect: [404] },
 	],
 	update_user_secret: (w) => [
-		{ method: "PATCH", path: `/users/${w.firstUser}/secrets`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/users/${w.firstUser}/secrets`,
+			body: { validity_ts: 1 },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	delete_user_secret: (w) => [{ method: "DELETE", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] }],
-	create_user_role: (w) => [{ method: "POST", path: "/roles", body: { name: "Mine" }, secret: w.second.secret, expect: [201] }],
+	delete_user_secret: (w) => [
+		{ method: "DELETE", path: `/users/${w.firstUser}/secrets`, secret: w.second.secret, expect: [404] },
+	],
+	create_user_role: (w) => [
+		{ method: "POST", path: "/roles", body: { name: "Mine" }, secret: w.second.secret, expect: [201] },
+	],
 	get_user_roles: (w) => [{ method: "GET", path: "/roles", secret: w.second.secret, expect: [200] }],
 	get_user_role: (w) => [{ method: "GET", path: `/roles/${w.first.role}`, secret: w.second.secret, expect: [404] }],
-	update_user_role: (w) => [{ method: "PATCH", path: `/roles/${w.first.role}`, body: { name: "Stolen" }, secret: w.second.secret, expect: [404] }],
-	delete_user_role: (w) => [{ method: "DELETE", path: `/roles/${w.first.role}`, secret: w.second.secret, expect: [404] }],
+	update_user_role: (w) => [
+		{
+			method: "PATCH",
+			path: `/roles/${w.first.role}`,
+			body: { name: "Stolen" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	delete_user_role: (w) => [
+		{ method: "DELETE", path: `/roles/${w.first.role}`, secret: w.second.secret, expect: [404] },
+	],
 	create_twin: (w) => [{ method: "POST", path: "/twins", body: {}, secret: w.second.secret, expect: [201] }],
 	scan_twins: (w) => [
 		{ method: "GET", path: "/twins?details=true", secret: w.second.secret, expect: [200] },
 		{ method: "GET", path: `/twins?count=1&cursor=${w.firstCursor}`, secret: w.second.secret, expect: [400] },
-		{ method: "GET", path: `/twins?details=true&match=${encodeURIComponent(`owner == '${w.first.account}'`)}`, secret: w.second.secret, expect: [200] },
+		{
+			method: "GET",
+			path: `/twins?details=true&match=${encodeURIComponent(`owner == '${w.first.account}'`)}`,
+			secret: w.second.secret,
+			expect: [200],
+		},
 	],
 	get_twin: (w) => [
 		{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] },
 		{ method: "GET", path: `/twins/${w.firstTwin}`, secret: w.secondToken, expect: [404] },
 	],
-	update_twin: (w) => [{ method: "PATCH", path: `/twins/${w.firstTwin}`, body: { description: {} }, secret: w.second.secret, expect: [404] }],
+	update_twin: (w) => [
+		{
+			method: "PATCH",
+			path: `/twins/${w.firstTwin}`,
+			body: { description: {} },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	terminate_twin: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}`, secret: w.second.secret, expect: [404] }],
 	create_twin_identity: (w) => [
-		{ method: "POST", path: `/twins/${w.firstTwin}/identities`, body: { identities: { "X#1": {} } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "POST",
+			path: `/twins/${w.firstTwin}/identities`,
+			body: { identities: { "X#1": {} } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	get_twin_identities: (w) => [
-		{ method: "GET", path: `/twins/${w.firstTwin}/identities?show_foreign=true`, secret: w.second.secret, expect: [404] },
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/identities?show_foreign=true`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	get_twin_identity: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] }],
+	get_twin_identity: (w) => [
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	update_twin_identity: (w) => [
-		{ method: "PATCH", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, body: { validity_ts: 1 }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`,
+			body: { validity_ts: 1 },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	delete_twin_identity: (w) => [
-		{ method: "DELETE", path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`, secret: w.second.secret, expect: [404] },
+		{
+			method: "DELETE",
+			path: `/twins/${w.firstTwin}/identities/${w.firstIdentity}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	// The first account's identity is public, but the second's role has no identity rule.
 	resolve_twin_identity: (w) => [
-		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=system&details=true`, secret: w.second.secret, expect: [200] },
-		{ method: "GET", path: `/resolve/${w.firstIdentity}?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+		{
+			method: "GET",
+			path: `/resolve/${w.firstIdentity}?context=system&details=true`,
+			secret: w.second.secret,
+			expect: [200],
+		},
+		{
+			method: "GET",
+			path: `/resolve/${w.firstIdentity}?context=${w.first.account}`,
+			secret: w.second.secret,
+			expect: [200],
+		},
 	],
 	add_twin_ledger_entry: (w) => [
-		{ method: "POST", path: `/twins/${w.firstTwin}/ledgers/personal`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [404] },
-		{ method: "POST", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, body: { entries: { x: { value: 1 } } }, secret: w.second.secret, expect: [403] },
+		{
+			method: "POST",
+			path: `/twins/${w.firstTwin}/ledgers/personal`,
+			body: { entries: { x: { value: 1 } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "POST",
+			path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`,
+			body: { entries: { x: { value: 1 } } },
+			secret: w.second.secret,
+			expect: [403],
+		},
 	],
 	get_twin_ledger_entry: (w) => [
 		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [404] },
-		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/owner?entries=first_entry`, secret: w.second.secret, expect: [404] },
-		{ method: "GET", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [200] },
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/ledgers/owner?entries=first_entry`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "GET",
+			path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`,
+			secret: w.second.secret,
+			expect: [200],
+		},
 	],
 	update_twin_ledger_entry: (w) => [
-		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/twins/${w.firstTwin}/ledgers/${w.first.account}`,
+			body: { entries: { first_entry: { value: 2 } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	delete_twin_ledger_entry: (w) => [
-		{ method: "DELETE", path: `/twins/${w.firstTwin}/ledgers/personal?entries=first_entry`, secret: w.second.secret, expect: [404] },
-		{ method: "DELETE", path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`, secret: w.second.secret, expect: [403] },
+		{
+			method: "DELETE",
+			path: `/twins/${w.firstTwin}/ledgers/personal?entries=first_entry`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "DELETE",
+			path: `/twins/${w.secondTwin}/ledgers/${w.first.account}`,
+			secret: w.second.secret,
+			expect: [403],
+		},
 	],
 	get_twin_ledger_entry_value: (w) => [
-		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/${w.first.account}/value`, secret: w.second.secret, expect: [404] },
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/ledgers/${w.first.account}/value`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	update_twin_ledger_entry_value: (w) => [
-		{ method: "PATCH", path: `/twins/${w.firstTwin}/ledgers/personal/value`, body: { entries: { first_entry: { value: 2 } } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/twins/${w.firstTwin}/ledgers/personal/value`,
+			body: { entries: { first_entry: { value: 2 } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	get_twin_ledger_entry_history: (w) => [
-		{ method: "GET", path: `/twins/${w.firstTwin}/ledgers/creator/history?entries=first_entry`, secret: w.second.secret, expect: [404] },
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/ledgers/creator/history?entries=first_entry`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	webhook_subscribe: (w) => [
-		{ method: "POST", path: "/notifications/webhooks", body: { topic: "abc", callback_url: "https://example.com/" }, secret: w.second.secret, expect: [201] },
+		{
+			method: "POST",
+			path: "/notifications/webhooks",
+			body: { topic: "abc", callback_url: "https://example.com/" },
+			secret: w.second.secret,
+			expect: [201],
+		},
 		// The first account granted the second "granted-topic" only.
 		{
 			method: "POST",
@@ -141,75 +312,217 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	// Grants are the caller's account's own: the second revoking what it grants the first leaves
 	// the first's grant to the second as it was, and the second's list shows only its own.
 	update_notifications_account_access: (w) => [
-		{ method: "PATCH", path: `/notifications/webhooks/access/accounts/${w.first.account}`, body: { topics: [] }, secret: w.second.secret, expect: [200] },
+		{
+			method: "PATCH",
+			path: `/notifications/webhooks/access/accounts/${w.first.account}`,
+			body: { topics: [] },
+			secret: w.second.secret,
+			expect: [200],
+		},
 	],
-	get_notifications_access: (w) => [{ method: "GET", path: "/notifications/webhooks/access", secret: w.second.secret, expect: [200] }],
-	confirm_a_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	get_notifications_access: (w) => [
+		{ method: "GET", path: "/notifications/webhooks/access", secret: w.second.secret, expect: [200] },
+	],
+	confirm_a_webhook_subscription: (w) => [
+		{ method: "GET", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] },
+	],
 	webhook_refresh_subscription: (w) => [
-		{ method: "PATCH", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, body: {}, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`,
+			body: {},
+			expect: [404],
+		},
 	],
-	webhook_unsubscribe: (w) => [{ method: "DELETE", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] }],
+	webhook_unsubscribe: (w) => [
+		{ method: "DELETE", path: `/notifications/webhooks/${w.second.account}?token=${w.firstToken}`, expect: [404] },
+	],
 	get_webhook_subscriptions: (w) => [
 		{ method: "GET", path: "/notifications/webhooks", secret: w.second.secret, expect: [200] },
 		{ method: "GET", path: "/notifications/webhooks?topic=twins", secret: w.second.secret, expect: [200] },
 	],
-	get_webhook_subscription: (w) => [{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] }],
+	get_webhook_subscription: (w) => [
+		{
+			method: "GET",
+			path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	get_webhook_deliveries: (w) => [
-		{ method: "GET", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/deliveries`, secret: w.second.secret, expect: [404] },
+		{
+			method: "GET",
+			path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/deliveries`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	resend_webhook_confirmation: (w) => [
-		{ method: "POST", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/confirmation`, secret: w.second.secret, expect: [404] },
+		{
+			method: "POST",
+			path: `/notifications/webhooks/subscriptions/${w.firstSubscription}/confirmation`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	delete_webhook_subscription: (w) => [
-		{ method: "DELETE", path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`, secret: w.second.secret, expect: [404] },
+		{
+			method: "DELETE",
+			path: `/notifications/webhooks/subscriptions/${w.firstSubscription}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	create_upload_url: (w) => [{ method: "POST", path: "/cache", secret: w.second.secret, expect: [201] }],
-	invalidate_upload_url: (w) => [{ method: "DELETE", path: `/cache/${w.firstHandler}`, secret: w.second.secret, expect: [404] }],
+	invalidate_upload_url: (w) => [
+		{ method: "DELETE", path: `/cache/${w.firstHandler}`, secret: w.second.secret, expect: [404] },
+	],
 	upload_to_cache: (w) => [
-		{ method: "PUT", path: `/cache/${w.second.account}/${w.firstHandler}?token=${w.firstUploadToken}`, body: "bytes", headers: { "content-length": "5" }, expect: [404] },
+		{
+			method: "PUT",
+			path: `/cache/${w.second.account}/${w.firstHandler}?token=${w.firstUploadToken}`,
+			body: "bytes",
+			headers: { "content-length": "5" },
+			expect: [404],
+		},
 	],
 	attach_twin_doc: (w) => [
-		{ method: "POST", path: `/twins/${w.firstTwin}/docs`, body: { docs: { "x.txt": { handler: w.firstHandler } } }, secret: w.second.secret, expect: [404] },
-		{ method: "POST", path: `/twins/${w.secondTwin}/docs`, body: { docs: { "x.txt": { handler: w.firstHandler } } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "POST",
+			path: `/twins/${w.firstTwin}/docs`,
+			body: { docs: { "x.txt": { handler: w.firstHandler } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "POST",
+			path: `/twins/${w.secondTwin}/docs`,
+			body: { docs: { "x.txt": { handler: w.firstHandler } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	get_twin_docs: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/docs?view=tree`, secret: w.second.secret, expect: [404] }],
-	delete_twin_docs: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}/docs`, secret: w.second.secret, expect: [404] }],
+	get_twin_docs: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/docs?view=tree`, secret: w.second.secret, expect: [404] },
+	],
+	delete_twin_docs: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/docs`, secret: w.second.secret, expect: [404] },
+	],
 	get_twin_doc: (w) => [
-		{ method: "GET", path: `/twins/${w.firstTwin}/docs/first-doc.txt?download=true`, secret: w.second.secret, expect: [404] },
-		{ method: "GET", path: `/twins/${w.firstTwin}/docs/first-doc.txt?validity_ts=x`, secret: w.second.secret, expect: [404] },
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/docs/first-doc.txt?download=true`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "GET",
+			path: `/twins/${w.firstTwin}/docs/first-doc.txt?validity_ts=x`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	update_twin_doc: (w) => [
-		{ method: "PATCH", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, body: { description: {} }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/twins/${w.firstTwin}/docs/first-doc.txt`,
+			body: { description: {} },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	delete_twin_doc: (w) => [{ method: "DELETE", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, secret: w.second.secret, expect: [404] }],
+	delete_twin_doc: (w) => [
+		{ method: "DELETE", path: `/twins/${w.firstTwin}/docs/first-doc.txt`, secret: w.second.secret, expect: [404] },
+	],
 	// The first account's download URL, presented under the second account's path.
 	download_doc: (w) => [{ method: "GET", path: `/download/${w.second.account}/${w.firstDownload}`, expect: [404] }],
-	create_indexes_table: (w) => [{ method: "POST", path: "/account/services/indexes", body: { indexes: { first_table: INDEX } }, secret: w.second.secret, expect: [201] }],
-	get_indexes_tables: (w) => [{ method: "GET", path: "/account/services/indexes", secret: w.second.secret, expect: [200] }],
-	get_indexes_table: (w) => [{ method: "GET", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] }],
-	update_indexes_table: (w) => [{ method: "PATCH", path: "/account/services/indexes/first_index", body: { rule: "false" }, secret: w.second.secret, expect: [404] }],
-	delete_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] }],
-	truncate_indexes_table: (w) => [{ method: "DELETE", path: "/account/services/indexes/first_index/data", secret: w.second.secret, expect: [404] }],
-	query_indexes_table: (w) => [{ method: "GET", path: "/account/services/indexes/first_index/data?count=10", secret: w.second.secret, expect: [404] }],
+	create_indexes_table: (w) => [
+		{
+			method: "POST",
+			path: "/account/services/indexes",
+			body: { indexes: { first_table: INDEX } },
+			secret: w.second.secret,
+			expect: [201],
+		},
+	],
+	get_indexes_tables: (w) => [
+		{ method: "GET", path: "/account/services/indexes", secret: w.second.secret, expect: [200] },
+	],
+	get_indexes_table: (w) => [
+		{ method: "GET", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] },
+	],
+	update_indexes_table: (w) => [
+		{
+			method: "PATCH",
+			path: "/account/services/indexes/first_index",
+			body: { rule: "false" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	delete_indexes_table: (w) => [
+		{ method: "DELETE", path: "/account/services/indexes/first_index", secret: w.second.secret, expect: [404] },
+	],
+	truncate_indexes_table: (w) => [
+		{ method: "DELETE", path: "/account/services/indexes/first_index/data", secret: w.second.secret, expect: [404] },
+	],
+	query_indexes_table: (w) => [
+		{
+			method: "GET",
+			path: "/account/services/indexes/first_index/data?count=10",
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	// The first account's topic, not granted to the second: refused before any stream opens,
 	// exactly as for an account that exists nowhere.
 	stream_notifications: (w) => [
-		{ method: "GET", path: `/notifications/stream?topics=first-topic&account=${w.first.account}`, secret: w.second.secret, expect: [403] },
-		{ method: "GET", path: `/notifications/stream?topics=granted-topic,first-topic&account=${w.first.account}`, secret: w.second.secret, expect: [403] },
+		{
+			method: "GET",
+			path: `/notifications/stream?topics=first-topic&account=${w.first.account}`,
+			secret: w.second.secret,
+			expect: [403],
+		},
+		{
+			method: "GET",
+			path: `/notifications/stream?topics=granted-topic,first-topic&account=${w.first.account}`,
+			secret: w.second.secret,
+			expect: [403],
+		},
 	],
-	create_stream_token: (w) => [{ method: "POST", path: "/notifications/stream/tokens", body: {}, secret: w.second.secret, expect: [201] }],
+	create_stream_token: (w) => [
+		{ method: "POST", path: "/notifications/stream/tokens", body: {}, secret: w.second.secret, expect: [201] },
+	],
 	// The first account's sticker on its twin is addressed to the second account, which cannot
 	// see the twin: it answers as no sticker, on no twin.
 	put_sticker: (w) => [
-		{ method: "POST", path: `/twins/${w.firstTwin}/stickers`, body: { stickers: { "first-color": { recipients: [w.second.user] } } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "POST",
+			path: `/twins/${w.firstTwin}/stickers`,
+			body: { stickers: { "first-color": { recipients: [w.second.user] } } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	get_sticker: (w) => [{ method: "GET", path: `/twins/${w.firstTwin}/stickers/first-color`, secret: w.second.secret, expect: [404] }],
+	get_sticker: (w) => [
+		{ method: "GET", path: `/twins/${w.firstTwin}/stickers/first-color`, secret: w.second.secret, expect: [404] },
+	],
 	get_stickers: (w) => [
 		{ method: "GET", path: `/twins/${w.firstTwin}/stickers`, secret: w.second.secret, expect: [404] },
-		{ method: "GET", path: `/twins/${w.secondTwin}/stickers?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
+		{
+			method: "GET",
+			path: `/twins/${w.secondTwin}/stickers?context=${w.first.account}`,
+			secret: w.second.secret,
+			expect: [200],
+		},
 	],
 	remove_sticker: (w) => [
-		{ method: "DELETE", path: `/twins/${w.firstTwin}/stickers/first-color?context=${w.first.account}`, secret: w.second.secret, expect: [404] },
+		{
+			method: "DELETE",
+			path: `/twins/${w.firstTwin}/stickers/first-color?context=${w.first.account}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	list_stickers: (w) => [
 		{ method: "GET", path: `/stickers?context=${w.first.account}`, secret: w.second.secret, expect: [200] },
@@ -227,36 +540,104 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	// The second account's own provider may trust the first's issuer; it may not provision with
 	// the first account's role.
 	create_identity_provider: (w) => [
-		{ method: "POST", path: "/account/identity-providers", body: { issuer: "https://first-issuer.example.com/", audiences: ["x"], jwks: w.secondJwks }, secret: w.second.secret, expect: [201] },
 		{
 			method: "POST",
 			path: "/account/identity-providers",
-			body: { issuer: "https://provisioning.example.com/", audiences: ["x"], jwks: w.secondJwks, provisioning: { role: w.first.role } },
+			body: { issuer: "https://first-issuer.example.com/", audiences: ["x"], jwks: w.secondJwks },
+			secret: w.second.secret,
+			expect: [201],
+		},
+		{
+			method: "POST",
+			path: "/account/identity-providers",
+			body: {
+				issuer: "https://provisioning.example.com/",
+				audiences: ["x"],
+				jwks: w.secondJwks,
+				provisioning: { role: w.first.role },
+			},
 			secret: w.second.secret,
 			expect: [404],
 		},
 	],
-	get_identity_providers: (w) => [{ method: "GET", path: "/account/identity-providers", secret: w.second.secret, expect: [200] }],
-	get_identity_provider: (w) => [{ method: "GET", path: `/account/identity-providers/${w.firstProvider}`, secret: w.second.secret, expect: [404] }],
+	get_identity_providers: (w) => [
+		{ method: "GET", path: "/account/identity-providers", secret: w.second.secret, expect: [200] },
+	],
+	get_identity_provider: (w) => [
+		{ method: "GET", path: `/account/identity-providers/${w.firstProvider}`, secret: w.second.secret, expect: [404] },
+	],
 	update_identity_provider: (w) => [
-		{ method: "PATCH", path: `/account/identity-providers/${w.firstProvider}`, body: { clock_skew: 1 }, secret: w.second.secret, expect: [404] },
-		{ method: "PATCH", path: `/account/identity-providers/${w.secondProvider}`, body: { provisioning: { role: w.first.role } }, secret: w.second.secret, expect: [404] },
+		{
+			method: "PATCH",
+			path: `/account/identity-providers/${w.firstProvider}`,
+			body: { clock_skew: 1 },
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "PATCH",
+			path: `/account/identity-providers/${w.secondProvider}`,
+			body: { provisioning: { role: w.first.role } },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	delete_identity_provider: (w) => [{ method: "DELETE", path: `/account/identity-providers/${w.firstProvider}`, secret: w.second.secret, expect: [404] }],
+	delete_identity_provider: (w) => [
+		{
+			method: "DELETE",
+			path: `/account/identity-providers/${w.firstProvider}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	create_user_external_id: (w) => [
-		{ method: "POST", path: `/users/${w.firstUser}/external-ids`, body: { provider: w.secondProvider, subject: "taken" }, secret: w.second.secret, expect: [404] },
-		{ method: "POST", path: `/users/${w.second.user}/external-ids`, body: { provider: w.firstProvider, subject: "first-subject" }, secret: w.second.secret, expect: [404] },
+		{
+			method: "POST",
+			path: `/users/${w.firstUser}/external-ids`,
+			body: { provider: w.secondProvider, subject: "taken" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "POST",
+			path: `/users/${w.second.user}/external-ids`,
+			body: { provider: w.firstProvider, subject: "first-subject" },
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
-	get_user_external_ids: (w) => [{ method: "GET", path: `/users/${w.firstUser}/external-ids`, secret: w.second.secret, expect: [404] }],
+	get_user_external_ids: (w) => [
+		{ method: "GET", path: `/users/${w.firstUser}/external-ids`, secret: w.second.secret, expect: [404] },
+	],
 	delete_user_external_id: (w) => [
-		{ method: "DELETE", path: `/users/${w.firstUser}/external-ids/${w.firstProvider}`, secret: w.second.secret, expect: [404] },
-		{ method: "DELETE", path: `/users/${w.second.user}/external-ids/${w.firstProvider}`, secret: w.second.secret, expect: [404] },
+		{
+			method: "DELETE",
+			path: `/users/${w.firstUser}/external-ids/${w.firstProvider}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
+		{
+			method: "DELETE",
+			path: `/users/${w.second.user}/external-ids/${w.firstProvider}`,
+			secret: w.second.secret,
+			expect: [404],
+		},
 	],
 	// The second account's ID token naming the first account, and the first's naming the second:
 	// no provider of the named account accepts it, as for an account that exists nowhere.
 	exchange_user_token: (w) => [
-		{ method: "POST", path: "/token/exchange", body: { account: w.first.account, subject_token: w.secondIdToken }, expect: [401] },
-		{ method: "POST", path: "/token/exchange", body: { account: w.second.account, subject_token: w.firstIdToken }, expect: [401] },
+		{
+			method: "POST",
+			path: "/token/exchange",
+			body: { account: w.first.account, subject_token: w.secondIdToken },
+			expect: [401],
+		},
+		{
+			method: "POST",
+			path: "/token/exchange",
+			body: { account: w.second.account, subject_token: w.firstIdToken },
+			expect: [401],
+		},
 	],
 	issue_user_token: (w) => [
 		{ method: "POST", path: `/users/${w.firstUser}/token`, body: {}, secret: w.second.secret, expect: [404] },
@@ -275,10 +656,18 @@ describe("the tenant-isolation matrix", () => {
 		const second = await bootstrap();
 		const firstUser = await createUser(first, first.role, "first-account-user");
 		const firstUserSecret = await issueSecret(first, firstUser);
-		const firstTwin = (await call("POST", "/twins", { secret: first.secret, body: { description: { owner_note: "first-account-twin" } } })).body.uuid;
+		const firstTwin = (
+			await call("POST", "/twins", {
+				secret: first.secret,
+				body: { description: { owner_note: "first-account-twin" } },
+			})
+		).body.uuid;
 		await call("POST", "/twins", { secret: first.secret, body: {} });
 		const entry = { first_entry: { value: "first-account-entry", visibility: "true", history: "INF" } };
-		expect((await call("POST", `/twins/${firstTwin}/ledgers/personal`, { secret: first.secret, body: { entries: entry } })).status).toBe(201);
+		expect(
+			(await call("POST", `/twins/${firstTwin}/ledgers/personal`, { secret: first.secret, body: { entries: entry } }))
+				.status,
+		).toBe(201);
 		const secondTwin = (await call("POST", "/twins", { secret: second.secret, body: {} })).body.uuid;
 		const firstCursor = (await call("GET", "/twins?count=1", { secret: first.secret })).body.cursor;
 		const firstPin = (await call("POST", `/users/${firstUser}/secrets`, { secret: first.secret, body: {} })).body.pin;
@@ -286,42 +675,102 @@ describe("the tenant-isolation matrix", () => {
 		const firstToken = new URL(url).searchParams.get("token") as string;
 		const firstSubscription = subscribed.body.subscription.uuid as string;
 		const firstIdentity = encodeURIComponent("RFID#first");
-		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${second.account}`, { secret: first.secret, body: { topics: ["granted-topic"] } });
+		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${second.account}`, {
+			secret: first.secret,
+			body: { topics: ["granted-topic"] },
+		});
 		expect(granted.status).toBe(200);
-		const attached = await call("POST", `/twins/${firstTwin}/identities`, { secret: first.secret, body: { identities: { "RFID#first": { visibility: "true" } } } });
+		const attached = await call("POST", `/twins/${firstTwin}/identities`, {
+			secret: first.secret,
+			body: { identities: { "RFID#first": { visibility: "true" } } },
+		});
 		expect(attached.status).toBe(201);
-		const secondToken = (await call("POST", "/token", { secret: second.secret, body: { options: ["create"] } })).body.token as string;
-		const indexed = await call("POST", "/account/services/indexes", { secret: first.secret, body: { indexes: { first_index: INDEX } } });
+		const secondToken = (await call("POST", "/token", { secret: second.secret, body: { options: ["create"] } })).body
+			.token as string;
+		const indexed = await call("POST", "/account/services/indexes", {
+			secret: first.secret,
+			body: { indexes: { first_index: INDEX } },
+		});
 		expect(indexed.status).toBe(201);
 		const uploaded = (await call("POST", "/cache", { secret: first.secret })).body;
 		expect((await call("PUT", pathOf(uploaded.url), { body: "first-account-doc" })).status).toBe(200);
-		const filed = await call("POST", `/twins/${firstTwin}/docs`, { secret: first.secret, body: { docs: { "first-doc.txt": { handler: uploaded.handler } } } });
+		const filed = await call("POST", `/twins/${firstTwin}/docs`, {
+			secret: first.secret,
+			body: { docs: { "first-doc.txt": { handler: uploaded.handler } } },
+		});
 		expect(filed.status).toBe(201);
 		const pending = (await call("POST", "/cache", { secret: first.secret })).body;
 		const firstHandler = pending.handler as string;
 		const firstUploadToken = new URL(pending.url).searchParams.get("token") as string;
-		const download = (await call("GET", `/twins/${firstTwin}/docs/first-doc.txt?download=true`, { secret: first.secret })).body.download.url as string;
+		const download = (
+			await call("GET", `/twins/${firstTwin}/docs/first-doc.txt?download=true`, { secret: first.secret })
+		).body.download.url as string;
 		const firstDownload = download.split("/").at(-1) as string;
-		const stuck = await call("POST", `/twins/${firstTwin}/stickers`, { secret: first.secret, body: { stickers: { "first-color": { recipients: [second.account, first.user] } } } });
+		const stuck = await call("POST", `/twins/${firstTwin}/stickers`, {
+			secret: first.secret,
+			body: { stickers: { "first-color": { recipients: [second.account, first.user] } } },
+		});
 		expect(stuck.status).toBe(201);
 		const [firstIdp, secondIdp] = [await IdentityProvider.create(["ES256"]), await IdentityProvider.create(["ES256"])];
 		const trust = async (account: Account, idp: IdentityProvider) => {
-			const res = await call("POST", "/account/identity-providers", { secret: account.secret, body: { issuer: idp.issuer, audiences: [idp.audience], algorithms: ["ES256"], jwks: idp.jwks() } });
+			const res = await call("POST", "/account/identity-providers", {
+				secret: account.secret,
+				body: { issuer: idp.issuer, audiences: [idp.audience], algorithms: ["ES256"], jwks: idp.jwks() },
+			});
 			expect(res.status).toBe(201);
 			return res.body.uuid as string;
 		};
 		const [firstProvider, secondProvider] = [await trust(first, firstIdp), await trust(second, secondIdp)];
-		const linked = await call("POST", `/users/${firstUser}/external-ids`, { secret: first.secret, body: { provider: firstProvider, subject: "first-subject" } });
+		const linked = await call("POST", `/users/${firstUser}/external-ids`, {
+			secret: first.secret,
+			body: { provider: firstProvider, subject: "first-subject" },
+		});
 		expect(linked.status).toBe(201);
-		const [firstIdToken, secondIdToken] = [await firstIdp.idToken({ sub: "first-subject" }), await secondIdp.idToken({ sub: "second-subject" })];
+		const [firstIdToken, secondIdToken] = [
+			await firstIdp.idToken({ sub: "first-subject" }),
+			await secondIdp.idToken({ sub: "second-subject" }),
+		];
 		const world: World = {
-			...{ first, second, firstUser, firstUserSecret, firstTwin, firstCursor, firstPin, firstToken, firstSubscription, firstIdentity, secondTwin, secondToken },
+			...{
+				first,
+				second,
+				firstUser,
+				firstUserSecret,
+				firstTwin,
+				firstCursor,
+				firstPin,
+				firstToken,
+				firstSubscription,
+				firstIdentity,
+				secondTwin,
+				secondToken,
+			},
 			...{ firstHandler, firstUploadToken, firstDownload },
 			...{ firstProvider, secondProvider, firstIdToken, secondIdToken, secondJwks: secondIdp.jwks() },
 		};
 		const secrets = [
-			...[first.account, first.user, firstUser, firstTwin, first.role, "first-account-user", "first-account-twin", "first-account-entry", firstUserSecret, firstToken],
-			...[firstSubscription, "example.com/first", "first-doc", "first-account-doc", firstHandler, firstUploadToken, firstDownload, "first-color"],
+			...[
+				first.account,
+				first.user,
+				firstUser,
+				firstTwin,
+				first.role,
+				"first-account-user",
+				"first-account-twin",
+				"first-account-entry",
+				firstUserSecret,
+				firstToken,
+			],
+			...[
+				firstSubscription,
+				"example.com/first",
+				"first-doc",
+				"first-account-doc",
+				firstHandler,
+				firstUploadToken,
+				firstDownload,
+				"first-color",
+			],
 			...[firstProvider, "first-subject", firstIdp.issuer],
 		];
 
@@ -374,12 +823,18 @@ describe("the tenant-isolation matrix", () => {
 				const request = JSON.stringify([attempt.path, attempt.body ?? null]);
 				if (swap(request) === request) continue;
 				const send = (path: string, body: unknown) =>
-					call(attempt.method, path, { secret: attempt.secret, body, headers: attempt.headers, env: { WEBHOOKS: { send: async () => undefined } } });
+					call(attempt.method, path, {
+						secret: attempt.secret,
+						body,
+						headers: attempt.headers,
+						env: { WEBHOOKS: { send: async () => undefined } },
+					});
 				const absentBody = attempt.body === undefined ? undefined : JSON.parse(swap(JSON.stringify(attempt.body)));
 				const absent = fingerprint(await send(swap(attempt.path), absentBody));
 				const foreign = fingerprint(await send(attempt.path, attempt.body), swap);
 				// Collected, so that one difference does not hide the others behind it.
-				if (JSON.stringify(foreign) !== JSON.stringify(absent)) differences.push({ operation, method: attempt.method, path: attempt.path, foreign, absent });
+				if (JSON.stringify(foreign) !== JSON.stringify(absent))
+					differences.push({ operation, method: attempt.method, path: attempt.path, foreign, absent });
 				compared++;
 			}
 		}
@@ -414,23 +869,44 @@ describe("the tenant-isolation matrix", () => {
 	// update, delete, reads and conditions on entries; creates of identities; resolve).
 	it("answers for the first account's identities and entries as for absent ones, every header", async () => {
 		const [first, second] = [await bootstrap(), await bootstrap()];
-		const twin = (await call("POST", "/twins", { secret: first.secret, body: { description: { shared: true } } })).body.uuid as string;
-		const attached = await call("POST", `/twins/${twin}/identities`, { secret: first.secret, body: { identities: { "SN#hidden1": { visibility: "true" } } } });
+		const twin = (await call("POST", "/twins", { secret: first.secret, body: { description: { shared: true } } })).body
+			.uuid as string;
+		const attached = await call("POST", `/twins/${twin}/identities`, {
+			secret: first.secret,
+			body: { identities: { "SN#hidden1": { visibility: "true" } } },
+		});
 		expect(attached.status).toBe(201);
-		const added = await call("POST", `/twins/${twin}/ledgers/personal`, { secret: first.secret, body: { entries: { first_entry: { value: 1, visibility: "true", history: "INF" } } } });
+		const added = await call("POST", `/twins/${twin}/ledgers/personal`, {
+			secret: first.secret,
+			body: { entries: { first_entry: { value: 1, visibility: "true", history: "INF" } } },
+		});
 		expect(added.status).toBe(201);
 
 		// The viewer sees the twin; its identity rule reads the first account's identity, public
 		// though it is, and refuses it, so D1 reads a row the answer must not count.
 		const allowAll: Statement = { effect: "deny", actions: [] };
-		const viewer = await member(second, await role(second, allowAll, { twin: "TWIN.shared == true", identity: "owner == account" }, "Viewer"));
-		const finder = await member(second, await role(second, allowAll, { twin: "TWIN.shared == true", identity: "true" }, "Finder"));
+		const viewer = await member(
+			second,
+			await role(second, allowAll, { twin: "TWIN.shared == true", identity: "owner == account" }, "Viewer"),
+		);
+		const finder = await member(
+			second,
+			await role(second, allowAll, { twin: "TWIN.shared == true", identity: "true" }, "Finder"),
+		);
 		expect((await call("GET", `/twins/${twin}`, { secret: viewer.secret })).status).toBe(200);
 		// What a reader may see is found, so the comparisons below are not of two empty reads.
-		const found = await call("GET", `/resolve/${encodeURIComponent("SN#hidden1")}?context=system`, { secret: finder.secret });
+		const found = await call("GET", `/resolve/${encodeURIComponent("SN#hidden1")}?context=system`, {
+			secret: finder.secret,
+		});
 		expect(found.body.twins).toEqual([twin]);
 
-		type Case = { method: string; path: string; body?: unknown; account?: true; undo?: { method: string; path: string } };
+		type Case = {
+			method: string;
+			path: string;
+			body?: unknown;
+			account?: true;
+			undo?: { method: string; path: string };
+		};
 		// A name nobody holds in place of the first account's; with `account`, a ledger of an
 		// account that exists nowhere in place of the first account's too.
 		const names: [string, string][] = [
@@ -440,7 +916,10 @@ describe("the tenant-isolation matrix", () => {
 		];
 		const nowhere = crypto.randomUUID();
 		const renaming = (c: Case) => (text: string) =>
-			[...names, ...(c.account ? [[first.account, nowhere]] : [])].reduce((t, [from, to]) => t.replaceAll(from, to), text);
+			[...names, ...(c.account ? [[first.account, nowhere]] : [])].reduce(
+				(t, [from, to]) => t.replaceAll(from, to),
+				text,
+			);
 		// The times a write stamps differ between two requests by design.
 		const times = (text: string) => text.replace(/"(\w+_ts)":[\d.]+/g, '"$1":"ts"');
 
@@ -451,10 +930,20 @@ describe("the tenant-isolation matrix", () => {
 			{ method: "GET", path: identity },
 			{ method: "PATCH", path: identity, body: { validity_ts: null } },
 			{ method: "DELETE", path: identity },
-			{ method: "POST", path: `/twins/${twin}/identities`, body: { identities: { "SN#hidden1": {} } }, undo: { method: "DELETE", path: identity } },
+			{
+				method: "POST",
+				path: `/twins/${twin}/identities`,
+				body: { identities: { "SN#hidden1": {} } },
+				undo: { method: "DELETE", path: identity },
+			},
 		];
 		const ledgerCases: Case[] = [
-			{ method: "POST", path: `${entries}/personal`, body: { entries: { first_entry: { value: 2 } } }, undo: { method: "DELETE", path: `${entries}/personal` } },
+			{
+				method: "POST",
+				path: `${entries}/personal`,
+				body: { entries: { first_entry: { value: 2 } } },
+				undo: { method: "DELETE", path: `${entries}/personal` },
+			},
 			{ method: "PATCH", path: `${entries}/personal`, body: { entries: { first_entry: { value: 2 } } } },
 			{ method: "PATCH", path: `${entries}/personal/value`, body: { entries: { first_entry: { value: 2 } } } },
 			{ method: "DELETE", path: `${entries}/personal?entries=first_entry` },
@@ -464,9 +953,24 @@ describe("the tenant-isolation matrix", () => {
 				body: { entries: { mine: { value: 2 } }, conditions: { first_entry: "entry_value == null" } },
 				undo: { method: "DELETE", path: `${entries}/personal` },
 			},
-			{ method: "POST", path: `${entries}/${first.account}`, body: { entries: { first_entry: { value: 2 } } }, account: true },
-			{ method: "PATCH", path: `${entries}/${first.account}`, body: { entries: { first_entry: { value: 2 } } }, account: true },
-			{ method: "PATCH", path: `${entries}/${first.account}/value`, body: { entries: { first_entry: { value: 2 } } }, account: true },
+			{
+				method: "POST",
+				path: `${entries}/${first.account}`,
+				body: { entries: { first_entry: { value: 2 } } },
+				account: true,
+			},
+			{
+				method: "PATCH",
+				path: `${entries}/${first.account}`,
+				body: { entries: { first_entry: { value: 2 } } },
+				account: true,
+			},
+			{
+				method: "PATCH",
+				path: `${entries}/${first.account}/value`,
+				body: { entries: { first_entry: { value: 2 } } },
+				account: true,
+			},
 			{ method: "DELETE", path: `${entries}/${first.account}?entries=first_entry`, account: true },
 			{ method: "DELETE", path: `${entries}/${first.account}`, account: true },
 			// The first account's ledger, which the second's users may read but not see into.
@@ -477,9 +981,18 @@ describe("the tenant-isolation matrix", () => {
 			{ method: "GET", path: `${entries}/owner/value?entries=first_entry` },
 			{ method: "GET", path: `${entries}/owner/history?entries=first_entry` },
 		];
-		const contexts = ["personal", "system", first.account, `${first.account},${other}`, `${other},${first.account},${second.account}`];
+		const contexts = [
+			"personal",
+			"system",
+			first.account,
+			`${first.account},${other}`,
+			`${other},${first.account},${second.account}`,
+		];
 		const resolveCases: Case[] = contexts.flatMap((context) =>
-			["false", "true"].map((details) => ({ method: "GET", path: `/resolve/SN%23hidden1?context=${context}&details=${details}` })),
+			["false", "true"].map((details) => ({
+				method: "GET",
+				path: `/resolve/SN%23hidden1?context=${context}&details=${details}`,
+			})),
 		);
 
 		// The finder may see the first account's identity, so it does not resolve it here; its
@@ -496,13 +1009,21 @@ describe("the tenant-isolation matrix", () => {
 					const body = c.body === undefined ? undefined : JSON.parse(naming(JSON.stringify(c.body)));
 					const res = await call(c.method, naming(c.path), { secret: reader.secret, body });
 					// A write that succeeded is taken back, so both requests meet the same state.
-					if (c.undo && res.status < 300) expect((await call(c.undo.method, naming(c.undo.path), { secret: reader.secret })).status).toBeLessThan(300);
+					if (c.undo && res.status < 300)
+						expect((await call(c.undo.method, naming(c.undo.path), { secret: reader.secret })).status).toBeLessThan(
+							300,
+						);
 					return res;
 				};
 				const rename = renaming(c);
 				const hidden = await send((text) => text);
 				const absent = await send(rename);
-				expect([who, c.method, c.path, fingerprint(hidden, (text) => times(rename(text)))]).toEqual([who, c.method, c.path, fingerprint(absent, times)]);
+				expect([who, c.method, c.path, fingerprint(hidden, (text) => times(rename(text)))]).toEqual([
+					who,
+					c.method,
+					c.path,
+					fingerprint(absent, times),
+				]);
 				if (c.path.startsWith("/resolve/")) expect(hidden.body).toEqual({ twins: [], cursor: null });
 				statuses.add(hidden.status);
 			}
@@ -528,16 +1049,34 @@ describe("a confined reader, against a twin it may not see", () => {
 		const pages = [];
 		for (const hiddenRow of [true, false]) {
 			const admin = await bootstrap();
-			const created = await call("POST", "/account/services/indexes", { secret: admin.secret, body: { indexes: { vans: INDEX } } });
+			const created = await call("POST", "/account/services/indexes", {
+				secret: admin.secret,
+				body: { indexes: { vans: INDEX } },
+			});
 			expect(created.status).toBe(201);
-			const driver = await member(admin, await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user" }, "Driver"));
-			const mine = (await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: driver.user } } })).body.uuid as string;
-			const hidden = (await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: "someone else" } } })).body.uuid as string;
-			const write = (twin: string) => call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries: { first_entry: { value: "v" } } } });
+			const driver = await member(
+				admin,
+				await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.driver == user" }, "Driver"),
+			);
+			const mine = (
+				await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: driver.user } } })
+			).body.uuid as string;
+			const hidden = (
+				await call("POST", "/twins", { secret: admin.secret, body: { description: { driver: "someone else" } } })
+			).body.uuid as string;
+			const write = (twin: string) =>
+				call("POST", `/twins/${twin}/ledgers/personal`, {
+					secret: admin.secret,
+					body: { entries: { first_entry: { value: "v" } } },
+				});
 			expect((await write(mine)).status).toBe(201);
 			if (hiddenRow) expect((await write(hidden)).status).toBe(201);
 			const page = await call("GET", "/account/services/indexes/vans/data?count=10", { secret: driver.secret });
-			const swap = (text: string) => text.replaceAll(mine, "mine").replace(/"updated_ts":[\d.]+/g, '"updated_ts":0').replace(/rows_read=\d+/, "rows_read=n");
+			const swap = (text: string) =>
+				text
+					.replaceAll(mine, "mine")
+					.replace(/"updated_ts":[\d.]+/g, '"updated_ts":0')
+					.replace(/rows_read=\d+/, "rows_read=n");
 			pages.push(JSON.stringify(fingerprint(page, swap)));
 		}
 		expect(pages[0]).toBe(pages[1]);

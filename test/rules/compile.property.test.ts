@@ -35,11 +35,10 @@ const pathKey = fc.oneof(
 	{ arbitrary: fc.constantFrom<string | number>(...KEYS), weight: 6 },
 	fc.constantFrom<string | number>("x y", "0", "", 0, 1, -1, 0.5, 'q"'),
 );
-const path = fc.oneof(
-	{ arbitrary: pathKey.map((k) => [k]), weight: 4 },
-	fc.constant([]),
-	{ arbitrary: fc.tuple(pathKey, pathKey), weight: 2 },
-);
+const path = fc.oneof({ arbitrary: pathKey.map((k) => [k]), weight: 4 }, fc.constant([]), {
+	arbitrary: fc.tuple(pathKey, pathKey),
+	weight: 2,
+});
 // Twin variables dominate: a comparison of two constants is decided before SQL is involved.
 const twinVar = fc.record({ kind: fc.constant("var"), root: fc.constant("TWIN"), path });
 const literal = fc.oneof({ arbitrary: scalar, weight: 4 }, value).map((v) => ({ kind: "literal", value: v }) as Rule);
@@ -50,9 +49,9 @@ const operand: fc.Arbitrary<Rule> = fc.letrec<{ o: Rule }>((tie) => ({
 		{ arbitrary: literal, weight: 4 },
 		fc.record({ kind: fc.constant("var"), root: fc.constant("USER"), path }) as fc.Arbitrary<Rule>,
 		fc.constant<Rule>({ kind: "var", root: "USER", path: [] }),
-		fc.constantFrom("account", "user", "role", "twin", "owner", "twin_status", "now").map(
-			(root) => ({ kind: "var", root, path: [] }) as Rule,
-		),
+		fc
+			.constantFrom("account", "user", "role", "twin", "owner", "twin_status", "now")
+			.map((root) => ({ kind: "var", root, path: [] }) as Rule),
 		fc.array(tie("o"), { maxLength: 3 }).map((items) => ({ kind: "list", items }) as Rule),
 	),
 })).o;
@@ -60,12 +59,32 @@ const ops: CompareOp[] = ["==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~"];
 const rule: fc.Arbitrary<Rule> = fc.letrec<{ r: Rule }>((tie) => ({
 	r: fc.oneof(
 		{ depthSize: "small", withCrossShrink: true },
-		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: operand, right: operand }) as fc.Arbitrary<Rule>,
-		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: twinVar, right: operand }) as fc.Arbitrary<Rule>,
-		fc.record({ kind: fc.constant("compare"), op: fc.constantFrom(...ops), left: literal, right: twinVar }) as fc.Arbitrary<Rule>,
+		fc.record({
+			kind: fc.constant("compare"),
+			op: fc.constantFrom(...ops),
+			left: operand,
+			right: operand,
+		}) as fc.Arbitrary<Rule>,
+		fc.record({
+			kind: fc.constant("compare"),
+			op: fc.constantFrom(...ops),
+			left: twinVar,
+			right: operand,
+		}) as fc.Arbitrary<Rule>,
+		fc.record({
+			kind: fc.constant("compare"),
+			op: fc.constantFrom(...ops),
+			left: literal,
+			right: twinVar,
+		}) as fc.Arbitrary<Rule>,
 		operand,
 		tie("r").map((arg) => ({ kind: "not", arg }) as Rule),
-		fc.record({ kind: fc.constant("logical"), op: fc.constantFrom("and", "or"), left: tie("r"), right: tie("r") }) as fc.Arbitrary<Rule>,
+		fc.record({
+			kind: fc.constant("logical"),
+			op: fc.constantFrom("and", "or"),
+			left: tie("r"),
+			right: tie("r"),
+		}) as fc.Arbitrary<Rule>,
 	),
 })).r;
 
@@ -76,9 +95,17 @@ type Row = { uuid: string; owner: string; status: string; description: Record<st
 let rows: Row[] = [];
 
 beforeAll(async () => {
-	await env.DB.exec("CREATE TABLE IF NOT EXISTS rule_probe (uuid TEXT PRIMARY KEY, owner TEXT, status TEXT, description TEXT)");
+	await env.DB.exec(
+		"CREATE TABLE IF NOT EXISTS rule_probe (uuid TEXT PRIMARY KEY, owner TEXT, status TEXT, description TEXT)",
+	);
 	const sampled = fc.sample(description, { numRuns: 60, seed: 7 });
-	const fixed: Record<string, Json>[] = [{}, { a: null }, { a: "", b: "" }, { a: [], b: {} }, { a: true, b: 1, c: "a" }];
+	const fixed: Record<string, Json>[] = [
+		{},
+		{ a: null },
+		{ a: "", b: "" },
+		{ a: [], b: {} },
+		{ a: true, b: 1, c: "a" },
+	];
 	rows = [...fixed, ...sampled].map((d, i) => ({
 		uuid: `t-${i}`,
 		owner: i % 2 ? ACCOUNT : "acc-2",
@@ -87,7 +114,12 @@ beforeAll(async () => {
 	}));
 	await env.DB.batch(
 		rows.map((r) =>
-			env.DB.prepare("INSERT INTO rule_probe VALUES (?, ?, ?, ?)").bind(r.uuid, r.owner, r.status, JSON.stringify(r.description)),
+			env.DB.prepare("INSERT INTO rule_probe VALUES (?, ?, ?, ?)").bind(
+				r.uuid,
+				r.owner,
+				r.status,
+				JSON.stringify(r.description),
+			),
 		),
 	);
 });
@@ -97,23 +129,31 @@ describe("compiled rules agree with the evaluator", () => {
 		let decidedInSql = 0;
 		let total = 0;
 		await fc.assert(
-			fc.asyncProperty(rule, description, fc.integer({ min: 1_600_000_000, max: 1_800_000_000 }), async (r, userDescription, now) => {
-				const scope: Omit<Scope, "twin"> = { user: { ...user, description: userDescription }, now };
-				const sql = compileRule(r, scope, columns);
-				const { results } = await env.DB.prepare(`SELECT uuid, (${sql}) AS m FROM rule_probe ORDER BY uuid`).all<{
-					uuid: string;
-					m: number | null;
-				}>();
-				const byUuid = new Map(results.map((x) => [x.uuid, x.m]));
-				for (const row of rows) {
-					const expected = evaluate(r, { ...scope, twin: { ...row, description: JSON.parse(JSON.stringify(row.description)) } });
-					const got = byUuid.get(row.uuid);
-					total++;
-					if (got === null) continue;
-					decidedInSql++;
-					expect({ row: row.description, sql: got === 1 }).toEqual({ row: row.description, sql: expected });
-				}
-			}),
+			fc.asyncProperty(
+				rule,
+				description,
+				fc.integer({ min: 1_600_000_000, max: 1_800_000_000 }),
+				async (r, userDescription, now) => {
+					const scope: Omit<Scope, "twin"> = { user: { ...user, description: userDescription }, now };
+					const sql = compileRule(r, scope, columns);
+					const { results } = await env.DB.prepare(`SELECT uuid, (${sql}) AS m FROM rule_probe ORDER BY uuid`).all<{
+						uuid: string;
+						m: number | null;
+					}>();
+					const byUuid = new Map(results.map((x) => [x.uuid, x.m]));
+					for (const row of rows) {
+						const expected = evaluate(r, {
+							...scope,
+							twin: { ...row, description: JSON.parse(JSON.stringify(row.description)) },
+						});
+						const got = byUuid.get(row.uuid);
+						total++;
+						if (got === null) continue;
+						decidedInSql++;
+						expect({ row: row.description, sql: got === 1 }).toEqual({ row: row.description, sql: expected });
+					}
+				},
+			),
 			{ numRuns: 1000 },
 		);
 		// Most rows are decided in SQL; the evaluator is the exception, not the rule.

@@ -4,7 +4,18 @@ import { describe, expect, it } from "vitest";
 import { CURSOR_IDLE_SECONDS, type CursorBinding, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
 import type { AccountDO } from "../../src/objects";
 import { MAX_PAGE_BYTES } from "../../src/account/scan";
-import { bootstrap, call, expectError, insertRole, issueSecret, scan, seedTwins, userWith, userWithRules, walk } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	expectError,
+	insertRole,
+	issueSecret,
+	scan,
+	seedTwins,
+	userWith,
+	userWithRules,
+	walk,
+} from "../fixtures";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
 // account is answered meanwhile. (How fast is measured by `npm run bench:abuse`, not here.)
@@ -19,8 +30,14 @@ async function otherAccountAnswers() {
 describe("regular expressions run on RE2", () => {
 	it("a catastrophic pattern over many twins answers at once and correctly", async () => {
 		const admin = await bootstrap();
-		await seedTwins(admin.account, [...Array.from({ length: 300 }, () => ({ s: `${"a".repeat(30)}b` })), { s: "aaaa" }]);
-		const [res] = await Promise.all([scan(admin.secret, `count=1000&match=${q("TWIN.s =~ '^(a+)+$'")}`), otherAccountAnswers()]);
+		await seedTwins(admin.account, [
+			...Array.from({ length: 300 }, () => ({ s: `${"a".repeat(30)}b` })),
+			{ s: "aaaa" },
+		]);
+		const [res] = await Promise.all([
+			scan(admin.secret, `count=1000&match=${q("TWIN.s =~ '^(a+)+$'")}`),
+			otherAccountAnswers(),
+		]);
 		expect(res.status).toBe(200);
 		expect(res.body.twins).toHaveLength(1);
 	});
@@ -28,16 +45,25 @@ describe("regular expressions run on RE2", () => {
 	it("an ordinary-looking pattern over ordinary text, from a user who may only scan", async () => {
 		const admin = await bootstrap();
 		const text = `${"lorem ipsum dolor sit amet ".repeat(300)}!`;
-		await seedTwins(admin.account, Array.from({ length: 50 }, () => ({ text })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 50 }, () => ({ text })),
+		);
 		const scanner = await userWith(admin, { effect: "allow", actions: ["scan_twins"] });
-		const [res] = await Promise.all([scan(scanner.secret, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`), otherAccountAnswers()]);
+		const [res] = await Promise.all([
+			scan(scanner.secret, `count=1000&details=true&match=${q("TWIN.text =~ '^(\\\\w+\\\\s?)*$'")}`),
+			otherAccountAnswers(),
+		]);
 		expect(res.status).toBe(200);
 		expect(res.body.twins).toEqual([]);
 	});
 
 	it("a pattern is charged by its compiled program, which a counted repetition makes large", async () => {
 		const admin = await bootstrap();
-		const twins = await seedTwins(admin.account, Array.from({ length: 10 }, () => ({ s: "ab".repeat(1000) })));
+		const twins = await seedTwins(
+			admin.account,
+			Array.from({ length: 10 }, () => ({ s: "ab".repeat(1000) })),
+		);
 		// About 300 instructions over 2,000 characters: a few twins fill the page's budget.
 		const medium = `count=1000&match=${q("TWIN.s !~ '(?:[ab][ab]?){99}[cd]'")}`;
 		const first = await scan(admin.secret, medium);
@@ -47,7 +73,10 @@ describe("regular expressions run on RE2", () => {
 
 		// About 3,000 instructions over 30,000 characters: one twin alone needs more than a request.
 		const other = await bootstrap();
-		await seedTwins(other.account, Array.from({ length: 3 }, () => ({ s: "ab".repeat(15_000) })));
+		await seedTwins(
+			other.account,
+			Array.from({ length: 3 }, () => ({ s: "ab".repeat(15_000) })),
+		);
 		const res = await scan(other.secret, `count=3&match=${q("TWIN.s =~ '(?:[ab][ab]?){999}[cd]'")}`);
 		expectError(res, 400, 400101);
 		expect(res.body.details[0]).toMatchObject({ path: "match", message: expect.stringContaining("more work") });
@@ -56,7 +85,10 @@ describe("regular expressions run on RE2", () => {
 	it("over the caller's own description, decided before any twin is read, is charged too", async () => {
 		const admin = await bootstrap();
 		await seedTwins(admin.account, [{ a: 1 }]);
-		const user = await call("POST", "/users", { secret: admin.secret, body: { name: "big", role: admin.role, description: { s: "ab".repeat(15_000) } } });
+		const user = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "big", role: admin.role, description: { s: "ab".repeat(15_000) } },
+		});
 		const secret = await issueSecret(admin, user.body.uuid);
 		const res = await scan(secret, `count=1&match=${q("USER.s =~ '(?:[ab][ab]?){999}[cd]' or TWIN.a == 1")}`);
 		expectError(res, 400, 400101);
@@ -75,7 +107,10 @@ describe("substrings", () => {
 	it("are decided outside D1, in linear time, and a page stops early past its work budget", async () => {
 		const admin = await bootstrap();
 		const long = "ab".repeat(8000);
-		const twins = await seedTwins(admin.account, Array.from({ length: 200 }, (_, i) => ({ x: `${long}${i % 2 ? "!" : ""}`, y: `${"ab".repeat(4000)}!` })));
+		const twins = await seedTwins(
+			admin.account,
+			Array.from({ length: 200 }, (_, i) => ({ x: `${long}${i % 2 ? "!" : ""}`, y: `${"ab".repeat(4000)}!` })),
+		);
 		const rule = "TWIN.y in TWIN.x";
 		const first = await scan(admin.secret, `count=1000&match=${q(rule)}`);
 		expect(first.status).toBe(200);
@@ -107,12 +142,16 @@ describe("the work budget", () => {
 		const admin = await bootstrap();
 		// The twin rule is a regular expression, so SQL leaves it to the evaluator.
 		const weak = await userWithRules(admin, { twin: "TWIN.label =~ '^pub'" });
-		await call("POST", "/twins", { secret: admin.secret, body: { description: { label: "private", s: `K${"q".repeat(30_000)}` } } });
+		await call("POST", "/twins", {
+			secret: admin.secret,
+			body: { description: { label: "private", s: `K${"q".repeat(30_000)}` } },
+		});
 		// When the guess is wrong, `or` goes on to work that alone exceeds a request's budget
 		// (grouped in pairs, to stay within the rule's depth limit).
 		const pair = "(TWIN.s =~ 'z' or TWIN.s =~ 'z')";
 		const costly = Array.from({ length: 16 }, () => pair).join(" or ");
-		const probe = (guess: string) => scan(weak.secret, `count=1&match=${encodeURIComponent(`TWIN.s =~ '^${guess}' or ${costly}`)}`);
+		const probe = (guess: string) =>
+			scan(weak.secret, `count=1&match=${encodeURIComponent(`TWIN.s =~ '^${guess}' or ${costly}`)}`);
 		const [right, wrong] = [await probe("K"), await probe("J")];
 		expect(right.status).toBe(200);
 		expect(wrong.status).toBe(200);
@@ -127,7 +166,10 @@ describe("deep equality", () => {
 	it("is charged by the size it walks, and a page stops early past its work budget", async () => {
 		const admin = await bootstrap();
 		const list = Array.from({ length: 2_000 }, () => ({}));
-		const twins = await seedTwins(admin.account, Array.from({ length: 100 }, () => ({ x: list, y: list })));
+		const twins = await seedTwins(
+			admin.account,
+			Array.from({ length: 100 }, () => ({ x: list, y: list })),
+		);
 		const rule = `count=1000&match=${q("TWIN.x == TWIN.y")}`;
 		const first = await scan(admin.secret, rule);
 		expect(first.status).toBe(200);
@@ -153,7 +195,10 @@ describe("page size", () => {
 	it("stops before 4 MiB, with a cursor, and a walk still returns every twin once", async () => {
 		const admin = await bootstrap();
 		const big = { text: "x".repeat(32 * 1024 - 20) };
-		const twins = await seedTwins(admin.account, Array.from({ length: 160 }, () => big));
+		const twins = await seedTwins(
+			admin.account,
+			Array.from({ length: 160 }, () => big),
+		);
 		const res = await call("GET", "/twins?count=1000&details=true", { secret: admin.secret });
 		expect(res.status).toBe(200);
 		expect(JSON.stringify(res.body).length).toBeLessThanOrEqual(MAX_PAGE_BYTES);
@@ -222,7 +267,8 @@ describe("cursors", () => {
 		await runInDurableObject(stub, (_: AccountDO, state) => {
 			const store = new CursorStore(state.storage.sql);
 			const owner = { user: "u", binding: "b" };
-			const expiry = (id: string) => state.storage.sql.exec<{ e: number }>("SELECT expires_at AS e FROM cursors WHERE id = ?", id).one().e;
+			const expiry = (id: string) =>
+				state.storage.sql.exec<{ e: number }>("SELECT expires_at AS e FROM cursors WHERE id = ?", id).one().e;
 			const first = store.issue(owner, "1", 100);
 			expect(first.created).toBe(true);
 			const retried = store.issue(owner, "1", 100.5);

@@ -37,7 +37,9 @@ describe("a repeated scan", () => {
 
 	it("refuses an expired secret", async () => {
 		const { admin, user, secret } = await scanner();
-		expect((await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: 1 } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: 1 } })).status,
+		).toBe(200);
 		expectError(await scan(secret, "count=1"), 401, 401103);
 	});
 

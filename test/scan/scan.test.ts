@@ -2,7 +2,19 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
-import { type Account, bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins, walk, fireAccountAlarm } from "../fixtures";
+import {
+	type Account,
+	bootstrap,
+	call,
+	createUser,
+	d1Cost,
+	expectError,
+	issueSecret,
+	scan,
+	seedTwins,
+	walk,
+	fireAccountAlarm,
+} from "../fixtures";
 
 describe("scan_twins parameters", () => {
 	it.each([
@@ -32,7 +44,10 @@ describe("scan_twins parameters", () => {
 
 	it("defaults to 100 twins, uuids only, and accepts details in any case", async () => {
 		const admin = await bootstrap();
-		await seedTwins(admin.account, Array.from({ length: 150 }, (_, i) => ({ i })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 150 }, (_, i) => ({ i })),
+		);
 		const res = await scan(admin.secret, "");
 		expect(res.body.twins).toHaveLength(100);
 		expect(typeof res.body.twins[0]).toBe("string");
@@ -52,27 +67,36 @@ describe("scan_twins parameters", () => {
 });
 
 describe("a full walk", () => {
-	it.each([1, 7, 100, 1000])("returns every twin exactly once with count=%i and ends with cursor null", async (count) => {
-		const admin = await bootstrap();
-		const other = await bootstrap();
-		await seedTwins(other.account, [{ i: -1 }]);
-		const total = count === 1 ? 23 : count === 7 ? 50 : count * 2 + 3;
-		const uuids = await seedTwins(admin.account, Array.from({ length: total }, (_, i) => ({ i, even: i % 2 === 0 })));
+	it.each([1, 7, 100, 1000])(
+		"returns every twin exactly once with count=%i and ends with cursor null",
+		async (count) => {
+			const admin = await bootstrap();
+			const other = await bootstrap();
+			await seedTwins(other.account, [{ i: -1 }]);
+			const total = count === 1 ? 23 : count === 7 ? 50 : count * 2 + 3;
+			const uuids = await seedTwins(
+				admin.account,
+				Array.from({ length: total }, (_, i) => ({ i, even: i % 2 === 0 })),
+			);
 
-		const { seen, pages } = await walk(admin.secret, `count=${count}`);
-		expect(seen).toHaveLength(total);
-		expect(new Set(seen)).toEqual(new Set(uuids));
-		expect(pages).toBe(Math.floor(total / count) + 1);
+			const { seen, pages } = await walk(admin.secret, `count=${count}`);
+			expect(seen).toHaveLength(total);
+			expect(new Set(seen)).toEqual(new Set(uuids));
+			expect(pages).toBe(Math.floor(total / count) + 1);
 
-		const evens = uuids.filter((_, i) => i % 2 === 0);
-		const matched = await walk(admin.secret, `count=${count}&match=${encodeURIComponent("TWIN.even == true")}`);
-		expect(new Set(matched.seen)).toEqual(new Set(evens));
-		expect(matched.seen).toHaveLength(evens.length);
-	});
+			const evens = uuids.filter((_, i) => i % 2 === 0);
+			const matched = await walk(admin.secret, `count=${count}&match=${encodeURIComponent("TWIN.even == true")}`);
+			expect(new Set(matched.seen)).toEqual(new Set(evens));
+			expect(matched.seen).toHaveLength(evens.length);
+		},
+	);
 
 	it("evaluates what SQL leaves open (regular expressions) to the same result", async () => {
 		const admin = await bootstrap();
-		const uuids = await seedTwins(admin.account, ["alpha", "beta", "alpine", "gamma"].map((name) => ({ name })));
+		const uuids = await seedTwins(
+			admin.account,
+			["alpha", "beta", "alpine", "gamma"].map((name) => ({ name })),
+		);
 		const { seen } = await walk(admin.secret, `count=3&match=${encodeURIComponent("TWIN.name =~ '^al'")}`);
 		expect(new Set(seen)).toEqual(new Set([uuids[0], uuids[2]]));
 	});
@@ -80,8 +104,14 @@ describe("a full walk", () => {
 	it("with details, returns only the visible twins, with their fields; without, every uuid", async () => {
 		const admin = await bootstrap();
 		const uuids = await seedTwins(admin.account, [{ site: "north" }, { site: "south" }, { site: "north", x: 1 }]);
-		const role = await call("POST", "/roles", { secret: admin.secret, body: { name: "North", rules: { twin: "TWIN.site == USER.site" } } });
-		const user = await call("POST", "/users", { secret: admin.secret, body: { name: "n", role: role.body.uuid, description: { site: "north" } } });
+		const role = await call("POST", "/roles", {
+			secret: admin.secret,
+			body: { name: "North", rules: { twin: "TWIN.site == USER.site" } },
+		});
+		const user = await call("POST", "/users", {
+			secret: admin.secret,
+			body: { name: "n", role: role.body.uuid, description: { site: "north" } },
+		});
 		const secret = await issueSecret(admin, user.body.uuid);
 
 		expect(new Set((await walk(secret, "count=2")).seen)).toEqual(new Set(uuids));
@@ -100,11 +130,17 @@ describe("a full walk", () => {
 
 	it("reads at most count + 5 rows in two D1 queries per call, wherever the page is", async () => {
 		const admin = await bootstrap();
-		await seedTwins(admin.account, Array.from({ length: 2500 }, (_, i) => ({ i })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 2500 }, (_, i) => ({ i })),
+		);
 		for (const count of [1, 10, 1000]) {
 			let cursor: string | null = null;
 			for (let page = 0; page < 3; page++) {
-				const res = await scan(admin.secret, `count=${count}&details=true&match=${encodeURIComponent("TWIN.i >= 0")}${cursor ? `&cursor=${cursor}` : ""}`);
+				const res = await scan(
+					admin.secret,
+					`count=${count}&details=true&match=${encodeURIComponent("TWIN.i >= 0")}${cursor ? `&cursor=${cursor}` : ""}`,
+				);
 				expect(d1Cost(res, "rows_read")).toBeLessThanOrEqual(count + 5);
 				// The credential lookup, and the page the account's object reads.
 				expect(d1Cost(res, "queries")).toBe(2);
@@ -123,7 +159,10 @@ describe("cursors", () => {
 
 	it("repeat their page when reused, with the same next cursor", async () => {
 		const admin = await bootstrap();
-		await seedTwins(admin.account, Array.from({ length: 6 }, (_, i) => ({ i })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 6 }, (_, i) => ({ i })),
+		);
 		const { body } = await firstCursor(admin);
 		const once = await scan(admin.secret, `count=2&cursor=${body.cursor}`);
 		const twice = await scan(admin.secret, `count=2&cursor=${body.cursor}`);
@@ -134,8 +173,14 @@ describe("cursors", () => {
 	it("are refused with another account, another user, another match or details, or tampered", async () => {
 		const admin = await bootstrap();
 		const other = await bootstrap();
-		await seedTwins(admin.account, Array.from({ length: 6 }, (_, i) => ({ i })));
-		await seedTwins(other.account, Array.from({ length: 6 }, (_, i) => ({ i })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 6 }, (_, i) => ({ i })),
+		);
+		await seedTwins(
+			other.account,
+			Array.from({ length: 6 }, (_, i) => ({ i })),
+		);
 		const colleague = { ...admin, secret: await issueSecret(admin, await createUser(admin)) };
 		const { cursor } = (await firstCursor(admin)).body;
 		const refused = [
@@ -152,13 +197,21 @@ describe("cursors", () => {
 
 	it("expire after 24 hours unused, and the alarm sweeps them", async () => {
 		const admin = await bootstrap();
-		await seedTwins(admin.account, Array.from({ length: 4 }, (_, i) => ({ i })));
+		await seedTwins(
+			admin.account,
+			Array.from({ length: 4 }, (_, i) => ({ i })),
+		);
 		const { cursor } = (await firstCursor(admin)).body;
 		const stub = env.ACCOUNTS.getByName(admin.account);
 		const count = () =>
-			runInDurableObject(stub, (_: AccountDO, state) => state.storage.sql.exec("SELECT count(*) AS n FROM cursors").one().n);
+			runInDurableObject(
+				stub,
+				(_: AccountDO, state) => state.storage.sql.exec("SELECT count(*) AS n FROM cursors").one().n,
+			);
 		expect(await count()).toBe(1);
-		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toEqual(expect.any(Number));
+		expect(await runInDurableObject(stub, (_: AccountDO, state) => state.storage.getAlarm())).toEqual(
+			expect.any(Number),
+		);
 
 		await runInDurableObject(stub, (_: AccountDO, state) => {
 			state.storage.sql.exec("UPDATE cursors SET expires_at = expires_at - 86401");

@@ -7,14 +7,23 @@ import { bootstrap, call, scan } from "../fixtures";
 describe("scan_twins answers", () => {
 	it("have the response schema's shape, and each detailed twin is get_twin's answer", async () => {
 		const admin = await bootstrap();
-		const descriptions = [{}, { name: "Zoë ✓ \"quoted\"\n", nested: { list: [1, 2.5, null, true] } }, { site: "north", n: -0.001 }];
+		const descriptions = [
+			{},
+			{ name: 'Zoë ✓ "quoted"\n', nested: { list: [1, 2.5, null, true] } },
+			{ site: "north", n: -0.001 },
+		];
 		for (const description of descriptions) {
 			expect((await call("POST", "/twins", { secret: admin.secret, body: { description } })).status).toBe(201);
 		}
 		const [first] = (await scan(admin.secret, "")).body.twins as string[];
 		expect((await call("DELETE", `/twins/${first}`, { secret: admin.secret })).status).toBe(200);
 
-		for (const query of ["details=true", "details=false", "count=2&details=true", `details=true&match=${encodeURIComponent("TWIN.site == 'north'")}`]) {
+		for (const query of [
+			"details=true",
+			"details=false",
+			"count=2&details=true",
+			`details=true&match=${encodeURIComponent("TWIN.site == 'north'")}`,
+		]) {
 			const res = await scan(admin.secret, query);
 			expect(res.status).toBe(200);
 			expect(res.headers.get("content-type")).toBe("application/json");

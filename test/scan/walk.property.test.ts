@@ -15,13 +15,20 @@ describe("a walk while twins come and go", () => {
 				fc.array(between, { minLength: 1, maxLength: 12 }),
 				async (initial, count, changes) => {
 					const admin = await bootstrap();
-					const alive = new Set(await seedTwins(admin.account, Array.from({ length: initial }, (_, i) => ({ i }))));
+					const alive = new Set(
+						await seedTwins(
+							admin.account,
+							Array.from({ length: initial }, (_, i) => ({ i })),
+						),
+					);
 					const throughout = new Set(alive);
 					const seen: string[] = [];
 					let cursor: string | null = null;
 					let step = 0;
 					do {
-						const res = await call("GET", `/twins?count=${count}${cursor ? `&cursor=${cursor}` : ""}`, { secret: admin.secret });
+						const res = await call("GET", `/twins?count=${count}${cursor ? `&cursor=${cursor}` : ""}`, {
+							secret: admin.secret,
+						});
 						expect(res.status).toBe(200);
 						seen.push(...res.body.twins);
 						cursor = res.body.cursor;

@@ -38,10 +38,21 @@ describe("sticker notifications", () => {
 		const twin = await newTwin(admin.secret);
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "stickers", id);
-		const put = await putStickers(admin.secret, twin, { red: { note: "inspect this", recipients: [admin.user], publish: everything } });
+		const put = await putStickers(admin.secret, twin, {
+			red: { note: "inspect this", recipients: [admin.user], publish: everything },
+		});
 
 		const [message] = bodies(await messagesFor(id, 1));
-		expect(Object.keys(message)).toEqual(["type", "trigger", "message", "twin", "event", "sent_ts", "subscription", "hash"]);
+		expect(Object.keys(message)).toEqual([
+			"type",
+			"trigger",
+			"message",
+			"twin",
+			"event",
+			"sent_ts",
+			"subscription",
+			"hash",
+		]);
 		expect(message).toMatchObject({
 			type: "Notification",
 			trigger: "sticker.put",
@@ -61,7 +72,10 @@ describe("sticker notifications", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const sub = await confirmedSubscription(admin, "stickers", crypto.randomUUID());
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user], publish: { on_remove: "stickers" } }, blue: { recipients: [admin.user] } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user], publish: { on_remove: "stickers" } },
+			blue: { recipients: [admin.user] },
+		});
 		expect(await triggers(sub.uuid)).toEqual([]);
 		await call("DELETE", stickerPath(twin, "blue"), { secret: admin.secret });
 		expect(await triggers(sub.uuid)).toEqual([]);
@@ -86,7 +100,13 @@ describe("sticker notifications", () => {
 			{ color: "blue", note: "b", validity_ts: put.blue.validity_ts, created_ts: put.blue.created_ts },
 			{ color: "red", note: null, validity_ts: put.red.validity_ts, created_ts: put.red.created_ts },
 		]);
-		expect(events[0].data).toMatchObject({ type: "Notification", trigger: "sticker.put", twin, topic: "stickers", account: admin.account });
+		expect(events[0].data).toMatchObject({
+			type: "Notification",
+			trigger: "sticker.put",
+			twin,
+			topic: "stickers",
+			account: admin.account,
+		});
 	});
 });
 
@@ -97,7 +117,9 @@ describe("sticker expiry", () => {
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "stickers", id);
 		const validity = Date.now() / 1000 + 1;
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user], validity_ts: validity, publish: everything } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user], validity_ts: validity, publish: everything },
+		});
 		await messagesFor(id, 1);
 		await clockPast(validity);
 		// Past its time the sticker is absent to every read and write, swept or not.
@@ -112,7 +134,9 @@ describe("sticker expiry", () => {
 		expect(await triggers(sub.uuid)).toEqual(["sticker.put", "sticker.expired"]);
 		const lines = await logLines(admin.secret);
 		expect(lines).toHaveLength(1);
-		expect(lines[0]).toMatch(new RegExp(`^Sticker expired: twin=\\[${twin}\\], color=\\[red\\], ts=\\[\\d+(\\.\\d{1,3})?\\]\\.$`));
+		expect(lines[0]).toMatch(
+			new RegExp(`^Sticker expired: twin=\\[${twin}\\], color=\\[red\\], ts=\\[\\d+(\\.\\d{1,3})?\\]\\.$`),
+		);
 	});
 
 	it("ends a sticker after the account's object restarted between the put and the expiry", async () => {
@@ -120,10 +144,16 @@ describe("sticker expiry", () => {
 		const twin = await newTwin(admin.secret);
 		const sub = await confirmedSubscription(admin, "stickers", crypto.randomUUID());
 		const validity = Date.now() / 1000 + 1;
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } },
+		});
 		await restartAccountObject(admin.account);
 		// The alarm set before the restart fires in the new instance.
-		await until(() => triggers(sub.uuid), (t) => t.length > 0, "the expiry after a restart");
+		await until(
+			() => triggers(sub.uuid),
+			(t) => t.length > 0,
+			"the expiry after a restart",
+		);
 		expect(await triggers(sub.uuid)).toEqual(["sticker.expired"]);
 		expect(await logLines(admin.secret)).toHaveLength(1);
 	});
@@ -133,9 +163,13 @@ describe("sticker expiry", () => {
 		const twin = await newTwin(admin.secret);
 		const sub = await confirmedSubscription(admin, "stickers", crypto.randomUUID());
 		const validity = Date.now() / 1000 + 1;
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } },
+		});
 		// Its alarm moved away, as if it were late: the put meets the expired row.
-		await env.DB.prepare("UPDATE stickers SET validity_ts = ? WHERE twin = ? AND color = 'red'").bind(Date.now() / 1000 - 1, twin).run();
+		await env.DB.prepare("UPDATE stickers SET validity_ts = ? WHERE twin = ? AND color = 'red'")
+			.bind(Date.now() / 1000 - 1, twin)
+			.run();
 		const again = await putStickers(admin.secret, twin, { red: { note: "again", recipients: [admin.user] } });
 		expect(again.red.note).toBe("again");
 		expect(await triggers(sub.uuid)).toEqual(["sticker.expired"]);
@@ -154,9 +188,15 @@ describe("sticker expiry", () => {
 		await putStickers(
 			admin.secret,
 			twin,
-			Object.fromEntries(colors.map((color) => [color, { recipients: [admin.user], validity_ts: validity, publish: everything }])),
+			Object.fromEntries(
+				colors.map((color) => [color, { recipients: [admin.user], validity_ts: validity, publish: everything }]),
+			),
 		);
-		await until(() => triggers(sub.uuid), (t) => t.length === colors.length, "the put messages");
+		await until(
+			() => triggers(sub.uuid),
+			(t) => t.length === colors.length,
+			"the put messages",
+		);
 		// Removes sent around the validity, one every 20 ms, while the alarm fires.
 		await clockPast(validity - 0.08);
 		const removes = await Promise.all(
@@ -166,7 +206,11 @@ describe("sticker expiry", () => {
 			}),
 		);
 		await fireAccountAlarm(admin.account);
-		await until(() => triggers(sub.uuid), (t) => t.length === 2 * colors.length, "every sticker's end");
+		await until(
+			() => triggers(sub.uuid),
+			(t) => t.length === 2 * colors.length,
+			"every sticker's end",
+		);
 		const ends = (await outboxOf(sub.uuid)).filter((row) => row.trigger !== "sticker.put");
 		for (const [color, status] of removes) {
 			const mine = ends.filter((row) => JSON.parse(row.event as string).color === color).map((row) => row.trigger);
@@ -217,10 +261,17 @@ describe("sticker expiry", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const validity = Date.now() / 1000 + 1;
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user] }, blue: { recipients: [admin.user], validity_ts: validity } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user] },
+			blue: { recipients: [admin.user], validity_ts: validity },
+		});
 		expect((await call("DELETE", stickerPath(twin, "red"), { secret: admin.secret })).status).toBe(200);
 		// The alarm that ends blue comes on its own: its log line says it has.
-		await until(() => logLines(admin.secret), (lines) => lines.length === 1, "blue's expiry");
+		await until(
+			() => logLines(admin.secret),
+			(lines) => lines.length === 1,
+			"blue's expiry",
+		);
 		const account = usageTotal(await usageOf(admin.secret, "/usage"));
 		expect(account).toMatchObject({ stickers_put: 2, stickers_removed: 1, stickers_expired: 1 });
 		const user = usageTotal(await usageOf(admin.secret, `/usage/${admin.user}`));

@@ -3,10 +3,28 @@ import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
 import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
-import { type Account, bootstrap, call, d1Cost, expectError, member, newTwin, putStickers, role, userWithRules } from "../fixtures";
+import {
+	type Account,
+	bootstrap,
+	call,
+	d1Cost,
+	expectError,
+	member,
+	newTwin,
+	putStickers,
+	role,
+	userWithRules,
+} from "../fixtures";
 
 const allow = { effect: "deny" as const, actions: null };
-type Listed = { twin: string; account: string; color: string; note: string | null; validity_ts: number; created_ts: number };
+type Listed = {
+	twin: string;
+	account: string;
+	color: string;
+	note: string | null;
+	validity_ts: number;
+	created_ts: number;
+};
 
 const list = async (secret: string, query = "") => {
 	const res = await call("GET", `/stickers${query}`, { secret });
@@ -20,15 +38,12 @@ async function seed(account: string, recipient: string, rows: { twin: string; co
 	const validity = Date.now() / 1000 + 3600;
 	await env.DB.batch(
 		rows.flatMap((r) => [
-			env.DB.prepare("INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')").bind(
-				r.twin,
-				account,
-				r.color,
-				JSON.stringify([recipient]),
-				validity,
-				r.created_ts,
-			),
-			env.DB.prepare("INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)").bind(recipient, r.twin, account, r.color, r.created_ts),
+			env.DB.prepare(
+				"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
+			).bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
+			env.DB.prepare(
+				"INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)",
+			).bind(recipient, r.twin, account, r.color, r.created_ts),
 		]),
 	);
 }
@@ -38,7 +53,10 @@ describe("list_stickers", () => {
 		const admin = await bootstrap();
 		const [a, b] = [await newTwin(admin.secret), await newTwin(admin.secret)];
 		await putStickers(admin.secret, a, { first: { recipients: [admin.user, admin.role], note: "n" } });
-		await putStickers(admin.secret, b, { second: { recipients: [admin.account] }, other: { recipients: [crypto.randomUUID()] } });
+		await putStickers(admin.secret, b, {
+			second: { recipients: [admin.account] },
+			other: { recipients: [crypto.randomUUID()] },
+		});
 		const listed = await list(admin.secret);
 		expect(listed.map((s) => s.color)).toEqual(["second", "first"]);
 		expect(Object.keys(listed[1])).toEqual(["twin", "account", "color", "note", "validity_ts", "created_ts"]);
@@ -104,7 +122,19 @@ describe("list_stickers", () => {
 
 	it("refuses bad queries with 400101", async () => {
 		const admin = await bootstrap();
-		for (const query of ["?limit=0", "?limit=101", "?offset=-1", "?offset=901", "?offset=950&limit=60", "?ge=5&le=4", "?ge=abc", "?color=x", "?context=nobody", "?context=a,b", "?page=2"]) {
+		for (const query of [
+			"?limit=0",
+			"?limit=101",
+			"?offset=-1",
+			"?offset=901",
+			"?offset=950&limit=60",
+			"?ge=5&le=4",
+			"?ge=abc",
+			"?color=x",
+			"?context=nobody",
+			"?context=a,b",
+			"?page=2",
+		]) {
 			const res = await call("GET", `/stickers${query}`, { secret: admin.secret });
 			expectError(res, 400, 400101);
 		}
@@ -141,8 +171,16 @@ describe("what a sticker read costs", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const other = crypto.randomUUID();
-		await seed(other, crowd(admin), Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })));
-		await seed(admin.account, admin.user, [0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })));
+		await seed(
+			other,
+			crowd(admin),
+			Array.from({ length: 300 }, (_, i) => ({ twin, color: `c-${String(i).padStart(3, "0")}`, created_ts: 1000 + i })),
+		);
+		await seed(
+			admin.account,
+			admin.user,
+			[0, 1, 2].map((i) => ({ twin, color: `mine-${i}`, created_ts: 500 + i })),
+		);
 		return { admin, twin, other };
 	}
 

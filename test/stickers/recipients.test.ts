@@ -1,6 +1,18 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, expectError, fingerprint, member, newTwin, putStickers, role, stickerPath, userWithRules } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	d1Cost,
+	expectError,
+	fingerprint,
+	member,
+	newTwin,
+	putStickers,
+	role,
+	stickerPath,
+	userWithRules,
+} from "../fixtures";
 
 const allow = { effect: "deny" as const, actions: null };
 
@@ -34,13 +46,23 @@ describe("who sees a sticker", () => {
 		await putStickers(seer.secret, twin, { blue: { recipients: [admin.account] } });
 		await putStickers(admin.secret, twin, { red: { recipients: [admin.account] } });
 		const read = async (context?: string) =>
-			Object.keys((await call("GET", stickerPath(twin, undefined, context ? `?context=${context}` : ""), { secret: admin.secret })).body.accounts).sort();
+			Object.keys(
+				(
+					await call("GET", stickerPath(twin, undefined, context ? `?context=${context}` : ""), {
+						secret: admin.secret,
+					})
+				).body.accounts,
+			).sort();
 		expect(await read()).toEqual([admin.account, other.account].sort());
 		expect(await read("system")).toEqual([admin.account, other.account].sort());
 		expect(await read("personal")).toEqual([admin.account]);
 		expect(await read(other.account)).toEqual([other.account]);
 		expect(await read(`${other.account},${crypto.randomUUID()}`)).toEqual([other.account]);
-		expectError(await call("GET", stickerPath(twin, undefined, "?context=nobody"), { secret: admin.secret }), 400, 400101);
+		expectError(
+			await call("GET", stickerPath(twin, undefined, "?context=nobody"), { secret: admin.secret }),
+			400,
+			400101,
+		);
 		expectError(await call("GET", stickerPath(twin, undefined, "?colour=red"), { secret: admin.secret }), 400, 400101);
 	});
 
@@ -62,7 +84,9 @@ describe("who sees a sticker", () => {
 			expect(fingerprint(hidden)).toEqual(fingerprint(none, swap));
 		}
 		// The sticker is still there for its recipient.
-		expect(Object.keys((await call("GET", stickerPath(twin), { secret: admin.secret })).body.accounts)).toEqual([admin.account]);
+		expect(Object.keys((await call("GET", stickerPath(twin), { secret: admin.secret })).body.accounts)).toEqual([
+			admin.account,
+		]);
 	});
 
 	it("answers a reader that cannot see the twin as for an absent twin, on every sticker route", async () => {
@@ -93,7 +117,12 @@ describe("remove_sticker", () => {
 		const put = await putStickers(admin.secret, twin, { red: { note: "recalled", recipients: [admin.role] } });
 		const removed = await call("DELETE", stickerPath(twin, "red"), { secret: admin.secret });
 		expect(removed.status).toBe(200);
-		expect(removed.body).toEqual({ account: admin.account, note: "recalled", validity_ts: put.red.validity_ts, created_ts: put.red.created_ts });
+		expect(removed.body).toEqual({
+			account: admin.account,
+			note: "recalled",
+			validity_ts: put.red.validity_ts,
+			created_ts: put.red.created_ts,
+		});
 		expect(Object.keys(removed.body)).toEqual(["account", "note", "validity_ts", "created_ts"]);
 		expectError(await call("DELETE", stickerPath(twin, "red"), { secret: admin.secret }), 404, 404102);
 		expectError(await call("GET", stickerPath(twin, "red"), { secret: admin.secret }), 404, 404102);
@@ -109,7 +138,9 @@ describe("remove_sticker", () => {
 		await putStickers(admin.secret, twin, { red: { recipients: [other.account] } });
 		// Not in the caller's own account: absent there.
 		expectError(await call("DELETE", stickerPath(twin, "red"), { secret: seer.secret }), 404, 404102);
-		const removed = await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), { secret: seer.secret });
+		const removed = await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), {
+			secret: seer.secret,
+		});
 		expect(removed.status).toBe(200);
 		expect(removed.body.account).toBe(admin.account);
 		expectError(await call("GET", stickerPath(twin, "red"), { secret: admin.secret }), 404, 404102);
@@ -134,12 +165,28 @@ describe("remove_sticker", () => {
 		const called: string[] = [];
 		const ACCOUNTS = new Proxy(env.ACCOUNTS, {
 			get: (target, property) =>
-				property === "getByName" ? (name: string) => (called.push(name), target.getByName(name)) : Reflect.get(target, property, target),
+				property === "getByName"
+					? (name: string) => (called.push(name), target.getByName(name))
+					: Reflect.get(target, property, target),
 		});
 		// The peer sees the twin but is no recipient: refused in the Worker.
-		expectError(await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), { secret: peer.secret, env: { ACCOUNTS } }), 404, 404102);
+		expectError(
+			await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), {
+				secret: peer.secret,
+				env: { ACCOUNTS },
+			}),
+			404,
+			404102,
+		);
 		expect(called).toEqual([]);
-		expect((await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), { secret: seer.secret, env: { ACCOUNTS } })).status).toBe(200);
+		expect(
+			(
+				await call("DELETE", stickerPath(twin, "red", `?context=${admin.account}`), {
+					secret: seer.secret,
+					env: { ACCOUNTS },
+				})
+			).status,
+		).toBe(200);
 		expect(called).toEqual([admin.account]);
 	});
 
@@ -147,7 +194,9 @@ describe("remove_sticker", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const outsider = await member(admin, await role(admin, allow));
-		await putStickers(admin.secret, twin, { red: { recipients: [admin.user, crypto.randomUUID(), crypto.randomUUID()] } });
+		await putStickers(admin.secret, twin, {
+			red: { recipients: [admin.user, crypto.randomUUID(), crypto.randomUUID()] },
+		});
 		const hidden = await call("DELETE", stickerPath(twin, "red"), { secret: outsider.secret });
 		const none = await call("DELETE", stickerPath(twin, "blue"), { secret: outsider.secret });
 		expect(d1Cost(hidden, "rows_read")).toBe(d1Cost(none, "rows_read"));

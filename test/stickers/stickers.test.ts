@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, member, newTwin, objectEnv, putStickers, role, stickerPath, userWith } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	expectError,
+	member,
+	newTwin,
+	objectEnv,
+	putStickers,
+	role,
+	stickerPath,
+	userWith,
+} from "../fixtures";
 
 const YEAR = 31_536_000;
 
@@ -11,13 +22,22 @@ describe("put_sticker and get_sticker", () => {
 		const before = Date.now() / 1000;
 		const stickers = await putStickers(admin.secret, twin, {
 			red: { recipients: [admin.user, other.toUpperCase(), other, admin.user] },
-			"Blue-2": { note: "inspect this", recipients: [admin.role], validity_ts: before + 600, publish: { on_put: "alerts", on_expire: ["a-1", "a-2", "a-1"] } },
+			"Blue-2": {
+				note: "inspect this",
+				recipients: [admin.role],
+				validity_ts: before + 600,
+				publish: { on_put: "alerts", on_expire: ["a-1", "a-2", "a-1"] },
+			},
 		});
 		expect(Object.keys(stickers)).toEqual(["red", "Blue-2"]);
 		expect(Object.keys(stickers.red)).toEqual(["note", "recipients", "validity_ts", "created_ts", "publish"]);
 		expect(stickers.red).toMatchObject({ note: null, recipients: [admin.user, other], publish: {} });
 		expect(stickers.red.validity_ts).toBeCloseTo(stickers.red.created_ts + YEAR, 2);
-		expect(stickers["Blue-2"]).toMatchObject({ note: "inspect this", recipients: [admin.role], publish: { on_put: ["alerts"], on_expire: ["a-1", "a-2"] } });
+		expect(stickers["Blue-2"]).toMatchObject({
+			note: "inspect this",
+			recipients: [admin.role],
+			publish: { on_put: ["alerts"], on_expire: ["a-1", "a-2"] },
+		});
 		expect(stickers["Blue-2"].created_ts).toBe(stickers.red.created_ts);
 
 		const got = await call("GET", stickerPath(twin, "Blue-2"), { secret: admin.secret });
@@ -33,7 +53,10 @@ describe("put_sticker and get_sticker", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await putStickers(admin.secret, twin, { red: { recipients: [admin.user] } });
-		const again = await call("POST", stickerPath(twin), { secret: admin.secret, body: { stickers: { green: { recipients: [admin.user] }, red: { recipients: [admin.user] } } } });
+		const again = await call("POST", stickerPath(twin), {
+			secret: admin.secret,
+			body: { stickers: { green: { recipients: [admin.user] }, red: { recipients: [admin.user] } } },
+		});
 		expectError(again, 409, 409101);
 		expect(again.body.details).toEqual([{ path: "stickers.red", message: expect.any(String) }]);
 		expectError(await call("GET", stickerPath(twin, "green"), { secret: admin.secret }), 404, 404102);
@@ -68,21 +91,30 @@ describe("put_sticker and get_sticker", () => {
 			[{ stickers: {} }, "stickers"],
 			[{ stickers: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`color-${i}`, ok])) }, "stickers"],
 			[{ stickers: { red: { recipients: [] } } }, "stickers.red.recipients"],
-			[{ stickers: { red: { recipients: Array.from({ length: 101 }, () => crypto.randomUUID()) } } }, "stickers.red.recipients"],
+			[
+				{ stickers: { red: { recipients: Array.from({ length: 101 }, () => crypto.randomUUID()) } } },
+				"stickers.red.recipients",
+			],
 			[{ stickers: { red: { recipients: ["not-a-uuid"] } } }, "stickers.red.recipients.0"],
 			[{ stickers: { red: { ...ok, note: "x".repeat(513) } } }, "stickers.red.note"],
 			[{ stickers: { red: { ...ok, validity_ts: now - 1 } } }, "stickers.red.validity_ts"],
 			[{ stickers: { red: { ...ok, validity_ts: now + YEAR + 60 } } }, "stickers.red.validity_ts"],
 			[{ stickers: { red: { ...ok, publish: { on_change: "alerts" } } } }, "stickers.red.publish.on_change"],
 			[{ stickers: { red: { ...ok, publish: { on_put: "a" } } } }, "stickers.red.publish.on_put"],
-			[{ stickers: { red: { ...ok, publish: { on_put: Array.from({ length: 11 }, (_, i) => `topic-${i}`) } } } }, "stickers.red.publish.on_put"],
+			[
+				{ stickers: { red: { ...ok, publish: { on_put: Array.from({ length: 11 }, (_, i) => `topic-${i}`) } } } },
+				"stickers.red.publish.on_put",
+			],
 			[{ stickers: { red: { ...ok, colour: "red" } } }, "stickers.red.colour"],
 			[{ stickers: { red: ok }, extra: 1 }, "extra"],
 		];
 		for (const [body, path] of cases) {
 			const res = await call("POST", stickerPath(twin), { secret: admin.secret, body });
 			expectError(res, 400, 400101);
-			expect(res.body.details.map((d: { path: string }) => d.path), JSON.stringify(body).slice(0, 80)).toContain(path);
+			expect(
+				res.body.details.map((d: { path: string }) => d.path),
+				JSON.stringify(body).slice(0, 80),
+			).toContain(path);
 		}
 		// A bad color says what a color must be.
 		const bad = await call("POST", stickerPath(twin), { secret: admin.secret, body: { stickers: { "red!": ok } } });
@@ -95,7 +127,10 @@ describe("put_sticker and get_sticker", () => {
 		const twin = await newTwin(admin.secret);
 		await objectEnv(admin.account, { MAX_STICKERS: "3" });
 		await putStickers(admin.secret, twin, { one: { recipients: [admin.user] }, two: { recipients: [admin.user] } });
-		const over = await call("POST", stickerPath(twin), { secret: admin.secret, body: { stickers: { three: { recipients: [admin.user] }, four: { recipients: [admin.user] } } } });
+		const over = await call("POST", stickerPath(twin), {
+			secret: admin.secret,
+			body: { stickers: { three: { recipients: [admin.user] }, four: { recipients: [admin.user] } } },
+		});
 		expectError(over, 409, 409201);
 		expect(over.body.description).toContain("MAX_STICKERS");
 		expectError(await call("GET", stickerPath(twin, "three"), { secret: admin.secret }), 404, 404102);
@@ -109,7 +144,14 @@ describe("put_sticker and get_sticker", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		const none = await userWith(admin, { effect: "deny", actions: ["put_sticker", "get_sticker"] });
-		expectError(await call("POST", stickerPath(twin), { secret: none.secret, body: { stickers: { red: { recipients: [none.user] } } } }), 403, 403101);
+		expectError(
+			await call("POST", stickerPath(twin), {
+				secret: none.secret,
+				body: { stickers: { red: { recipients: [none.user] } } },
+			}),
+			403,
+			403101,
+		);
 		expectError(await call("GET", stickerPath(twin, "red"), { secret: none.secret }), 403, 403101);
 	});
 });

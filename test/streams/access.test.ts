@@ -29,7 +29,10 @@ async function streamToken(secret: string, body: Record<string, unknown> = {}) {
 }
 
 const grant = (publisher: Account, grantee: Account, topics: string[]) =>
-	call("PATCH", `/notifications/webhooks/access/accounts/${grantee.account}`, { secret: publisher.secret, body: { topics } });
+	call("PATCH", `/notifications/webhooks/access/accounts/${grantee.account}`, {
+		secret: publisher.secret,
+		body: { topics },
+	});
 
 describe("opening a stream", () => {
 	it("refuses a missing, unknown or expired credential (401), before anything else", async () => {
@@ -38,7 +41,14 @@ describe("opening a stream", () => {
 		expectError(await call("GET", streamPath("alerts"), { secret: "x".repeat(64) }), 401, 401102);
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		expect((await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: Date.now() / 1000 - 1 } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/users/${user}/secrets`, {
+					secret: admin.secret,
+					body: { validity_ts: Date.now() / 1000 - 1 },
+				})
+			).status,
+		).toBe(200);
 		expectError(await call("GET", streamPath("alerts", "bogus=1")), 401, 401101);
 		const expired = await openSocket(streamPath("alerts"), { secret });
 		expect(expired.ws).toBeNull();
@@ -62,7 +72,16 @@ describe("opening a stream", () => {
 		const admin = await bootstrap();
 		const confined = await userWithRules(admin, { twin: "TWIN.site == 'north'" });
 		const nine = Array.from({ length: 9 }, (_, i) => `topic-${i}`).join(",");
-		for (const query of ["", "topics=", "topics=ab", `topics=${nine}`, "topics=a%20b", "topics=alerts&bogus=1", "topics=alerts&account=nope", "topics=alerts&since=x"]) {
+		for (const query of [
+			"",
+			"topics=",
+			"topics=ab",
+			`topics=${nine}`,
+			"topics=a%20b",
+			"topics=alerts&bogus=1",
+			"topics=alerts&account=nope",
+			"topics=alerts&since=x",
+		]) {
 			for (const who of [admin, confined]) {
 				const res = await call("GET", `/notifications/stream?${query}`, { secret: who.secret });
 				expect([query, res.status, res.body.subcode]).toEqual([query, 400, 400101]);
@@ -89,7 +108,8 @@ describe("opening a stream", () => {
 		const reader = await bootstrap();
 		const twin = await newTwin(publisher.secret);
 		expect((await grant(publisher, reader, ["granted"])).status).toBe(200);
-		const of = (account: string, topics: string) => call("GET", streamPath(topics, `account=${account}`), { secret: reader.secret });
+		const of = (account: string, topics: string) =>
+			call("GET", streamPath(topics, `account=${account}`), { secret: reader.secret });
 		expectError(await of(publisher.account, "other"), 403, 403104);
 		expectError(await of(publisher.account, "granted,other"), 403, 403104);
 		// A publisher granting nothing, a partial grant and an account that exists nowhere cost and
@@ -105,7 +125,10 @@ describe("opening a stream", () => {
 		const stream = await openSocket(streamPath("granted", `account=${publisher.account}`), { secret: reader.secret });
 		expect(stream.res.status).toBe(101);
 		await publish(publisher.secret, twin, "shared", 1, ["granted", "other"]);
-		expect(await stream.next()).toMatchObject({ id: "1", data: { topic: "granted", account: publisher.account, twin } });
+		expect(await stream.next()).toMatchObject({
+			id: "1",
+			data: { topic: "granted", account: publisher.account, twin },
+		});
 		expect(stream.pending).toEqual([]);
 	});
 
@@ -134,13 +157,19 @@ describe("opening a stream", () => {
 		for (let i = 0; i < 9; i++) others.push(await openSocket(streamPath("alerts"), { secret: admin.secret }));
 		const eleventh = await openSocket(streamPath("alerts"), { secret: admin.secret });
 		expect(eleventh.res.status).toBe(101);
-		expect(await oldest.event("the end event")).toEqual({ event: "end", data: { code: 4409, reason: "Replaced by the user's newer stream" } });
+		expect(await oldest.event("the end event")).toEqual({
+			event: "end",
+			data: { code: 4409, reason: "Replaced by the user's newer stream" },
+		});
 		await oldest.done;
 		expect(oldest.ended).toBe(true);
 		const twelfth = await openSocket(streamPath("alerts"), { secret: admin.secret });
 		expect(twelfth.res.status).toBe(101);
 		expect(await others[0].closed).toEqual({ code: 4409, reason: "Replaced by the user's newer stream" });
-		expect(await others[0].next("the end frame")).toEqual({ event: "end", data: { code: 4409, reason: "Replaced by the user's newer stream" } });
+		expect(await others[0].next("the end frame")).toEqual({
+			event: "end",
+			data: { code: 4409, reason: "Replaced by the user's newer stream" },
+		});
 	});
 
 	it("answers any other method with 405", async () => {
@@ -158,11 +187,21 @@ describe("stream tokens", () => {
 		expect(Object.keys(made)).toEqual(["token", "validity_ts"]);
 		expect(made.token).toMatch(/^[A-Za-z0-9._-]+$/);
 		expect(Math.abs(made.validity_ts - (Date.now() / 1000 + 3600))).toBeLessThan(60);
-		expect(Math.abs((await streamToken(admin.secret, { expires: 60 })).validity_ts - (Date.now() / 1000 + 60))).toBeLessThan(30);
+		expect(
+			Math.abs((await streamToken(admin.secret, { expires: 60 })).validity_ts - (Date.now() / 1000 + 60)),
+		).toBeLessThan(30);
 		for (const expires of [59, 86_401, 1.5, "60", null]) {
-			expectError(await call("POST", "/notifications/stream/tokens", { secret: admin.secret, body: { expires } }), 400, 400101);
+			expectError(
+				await call("POST", "/notifications/stream/tokens", { secret: admin.secret, body: { expires } }),
+				400,
+				400101,
+			);
 		}
-		expectError(await call("POST", "/notifications/stream/tokens", { secret: admin.secret, body: { scope: "x" } }), 400, 400101);
+		expectError(
+			await call("POST", "/notifications/stream/tokens", { secret: admin.secret, body: { scope: "x" } }),
+			400,
+			400101,
+		);
 		// Bounded by the secret's validity...
 		const user = await createUser(admin);
 		const ending = Math.round(Date.now() / 1000 + 600);
@@ -236,7 +275,13 @@ describe("stream tokens", () => {
 		expect((await open(forged)).headers.get("server-timing")).toContain("queries=0");
 		// Signed, but past its validity.
 		const [account, , created] = token.split(".");
-		const expired = await signStreamToken(env.WEBHOOK_KEY, { account, user, binding: { kind: "secret", created_ts: Number(created) / 1000 }, validityMs: Date.now() - 1000, dict: null });
+		const expired = await signStreamToken(env.WEBHOOK_KEY, {
+			account,
+			user,
+			binding: { kind: "secret", created_ts: Number(created) / 1000 },
+			validityMs: Date.now() - 1000,
+			dict: null,
+		});
 		expectError(await open(expired!), 401, 401103);
 		// The secret replaced by a redeemed PIN: the token is dead.
 		const working = await openSse(streamPath("alerts", `access_token=${token}`));

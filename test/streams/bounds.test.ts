@@ -68,7 +68,10 @@ describe("a WebSocket reader", () => {
 		await seedStreamMessages(admin, twin, "alerts", 1000);
 		expect((await drained(socket)).length).toBe(1000);
 		await seedStreamMessages(admin, twin, "alerts", 1001);
-		expect(await socket.next("the end frame")).toEqual({ event: "end", data: { code: 4408, reason: "The reader fell too far behind" } });
+		expect(await socket.next("the end frame")).toEqual({
+			event: "end",
+			data: { code: 4408, reason: "The reader fell too far behind" },
+		});
 		expect(await socket.closed).toEqual({ code: 4408, reason: "The reader fell too far behind" });
 	});
 
@@ -92,7 +95,10 @@ describe("a WebSocket reader", () => {
 		expect((await drained(ahead)).length).toBe(1000);
 		await seedStreamMessages(admin, twin, "alerts", 200);
 		ahead.ack("1100");
-		expect(await ahead.next("the end frame")).toEqual({ event: "end", data: { code: 4408, reason: "The reader fell too far behind" } });
+		expect(await ahead.next("the end frame")).toEqual({
+			event: "end",
+			data: { code: 4408, reason: "The reader fell too far behind" },
+		});
 		expect((await ahead.closed).code).toBe(4408);
 		// Below the last sent, the id of another topic's message between two it was sent.
 		const other = await openSocket(streamPath("alerts"), { secret: admin.secret });
@@ -112,17 +118,29 @@ describe("a WebSocket reader", () => {
 
 	it("that sends anything but an ack or a ping is closed with 1008", async () => {
 		const admin = await bootstrap();
-		for (const frame of ["hello", '{"type":"ack"}', '{"type":"ack","id":7}', '{"type":"ack","id":"7","more":1}', new Uint8Array([1, 2])]) {
+		for (const frame of [
+			"hello",
+			'{"type":"ack"}',
+			'{"type":"ack","id":7}',
+			'{"type":"ack","id":"7","more":1}',
+			new Uint8Array([1, 2]),
+		]) {
 			const socket = await openSocket(streamPath("alerts"), { secret: admin.secret });
 			socket.ws!.send(frame);
-			expect(await socket.next("the end frame")).toEqual({ event: "end", data: { code: 1008, reason: "Unexpected client frame" } });
+			expect(await socket.next("the end frame")).toEqual({
+				event: "end",
+				data: { code: 1008, reason: "Unexpected client frame" },
+			});
 			expect((await socket.closed).code).toBe(1008);
 		}
 	});
 
 	it("hears nothing from the server while idle; the runtime answers its pings", async () => {
 		const admin = await bootstrap();
-		const socket = await openSocket(streamPath("alerts"), { secret: admin.secret, env: { STREAM_HEARTBEAT_SECONDS: "0.1" } });
+		const socket = await openSocket(streamPath("alerts"), {
+			secret: admin.secret,
+			env: { STREAM_HEARTBEAT_SECONDS: "0.1" },
+		});
 		// Nothing to await for what does not come: four SSE heartbeat periods pass first.
 		await new Promise((resolve) => setTimeout(resolve, 400));
 		expect(await drained(socket)).toEqual([]);
@@ -150,12 +168,17 @@ describe("an SSE reader", () => {
 		await stream.done;
 		const events = stream.text.split("\n\n").filter((block) => block.startsWith("id: ") || block.startsWith("event: "));
 		expect(events.length).toBeLessThan(31);
-		expect(events.at(-1)).toBe(`event: end\ndata: ${JSON.stringify({ code: 4408, reason: "The reader fell too far behind" })}`);
+		expect(events.at(-1)).toBe(
+			`event: end\ndata: ${JSON.stringify({ code: 4408, reason: "The reader fell too far behind" })}`,
+		);
 	});
 
 	it("writes a heartbeat comment while nothing else is written", async () => {
 		const admin = await bootstrap();
-		const stream = await openSse(streamPath("alerts"), { secret: admin.secret, env: { STREAM_HEARTBEAT_SECONDS: "0.2" } });
+		const stream = await openSse(streamPath("alerts"), {
+			secret: admin.secret,
+			env: { STREAM_HEARTBEAT_SECONDS: "0.2" },
+		});
 		expect(await stream.next("the preamble")).toEqual({});
 		const at = Date.now();
 		expect(await stream.next("a heartbeat")).toEqual({ comment: "hb" });

@@ -1,6 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, ledger, loggedErrors, newTwin, objectEnv, openSocket, openSse, publish, streamPath, until, fireAccountAlarm } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	ledger,
+	loggedErrors,
+	newTwin,
+	objectEnv,
+	openSocket,
+	openSse,
+	publish,
+	streamPath,
+	until,
+	fireAccountAlarm,
+} from "../fixtures";
 
 // Live delivery through the Worker to real SSE and WebSocket clients: what a stream receives,
 // in which framing, on which topics, and that nothing committed after the headers is missed.
@@ -24,7 +37,16 @@ describe("a live stream", () => {
 		expect(event.event).toBe("ledger.entry.added");
 		// The webhook message's keys, with the topic and the publishing account in place of the
 		// subscription and the hash.
-		expect(Object.keys(event.data)).toEqual(["type", "trigger", "message", "twin", "event", "sent_ts", "topic", "account"]);
+		expect(Object.keys(event.data)).toEqual([
+			"type",
+			"trigger",
+			"message",
+			"twin",
+			"event",
+			"sent_ts",
+			"topic",
+			"account",
+		]);
 		expect(event.data).toEqual({
 			type: "Notification",
 			trigger: "ledger.entry.added",
@@ -39,9 +61,19 @@ describe("a live stream", () => {
 		expect(stream.text).toContain(`id: 1\nevent: ledger.entry.added\ndata: ${JSON.stringify(event.data)}\n\n`);
 
 		await publish(admin.secret, twin, "temp", 22, ["alerts"]);
-		expect(await stream.event()).toMatchObject({ id: "2", event: "ledger.entry.updated", data: { event: { temp: { new_value: 22, old_value: 21.5 } } } });
-		expect((await call("DELETE", ledger(twin, "personal", "?entries=temp"), { secret: admin.secret })).status).toBe(200);
-		expect(await stream.event()).toMatchObject({ id: "3", event: "ledger.entry.deleted", data: { event: { temp: { new_value: null, old_value: 22 } } } });
+		expect(await stream.event()).toMatchObject({
+			id: "2",
+			event: "ledger.entry.updated",
+			data: { event: { temp: { new_value: 22, old_value: 21.5 } } },
+		});
+		expect((await call("DELETE", ledger(twin, "personal", "?entries=temp"), { secret: admin.secret })).status).toBe(
+			200,
+		);
+		expect(await stream.event()).toMatchObject({
+			id: "3",
+			event: "ledger.entry.deleted",
+			data: { event: { temp: { new_value: null, old_value: 22 } } },
+		});
 		await stream.close();
 	});
 
@@ -49,7 +81,11 @@ describe("a live stream", () => {
 		const admin = await bootstrap();
 		for (const accept of ["*/*", "text/event-stream", "application/json"]) {
 			const stream = await openSse(streamPath("alerts"), { secret: admin.secret, headers: { accept } });
-			expect([accept, stream.res.status, stream.res.headers.get("content-type")]).toEqual([accept, 200, "text/event-stream"]);
+			expect([accept, stream.res.status, stream.res.headers.get("content-type")]).toEqual([
+				accept,
+				200,
+				"text/event-stream",
+			]);
 			await stream.close();
 		}
 	});
@@ -63,7 +99,11 @@ describe("a live stream", () => {
 		await publish(admin.secret, twin, "temp", 1, ["alerts"]);
 		const frame = await stream.next();
 		expect(Object.keys(frame)).toEqual(["id", "event", "data"]);
-		expect(frame).toMatchObject({ id: "1", event: "ledger.entry.added", data: { type: "Notification", topic: "alerts", twin, account: admin.account } });
+		expect(frame).toMatchObject({
+			id: "1",
+			event: "ledger.entry.added",
+			data: { type: "Notification", topic: "alerts", twin, account: admin.account },
+		});
 		// The runtime answers a `ping` text frame itself.
 		stream.send("ping");
 		expect(await stream.next("pong")).toBe("pong");
@@ -102,7 +142,10 @@ describe("a live stream", () => {
 		await publish(admin.secret, twin, "loud", 1, ["alerts"]);
 		// The first frame is the write that published to the stream's topic in its own account;
 		// the one before it took id 1 in the account's log.
-		expect(await stream.next()).toMatchObject({ id: "2", data: { event: { loud: expect.anything() }, account: admin.account } });
+		expect(await stream.next()).toMatchObject({
+			id: "2",
+			data: { event: { loud: expect.anything() }, account: admin.account },
+		});
 		expect(stream.pending).toEqual([]);
 	});
 
@@ -110,7 +153,9 @@ describe("a live stream", () => {
 		const admin = await bootstrap();
 		const twins = await Promise.all(Array.from({ length: 5 }, () => newTwin(admin.secret)));
 		const stream = await openSocket(streamPath("race"), { secret: admin.secret });
-		await Promise.all(twins.flatMap((twin) => [1, 2, 3, 4].map((n) => publish(admin.secret, twin, `e${n}`, n, ["race"]))));
+		await Promise.all(
+			twins.flatMap((twin) => [1, 2, 3, 4].map((n) => publish(admin.secret, twin, `e${n}`, n, ["race"]))),
+		);
 		const frames = [];
 		for (let i = 0; i < 20; i++) frames.push(await stream.next());
 		expect(frames.map((f) => Number(f.id))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
@@ -118,7 +163,14 @@ describe("a live stream", () => {
 		const times = frames.map((f) => f.data.sent_ts);
 		expect([...times].sort((a, b) => a - b)).toEqual(times);
 		// Handed over: the D1 outbox keeps nothing once the stream object took the rows.
-		await until(() => env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?").bind(admin.account).first<{ n: number }>(), (row) => row?.n === 0, "the outbox to empty");
+		await until(
+			() =>
+				env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
+					.bind(admin.account)
+					.first<{ n: number }>(),
+			(row) => row?.n === 0,
+			"the outbox to empty",
+		);
 	});
 
 	it("writes the messages whether or not a stream listens: one row per write and trigger, one message per topic", async () => {
@@ -142,7 +194,9 @@ describe("a live stream", () => {
 		// The write commits and answers; its row waits in the outbox.
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the stream object is down"));
-		const waiting = await env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?").bind(admin.account).first<{ n: number }>();
+		const waiting = await env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
+			.bind(admin.account)
+			.first<{ n: number }>();
 		expect(waiting?.n).toBe(1);
 		await restore();
 		expect(await fireAccountAlarm(admin.account)).toBe(true);

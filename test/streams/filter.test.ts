@@ -23,7 +23,12 @@ import {
 // administrator), and a van of each driver.
 async function fleet(rules: { twin?: string; entry?: string } = {}) {
 	const admin = await bootstrap();
-	const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: rules.twin ?? "TWIN.driver == user", entry: rules.entry ?? null }, "Driver");
+	const driverRole = await role(
+		admin,
+		{ effect: "deny", actions: null },
+		{ twin: rules.twin ?? "TWIN.driver == user", entry: rules.entry ?? null },
+		"Driver",
+	);
 	const ann = await member(admin, driverRole);
 	const bob = await member(admin, driverRole);
 	const annsVan = await newTwin(admin.secret, { driver: ann.user, plate: "AN-1" });
@@ -32,7 +37,8 @@ async function fleet(rules: { twin?: string; entry?: string } = {}) {
 }
 
 // A write of `entries` on `van` that publishes each of them to `vans`.
-const report = (admin: Account, van: string, entries: Record<string, unknown>) => publishEntries(admin.secret, van, entries, ["vans"]);
+const report = (admin: Account, van: string, entries: Record<string, unknown>) =>
+	publishEntries(admin.secret, van, entries, ["vans"]);
 
 const eventOf = (frame: { data: { twin: string; event: Record<string, { new_value: unknown }> } }) => ({
 	twin: frame.data.twin,
@@ -103,7 +109,14 @@ describe("a driver's stream", () => {
 		const annSocket = await openSocket(streamPath("vans"), { secret: ann.secret });
 		const bobSocket = await openSocket(streamPath("vans"), { secret: bob.secret });
 		await report(admin, annsVan, { mileage: 10 });
-		expect((await call("PATCH", `/twins/${annsVan}`, { secret: admin.secret, body: { description: { driver: bob.user, plate: "AN-1" } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/twins/${annsVan}`, {
+					secret: admin.secret,
+					body: { description: { driver: bob.user, plate: "AN-1" } },
+				})
+			).status,
+		).toBe(200);
 		await report(admin, annsVan, { mileage: 20 });
 		expect((await drained(annSocket)).map(eventOf)).toEqual([{ twin: annsVan, values: { mileage: 10 } }]);
 		expect((await drained(bobSocket)).map(eventOf)).toEqual([{ twin: annsVan, values: { mileage: 20 } }]);
@@ -121,22 +134,42 @@ describe("a driver's stream", () => {
 			{ twin: annsVan, values: { mileage: 6 } },
 		]);
 		// Every other key of the message is as the dispatcher's.
-		expect(Object.keys(frames[0].data)).toEqual(["type", "trigger", "message", "twin", "event", "sent_ts", "topic", "account"]);
+		expect(Object.keys(frames[0].data)).toEqual([
+			"type",
+			"trigger",
+			"message",
+			"twin",
+			"event",
+			"sent_ts",
+			"topic",
+			"account",
+		]);
 	});
 
 	it("reads as the role and the description now are from the next message, without dropping the connection", async () => {
 		const admin = await bootstrap();
-		const depotRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.depot == USER.depot" }, "Dispatcher");
+		const depotRole = await role(
+			admin,
+			{ effect: "deny", actions: null },
+			{ twin: "TWIN.depot == USER.depot" },
+			"Dispatcher",
+		);
 		const carol = await member(admin, depotRole, { depot: "north" });
 		const north = await newTwin(admin.secret, { depot: "north" });
 		const south = await newTwin(admin.secret, { depot: "south" });
 		const socket = await openSocket(streamPath("vans"), { secret: carol.secret });
 		await report(admin, north, { n: 1 });
 		await report(admin, south, { n: 1 });
-		expect((await call("PATCH", `/users/${carol.user}`, { secret: admin.secret, body: { description: { depot: "south" } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${carol.user}`, { secret: admin.secret, body: { description: { depot: "south" } } }))
+				.status,
+		).toBe(200);
 		await report(admin, north, { n: 2 });
 		await report(admin, south, { n: 2 });
-		const changed = await call("PATCH", `/roles/${depotRole}`, { secret: admin.secret, body: { rules: { twin: "true", entry: null, identity: null } } });
+		const changed = await call("PATCH", `/roles/${depotRole}`, {
+			secret: admin.secret,
+			body: { rules: { twin: "true", entry: null, identity: null } },
+		});
 		expect(changed.status).toBe(200);
 		await report(admin, north, { n: 3 });
 		expect((await drained(socket)).map(eventOf)).toEqual([
@@ -149,12 +182,21 @@ describe("a driver's stream", () => {
 
 	it("reads DICT from the stream token, the dictionary of the request that made it", async () => {
 		const admin = await bootstrap();
-		const siteRole = await role(admin, { effect: "deny", actions: null }, { twin: "TWIN.site == DICT.site" }, "On site");
+		const siteRole = await role(
+			admin,
+			{ effect: "deny", actions: null },
+			{ twin: "TWIN.site == DICT.site" },
+			"On site",
+		);
 		const dave = await member(admin, siteRole);
 		const here = await newTwin(admin.secret, { site: "dock-4" });
 		const there = await newTwin(admin.secret, { site: "dock-9" });
 		const dict = btoa(JSON.stringify({ site: "dock-4" }));
-		const made = await call("POST", "/notifications/stream/tokens", { secret: dave.secret, body: {}, headers: { "x-trustedtwin": dict } });
+		const made = await call("POST", "/notifications/stream/tokens", {
+			secret: dave.secret,
+			body: {},
+			headers: { "x-trustedtwin": dict },
+		});
 		expect(made.status).toBe(201);
 		const socket = await openSocket(streamPath("vans", `access_token=${made.body.token}`));
 		expect(socket.res.status).toBe(101);
@@ -166,11 +208,17 @@ describe("a driver's stream", () => {
 	it("carries the stickers of his vans only", async () => {
 		const { admin, ann, bob, annsVan, bobsVan } = await fleet();
 		const socket = await openSocket(streamPath("vans"), { secret: ann.secret });
-		await putStickers(admin.secret, bobsVan, { red: { note: "Bob's", recipients: [bob.user], publish: { on_put: "vans" } } });
+		await putStickers(admin.secret, bobsVan, {
+			red: { note: "Bob's", recipients: [bob.user], publish: { on_put: "vans" } },
+		});
 		// The account's own sticker on his van, addressed to someone else: his account's stickers he sees.
-		await putStickers(admin.secret, annsVan, { blue: { note: "for Bob, on Ann's van", recipients: [bob.user], publish: { on_put: "vans" } } });
+		await putStickers(admin.secret, annsVan, {
+			blue: { note: "for Bob, on Ann's van", recipients: [bob.user], publish: { on_put: "vans" } },
+		});
 		const frames = await drained(socket);
-		expect(frames.map((frame) => [frame.event, frame.data.twin, frame.data.event.note])).toEqual([["sticker.put", annsVan, "for Bob, on Ann's van"]]);
+		expect(frames.map((frame) => [frame.event, frame.data.twin, frame.data.event.note])).toEqual([
+			["sticker.put", annsVan, "for Bob, on Ann's van"],
+		]);
 	});
 
 	it("gets, late but whole and in order, what a turn's filter work could not reach", async () => {
@@ -179,7 +227,12 @@ describe("a driver's stream", () => {
 		// the next turn.
 		const admin = await bootstrap();
 		const heavy = Array.from({ length: 3 }, () => `(${Array(10).fill("TWIN.s < 'a'").join(" or ")})`).join(" or ");
-		const driverRole = await role(admin, { effect: "deny", actions: null }, { twin: `${heavy} or TWIN.driver != user` }, "Driver");
+		const driverRole = await role(
+			admin,
+			{ effect: "deny", actions: null },
+			{ twin: `${heavy} or TWIN.driver != user` },
+			"Driver",
+		);
 		const drivers = [];
 		for (let i = 0; i < 14; i++) drivers.push(await member(admin, driverRole));
 		const van = await newTwin(admin.secret, { driver: "nobody", s: "b".repeat(30_000) });

@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, expectError, call, inStreamObject, newTwin, openSocket, openSse, publish, seedStreamMessages, streamPath } from "../fixtures";
+import {
+	bootstrap,
+	expectError,
+	call,
+	inStreamObject,
+	newTwin,
+	openSocket,
+	openSse,
+	publish,
+	seedStreamMessages,
+	streamPath,
+} from "../fixtures";
 
 // Resumption: after Last-Event-ID (SSE) or `since`, every message of the stream's topics the log
 // still holds, in id order, then live ones, none twice; `resync` when the log cannot say.
@@ -37,7 +48,10 @@ describe("resuming a stream", () => {
 		for (const n of [1, 2, 3, 4]) await publish(admin.secret, twin, "n", n, ["alerts"]);
 		const socket = await openSocket(streamPath("alerts", "since=2"), { secret: admin.secret });
 		expect([(await socket.next()).id, (await socket.next()).id]).toEqual(["3", "4"]);
-		const both = await openSocket(streamPath("alerts", "since=1"), { secret: admin.secret, headers: { "last-event-id": "3" } });
+		const both = await openSocket(streamPath("alerts", "since=1"), {
+			secret: admin.secret,
+			headers: { "last-event-id": "3" },
+		});
 		expect((await both.next()).id).toBe("4");
 		const sse = await openSse(streamPath("alerts", "since=0"), { secret: admin.secret });
 		expect((await sse.event()).id).toBe("1");
@@ -52,7 +66,7 @@ describe("resuming a stream", () => {
 		const sse = await openSse(streamPath("alerts"), { secret: admin.secret, headers: { "last-event-id": "5" } });
 		const resync = await sse.event();
 		expect(resync).toEqual({ id: "1101", event: "resync", data: { type: "Resync" } });
-		expect(sse.text).toContain("id: 1101\nevent: resync\ndata: {\"type\":\"Resync\"}\n\n");
+		expect(sse.text).toContain('id: 1101\nevent: resync\ndata: {"type":"Resync"}\n\n');
 		await publish(admin.secret, twin, "live", 1, ["alerts"]);
 		expect((await sse.event()).id).toBe("1102");
 		await sse.close();
@@ -70,7 +84,10 @@ describe("resuming a stream", () => {
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
 		const ahead = await openSocket(streamPath("alerts", "since=99"), { secret: admin.secret });
 		expect(await ahead.next()).toEqual({ id: "1", event: "resync", data: { type: "Resync" } });
-		const garbled = await openSse(streamPath("alerts"), { secret: admin.secret, headers: { "last-event-id": "seven" } });
+		const garbled = await openSse(streamPath("alerts"), {
+			secret: admin.secret,
+			headers: { "last-event-id": "seven" },
+		});
 		expect(await garbled.event()).toEqual({ id: "1", event: "resync", data: { type: "Resync" } });
 		await garbled.close();
 		// An empty log resyncs to "0".
@@ -104,8 +121,20 @@ describe("resuming a stream", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
-		const row = { id: Number.MAX_SAFE_INTEGER, account: admin.account, twin, trigger: "ledger.entry.updated", topics: '{"alerts":["n"]}', entries: '{"n":{"new_value":2,"old_value":1,"changed_ts":1}}', at: Date.now() / 1000, sight: null };
-		const counts = await inStreamObject(admin.account, async (instance) => [await instance.append(admin.account, [row]), await instance.append(admin.account, [row])]);
+		const row = {
+			id: Number.MAX_SAFE_INTEGER,
+			account: admin.account,
+			twin,
+			trigger: "ledger.entry.updated",
+			topics: '{"alerts":["n"]}',
+			entries: '{"n":{"new_value":2,"old_value":1,"changed_ts":1}}',
+			at: Date.now() / 1000,
+			sight: null,
+		};
+		const counts = await inStreamObject(admin.account, async (instance) => [
+			await instance.append(admin.account, [row]),
+			await instance.append(admin.account, [row]),
+		]);
 		expect(counts).toEqual([1, 0]);
 	});
 
@@ -121,7 +150,10 @@ describe("resuming a stream", () => {
 			for (const ws of state.getWebSockets()) ws.close(1012, "restart");
 		});
 		expect((await socket.closed).code).toBe(1012);
-		expect(await sse.event("the end event")).toEqual({ event: "end", data: { code: 1012, reason: "The service restarted" } });
+		expect(await sse.event("the end event")).toEqual({
+			event: "end",
+			data: { code: 1012, reason: "The service restarted" },
+		});
 		await sse.done;
 		await publish(admin.secret, twin, "n", 2, ["alerts"]);
 		const again = await openSse(streamPath("alerts"), { secret: admin.secret, headers: { "last-event-id": "1" } });

@@ -86,13 +86,23 @@ describe("a stream's credential ending", () => {
 		const admin = await bootstrap();
 		const { who, sse, socket } = await streaming(admin);
 		let at = Date.now();
-		expect((await call("PATCH", `/users/${who.user}/secrets`, { secret: admin.secret, body: { validity_ts: at / 1000 - 1 } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/users/${who.user}/secrets`, {
+					secret: admin.secret,
+					body: { validity_ts: at / 1000 - 1 },
+				})
+			).status,
+		).toBe(200);
 		await expectEnded(sse, CREDENTIAL, at);
 		await expectEnded(socket, CREDENTIAL, at);
 
 		const other = await streaming(admin);
 		const soon = Date.now() / 1000 + 1.5;
-		expect((await call("PATCH", `/users/${other.who.user}/secrets`, { secret: admin.secret, body: { validity_ts: soon } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${other.who.user}/secrets`, { secret: admin.secret, body: { validity_ts: soon } }))
+				.status,
+		).toBe(200);
 		// Still open until then: an event written now arrives.
 		const twin = await newTwin(admin.secret);
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
@@ -128,13 +138,20 @@ describe("a stream's permission changing", () => {
 	it("closes it with 4403 when the user gets a role that may not stream, not one that may", async () => {
 		const admin = await bootstrap();
 		const { who, sse, socket } = await streaming(admin);
-		expect((await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { name: "renamed", role: admin.role } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { name: "renamed", role: admin.role } }))
+				.status,
+		).toBe(200);
 		// Another role that streams: the streams stay (and read as the new role: filter.test.ts).
 		const other = await role(admin, { effect: "deny", actions: null });
-		expect((await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { role: other } })).status).toBe(200);
+		expect((await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { role: other } })).status).toBe(
+			200,
+		);
 		const silent = await role(admin, { effect: "deny", actions: ["stream_notifications"] });
 		const at = Date.now();
-		expect((await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { role: silent } })).status).toBe(200);
+		expect((await call("PATCH", `/users/${who.user}`, { secret: admin.secret, body: { role: silent } })).status).toBe(
+			200,
+		);
 		await expectEnded(sse, PERMISSION, at);
 		await expectEnded(socket, PERMISSION, at);
 		// Renaming and the first role change did not end them: the first thing each received is the end.
@@ -147,11 +164,34 @@ describe("a stream's permission changing", () => {
 		const holder = await member(admin, streamer);
 		const { sse, socket } = await streaming(admin, holder);
 		const bystander = await streaming(admin);
-		expect((await call("PATCH", `/roles/${streamer}`, { secret: admin.secret, body: { name: "still streaming" } })).status).toBe(200);
-		expect((await call("PATCH", `/roles/${streamer}`, { secret: admin.secret, body: { statement: { effect: "deny", actions: ["get_log"] } } })).status).toBe(200);
-		expect((await call("PATCH", `/roles/${streamer}`, { secret: admin.secret, body: { rules: { twin: "true", entry: null, identity: null } } })).status).toBe(200);
+		expect(
+			(await call("PATCH", `/roles/${streamer}`, { secret: admin.secret, body: { name: "still streaming" } })).status,
+		).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/roles/${streamer}`, {
+					secret: admin.secret,
+					body: { statement: { effect: "deny", actions: ["get_log"] } },
+				})
+			).status,
+		).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/roles/${streamer}`, {
+					secret: admin.secret,
+					body: { rules: { twin: "true", entry: null, identity: null } },
+				})
+			).status,
+		).toBe(200);
 		const at = Date.now();
-		expect((await call("PATCH", `/roles/${streamer}`, { secret: admin.secret, body: { statement: { effect: "deny", actions: ["stream_notifications"] } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/roles/${streamer}`, {
+					secret: admin.secret,
+					body: { statement: { effect: "deny", actions: ["stream_notifications"] } },
+				})
+			).status,
+		).toBe(200);
 		await expectEnded(sse, PERMISSION, at);
 		await expectEnded(socket, PERMISSION, at);
 		expect(sse.text).toBe(`retry: 2000\n\nevent: end\ndata: ${JSON.stringify(PERMISSION)}\n\n`);
@@ -166,7 +206,10 @@ describe("a stream's permission changing", () => {
 		const publisher = await bootstrap();
 		const reader = await bootstrap();
 		const grant = (topics: string[]) =>
-			call("PATCH", `/notifications/webhooks/access/accounts/${reader.account}`, { secret: publisher.secret, body: { topics } });
+			call("PATCH", `/notifications/webhooks/access/accounts/${reader.account}`, {
+				secret: publisher.secret,
+				body: { topics },
+			});
 		expect((await grant(["alerts", "status"])).status).toBe(200);
 		const query = `account=${publisher.account}`;
 		const alerts = await openSocket(streamPath("alerts", query), { secret: reader.secret });
@@ -185,7 +228,14 @@ describe("a stream's permission changing", () => {
 		const publisher = await bootstrap();
 		const reader = await bootstrap();
 		const grant = { topics: ["alerts"] };
-		expect((await call("PATCH", `/notifications/webhooks/access/accounts/${reader.account}`, { secret: publisher.secret, body: grant })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/notifications/webhooks/access/accounts/${reader.account}`, {
+					secret: publisher.secret,
+					body: grant,
+				})
+			).status,
+		).toBe(200);
 		const user = { ...reader, ...(await withSecret(reader)) };
 		const foreign = await streaming(reader, user, `account=${publisher.account}`);
 		const own = await openSocket(streamPath("alerts"), { secret: user.secret });
@@ -195,7 +245,9 @@ describe("a stream's permission changing", () => {
 		await expectEnded(foreign.socket, CREDENTIAL, at);
 		await expectEnded(own, CREDENTIAL, at);
 		// With none of its streams left there, the reader's object forgets the publisher's.
-		const known = await inStreamObject(reader.account, (_, state) => state.storage.sql.exec("SELECT account FROM publishers").toArray());
+		const known = await inStreamObject(reader.account, (_, state) =>
+			state.storage.sql.exec("SELECT account FROM publishers").toArray(),
+		);
 		expect(known).toEqual([]);
 	});
 });
@@ -220,7 +272,14 @@ describe("a change that races the opening of a stream", () => {
 		const res = await openSocket(streamPath("alerts"), { secret, env: { STREAMS: racing } });
 		expect([res.res.status, res.ws]).toEqual([401, null]);
 		expect(await res.res.json()).toMatchObject({ subcode: 401102 });
-		await expect.poll(() => inStreamObject(admin.account, (_, state) => state.getWebSockets(`user:${user}`).filter((ws) => ws.readyState === WebSocket.OPEN).length)).toBe(0);
+		await expect
+			.poll(() =>
+				inStreamObject(
+					admin.account,
+					(_, state) => state.getWebSockets(`user:${user}`).filter((ws) => ws.readyState === WebSocket.OPEN).length,
+				),
+			)
+			.toBe(0);
 	});
 
 	it("registers again, once, a caller whose role changed meanwhile and may still stream", async () => {
@@ -234,7 +293,8 @@ describe("a change that races the opening of a stream", () => {
 				const stub = env.STREAMS.getByName(name);
 				return {
 					fetch: async (...args: Parameters<typeof stub.fetch>) => {
-						if (!raced) await env.DB.prepare("UPDATE users SET role = ? WHERE uuid = ?").bind(second, holder.user).run();
+						if (!raced)
+							await env.DB.prepare("UPDATE users SET role = ? WHERE uuid = ?").bind(second, holder.user).run();
 						raced = true;
 						return stub.fetch(...args);
 					},
@@ -245,7 +305,14 @@ describe("a change that races the opening of a stream", () => {
 		expect(stream.res.status).toBe(101);
 		// Registered under the role it holds now: changing that role ends it.
 		const at = Date.now();
-		expect((await call("PATCH", `/roles/${second}`, { secret: admin.secret, body: { statement: { effect: "deny", actions: ["stream_notifications"] } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/roles/${second}`, {
+					secret: admin.secret,
+					body: { statement: { effect: "deny", actions: ["stream_notifications"] } },
+				})
+			).status,
+		).toBe(200);
 		await expectEnded(stream, PERMISSION, at);
 	});
 });

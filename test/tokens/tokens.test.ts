@@ -2,7 +2,23 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { base64Url } from "../../src/base/crypto";
 import { signJwt } from "../../src/base/jwt";
-import { attachDoc, bootstrap, call, confirmationUrl, createUser, d1Cost, expectError, issueSecret, member, newTwin, pathOf, randomAddress, recordingQueue, role, seedTwins } from "../fixtures";
+import {
+	attachDoc,
+	bootstrap,
+	call,
+	confirmationUrl,
+	createUser,
+	d1Cost,
+	expectError,
+	issueSecret,
+	member,
+	newTwin,
+	pathOf,
+	randomAddress,
+	recordingQueue,
+	role,
+	seedTwins,
+} from "../fixtures";
 
 // User Tokens through the Worker's fetch: what they are made from, how long they live, that
 // they act as their user with the role as it is now, and every way to forge or widen one.
@@ -18,7 +34,11 @@ async function token(secret: string, body: Record<string, unknown> = {}) {
 
 // A token this service never made: the claims of a real one, changed, signed as asked.
 async function claimsOf(text: string) {
-	return JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(text.split(".")[1]!.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0))));
+	return JSON.parse(
+		new TextDecoder().decode(
+			Uint8Array.from(atob(text.split(".")[1]!.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0)),
+		),
+	);
 }
 
 describe("create_user_token", () => {
@@ -26,7 +46,11 @@ describe("create_user_token", () => {
 		const admin = await bootstrap();
 		const res = await call("POST", "/token", { secret: admin.secret, body: {} });
 		expect(res.status).toBe(201);
-		expect(res.body).toEqual({ token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/), options: [], validity_ts: expect.any(Number) });
+		expect(res.body).toEqual({
+			token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
+			options: [],
+			validity_ts: expect.any(Number),
+		});
 		expect(d1Cost(res, "rows_written")).toBe(0);
 		const whoami = await call("GET", "/whoami", { secret: res.body.token });
 		expect(whoami.body).toEqual({ account: admin.account, user: admin.user, role: admin.role });
@@ -87,7 +111,14 @@ describe("a token's life follows its secret, user and role", () => {
 
 		const again = await issueSecret(admin, user);
 		const second = (await token(again)).token;
-		expect((await call("PATCH", `/users/${user}/secrets`, { secret: admin.secret, body: { validity_ts: Date.now() / 1000 - 1 } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/users/${user}/secrets`, {
+					secret: admin.secret,
+					body: { validity_ts: Date.now() / 1000 - 1 },
+				})
+			).status,
+		).toBe(200);
 		expectError(await call("GET", "/whoami", { secret: second }), 401, 401103);
 
 		const third = (await token(await issueSecret(admin, user))).token;
@@ -105,7 +136,14 @@ describe("a token's life follows its secret, user and role", () => {
 		const user = await createUser(admin, wide);
 		const made = (await token(await issueSecret(admin, user))).token;
 		expect((await call("GET", "/whoami", { secret: made })).status).toBe(200);
-		expect((await call("PATCH", `/roles/${wide}`, { secret: admin.secret, body: { statement: { effect: "deny", actions: ["who_am_i"] } } })).status).toBe(200);
+		expect(
+			(
+				await call("PATCH", `/roles/${wide}`, {
+					secret: admin.secret,
+					body: { statement: { effect: "deny", actions: ["who_am_i"] } },
+				})
+			).status,
+		).toBe(200);
 		expectError(await call("GET", "/whoami", { secret: made }), 403, 403101);
 	});
 
@@ -135,7 +173,17 @@ describe("forged tokens", () => {
 		const noneSigned = `${encode({ alg: "none", typ: "JWT" })}.${encode(claims)}.${signature}`;
 		const hs512 = `${encode({ alg: "HS512", typ: "JWT" })}.${encode(claims)}.${signature}`;
 		const oversized = await signJwt(env.TOKEN_KEY, { ...claims, pad: "x".repeat(4096) });
-		for (const forged of [widened, resigned, none, noneSigned, hs512, oversized, `${made}.x`, made.slice(0, -2), "a.b.c"]) {
+		for (const forged of [
+			widened,
+			resigned,
+			none,
+			noneSigned,
+			hs512,
+			oversized,
+			`${made}.x`,
+			made.slice(0, -2),
+			"a.b.c",
+		]) {
 			const res = await call("GET", "/whoami", { secret: forged });
 			expect([forged.slice(0, 24), res.status, res.body.subcode]).toEqual([forged.slice(0, 24), 401, 401102]);
 			expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
@@ -158,7 +206,8 @@ describe("forged tokens", () => {
 		const forged = await signJwt("another-key-of-at-least-32-characters!!", { sub: admin.user });
 		const statuses: number[] = [];
 		// 30 a minute; a run that crosses into the next minute gets a second allowance at most.
-		while (statuses.at(-1) !== 429 && statuses.length <= 61) statuses.push((await call("GET", "/whoami", { secret: forged, headers })).status);
+		while (statuses.at(-1) !== 429 && statuses.length <= 61)
+			statuses.push((await call("GET", "/whoami", { secret: forged, headers })).status);
 		expect(statuses.at(-1)).toBe(429);
 		expect(new Set(statuses.slice(0, -1))).toEqual(new Set([401]));
 		expect(statuses.length).toBeGreaterThan(30);
@@ -179,16 +228,31 @@ describe("what a token may make", () => {
 		expectError(await call("POST", "/token", { secret: bare, body: {} }), 403, 403105);
 
 		const parentExp = Math.round(soon() * 1000) / 1000;
-		const parent = await token(admin.secret, { options: ["create"], secret_dict: { site: "north" }, validity_ts: parentExp });
+		const parent = await token(admin.secret, {
+			options: ["create"],
+			secret_dict: { site: "north" },
+			validity_ts: parentExp,
+		});
 		const child = await call("POST", "/token", { secret: parent.token, body: {} });
 		expect(child.status).toBe(201);
 		expect(child.body.options).toEqual([]);
 		expect(child.body.validity_ts).toBe(parentExp);
 		expect((await claimsOf(child.body.token)).dict).toEqual({ site: "north" });
-		expect((await call("POST", "/token", { secret: parent.token, body: { options: ["create", "create"], secret_dict: { site: "north" } } })).body.options).toEqual(["create"]);
+		expect(
+			(
+				await call("POST", "/token", {
+					secret: parent.token,
+					body: { options: ["create", "create"], secret_dict: { site: "north" } },
+				})
+			).body.options,
+		).toEqual(["create"]);
 
 		expectError(await call("POST", "/token", { secret: parent.token, body: { options: ["refresh"] } }), 403, 403102);
-		expectError(await call("POST", "/token", { secret: parent.token, body: { secret_dict: { site: "south" } } }), 403, 403102);
+		expectError(
+			await call("POST", "/token", { secret: parent.token, body: { secret_dict: { site: "south" } } }),
+			403,
+			403102,
+		);
 		expectError(await call("POST", "/token", { secret: parent.token, body: { secret_dict: {} } }), 403, 403102);
 	});
 
@@ -199,7 +263,11 @@ describe("what a token may make", () => {
 		expectError(await call("POST", "/token/refresh", { secret: plain, body: {} }), 403, 403105);
 
 		const short = Math.round((Date.now() / 1000 + 60) * 1000) / 1000;
-		const refreshable = await token(admin.secret, { options: ["refresh"], secret_dict: { site: "north" }, validity_ts: short });
+		const refreshable = await token(admin.secret, {
+			options: ["refresh"],
+			secret_dict: { site: "north" },
+			validity_ts: short,
+		});
 		const refreshed = await call("POST", "/token/refresh", { secret: refreshable.token, body: {} });
 		expect(refreshed.status).toBe(201);
 		expect(Object.keys(refreshed.body).sort()).toEqual(["token", "validity_ts"]);
@@ -221,7 +289,8 @@ describe("what a token may make", () => {
 });
 
 describe("nothing made with a token outlives it", () => {
-	const shortToken = async (secret: string) => token(secret, { validity_ts: Math.round((Date.now() / 1000 + 600) * 1000) / 1000 });
+	const shortToken = async (secret: string) =>
+		token(secret, { validity_ts: Math.round((Date.now() / 1000 + 600) * 1000) / 1000 });
 
 	it("ends a webhook subscription by the token's expiry, refreshes included; a secret's lasts as asked", async () => {
 		const admin = await bootstrap();
@@ -252,10 +321,14 @@ describe("nothing made with a token outlives it", () => {
 		const twin = await newTwin(admin.secret);
 		await attachDoc(admin.secret, twin, "a.txt", new Uint8Array([1, 2, 3]));
 		const week = Math.floor(Date.now() / 1000) + 6 * 86_400;
-		const read = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, { secret: short.token });
+		const read = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, {
+			secret: short.token,
+		});
 		expect(read.status).toBe(200);
 		expect(read.body.download.validity_ts).toBe(short.validity_ts);
-		const bySecret = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, { secret: admin.secret });
+		const bySecret = await call("GET", `/twins/${twin}/docs/a.txt?download=true&validity_ts=${week}`, {
+			secret: admin.secret,
+		});
 		expect(bySecret.body.download.validity_ts).toBe(week);
 	});
 });

@@ -56,11 +56,23 @@ describe("a user's requests", () => {
 		const user = await userWith(admin, { effect: "deny", actions: null });
 		const tally = usageTally();
 		const keyed = { "idempotency-key": "make-one-van" };
-		const first = await tally.call("POST", "/twins", { secret: user.secret, body: { description: { van: 1 } }, headers: keyed });
+		const first = await tally.call("POST", "/twins", {
+			secret: user.secret,
+			body: { description: { van: 1 } },
+			headers: keyed,
+		});
 		expect(first.status).toBe(201);
 		for (let i = 0; i < 2; i++) {
-			const replay = await call("POST", "/twins", { secret: user.secret, body: { description: { van: 1 } }, headers: keyed });
-			expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body.uuid]).toEqual([201, "true", first.body.uuid]);
+			const replay = await call("POST", "/twins", {
+				secret: user.secret,
+				body: { description: { van: 1 } },
+				headers: keyed,
+			});
+			expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body.uuid]).toEqual([
+				201,
+				"true",
+				first.body.uuid,
+			]);
 		}
 		const expected = tally.of(user.secret);
 		expect(expected).toMatchObject({ rest_count: 1, twins_created: 1 });
@@ -85,8 +97,13 @@ describe("a user's requests", () => {
 			const rows = await Promise.all(users.map((user) => storedUsage(admin.account, user)));
 			return { users: rows.flat(), account: await storedUsage(admin.account, null) };
 		};
-		const stored = await until(settled, (s) => sum(s.account, "rest_count") === sum(s.users, "rest_count") && sum(s.users, "rest_count") >= 9, "the counts to reach the object");
-		for (const field of USAGE_FIELDS) expect([field, sum(stored.account, field)]).toEqual([field, sum(stored.users, field)]);
+		const stored = await until(
+			settled,
+			(s) => sum(s.account, "rest_count") === sum(s.users, "rest_count") && sum(s.users, "rest_count") >= 9,
+			"the counts to reach the object",
+		);
+		for (const field of USAGE_FIELDS)
+			expect([field, sum(stored.account, field)]).toEqual([field, sum(stored.users, field)]);
 		expect(stored.account.length).toBeLessThanOrEqual(2);
 	});
 });
@@ -147,7 +164,10 @@ describe("the account's object", () => {
 		});
 		const published = () => usageOf(admin.secret).then((usage) => usageTotal(usage).task_publish_topic_count);
 		const add = async (name: string, topic: string) => {
-			const res = await call("POST", ledger(twin), { secret: admin.secret, body: { entries: { [name]: { value: 1, publish: { [topic]: "true" } } } } });
+			const res = await call("POST", ledger(twin), {
+				secret: admin.secret,
+				body: { entries: { [name]: { value: 1, publish: { [topic]: "true" } } } },
+			});
 			expect(res.status).toBe(201);
 		};
 

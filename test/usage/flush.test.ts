@@ -12,7 +12,11 @@ describe("the flush", () => {
 	it("brings counts to the object without any usage read, once", async () => {
 		const admin = await bootstrap();
 		for (let i = 0; i < 5; i++) expect((await call("GET", "/whoami", { secret: admin.secret })).status).toBe(200);
-		await until(() => storedUsage(admin.account, admin.user), (rows) => restCount(rows) === 5, "the counts to reach the object");
+		await until(
+			() => storedUsage(admin.account, admin.user),
+			(rows) => restCount(rows) === 5,
+			"the counts to reach the object",
+		);
 		// Past another flush: nothing arrives twice.
 		await new Promise((resolve) => setTimeout(resolve, 1500));
 		expect(restCount(await storedUsage(admin.account, admin.user))).toBe(5);
@@ -24,13 +28,19 @@ describe("the flush", () => {
 		const admin = await bootstrap();
 		// A longer flush for this account: the read must come first.
 		const slow = { USAGE_FLUSH_SECONDS: 3 };
-		for (let i = 0; i < 3; i++) expect((await call("GET", "/whoami", { secret: admin.secret, env: slow })).status).toBe(200);
+		for (let i = 0; i < 3; i++)
+			expect((await call("GET", "/whoami", { secret: admin.secret, env: slow })).status).toBe(200);
 		expect(await storedUsage(admin.account, admin.user)).toEqual([]);
 		const read = await call("GET", "/usage", { secret: admin.secret, env: slow });
 		expect(usageTotal(read.body.usage).rest_count).toBe(3);
 		expect(restCount(await storedUsage(admin.account, admin.user))).toBe(3);
 		// The timer the first request started carries the read itself, and only it.
-		await until(() => storedUsage(admin.account, admin.user), (rows) => restCount(rows) === 4, "the read's own count", 10_000);
+		await until(
+			() => storedUsage(admin.account, admin.user),
+			(rows) => restCount(rows) === 4,
+			"the read's own count",
+			10_000,
+		);
 		await new Promise((resolve) => setTimeout(resolve, 1000));
 		expect(restCount(await storedUsage(admin.account, admin.user))).toBe(4);
 	});
@@ -40,7 +50,12 @@ describe("the flush", () => {
 		const slow = { USAGE_FLUSH_SECONDS: 1 };
 		const first = Date.now();
 		await Promise.all(Array.from({ length: 10 }, () => call("GET", "/whoami", { secret: admin.secret, env: slow })));
-		const rows = await until(() => storedUsage(admin.account, admin.user), (found) => restCount(found) > 0, "the burst to arrive", 10_000);
+		const rows = await until(
+			() => storedUsage(admin.account, admin.user),
+			(found) => restCount(found) > 0,
+			"the burst to arrive",
+			10_000,
+		);
 		// All at once, a second after the first request, not one by one.
 		expect(restCount(rows)).toBe(10);
 		expect(Date.now() - first).toBeGreaterThanOrEqual(900);

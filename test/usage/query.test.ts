@@ -1,7 +1,18 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bucketKey, fullCounts, hourOf, USAGE_FIELDS } from "../../src/base/usage";
-import { addStoredUsage, bootstrap, call, createUser, expectError, fingerprint, inImplementation, storedUsage, userWith, usageOf } from "../fixtures";
+import {
+	addStoredUsage,
+	bootstrap,
+	call,
+	createUser,
+	expectError,
+	fingerprint,
+	inImplementation,
+	storedUsage,
+	userWith,
+	usageOf,
+} from "../fixtures";
 
 // The query of get_account_usage and get_user_usage (docs/usage.md "Reading it"): ge and le, hour and day buckets and
 // their keys, the bounds, and who may be asked about.
@@ -55,7 +66,9 @@ describe("the answer", () => {
 
 		// The account's hour holds its users' counts and its own.
 		const account = await usageOf(admin.secret, `/usage?${query((base + 1) * HOUR, (base + 1) * HOUR)}`);
-		expect(account).toEqual({ [key(base + 1)]: fullCounts({ rest_count: 2, ledger_size_delta: -4, task_publish_topic_count: 3 }) });
+		expect(account).toEqual({
+			[key(base + 1)]: fullCounts({ rest_count: 2, ledger_size_delta: -4, task_publish_topic_count: 3 }),
+		});
 
 		// base is a day's first hour: base + 30 is the next day.
 		const days = await usageOf(admin.secret, `/usage/${user}?${query(base * HOUR, (base + 30) * HOUR, "day")}`);
@@ -83,7 +96,11 @@ describe("the answer", () => {
 		// An hour that was kept until it grew old: written as it was, with the object's pruning
 		// of this hour forgotten, as in the next hour.
 		await inImplementation(stub, (instance, state) => {
-			state.storage.sql.exec("INSERT INTO usage (subject, hour, rest_count) VALUES (?, ?, 1)", admin.user, now - 92 * 24);
+			state.storage.sql.exec(
+				"INSERT INTO usage (subject, hour, rest_count) VALUES (?, ?, 1)",
+				admin.user,
+				now - 92 * 24,
+			);
 			(instance as unknown as { usage: { pruned: number } }).usage.pruned = -1;
 		});
 		await addStoredUsage(admin.account, [{ user: admin.user, hour: now, counts: { rest_count: 1 } }]);
@@ -95,7 +112,14 @@ describe("the query", () => {
 	it("takes ge and le up to 31 days apart, le alone, and ge alone up to now", async () => {
 		const admin = await bootstrap();
 		const at = Math.floor(Date.now() / 1000);
-		for (const query of [`ge=${at - 31 * DAY}&le=${at}`, `le=${at - 40 * DAY}`, `ge=${at - 30 * DAY}`, `ge=${at}&le=${at}`, "ge=1.5&le=2", "bucket=day&le=1000"]) {
+		for (const query of [
+			`ge=${at - 31 * DAY}&le=${at}`,
+			`le=${at - 40 * DAY}`,
+			`ge=${at - 30 * DAY}`,
+			`ge=${at}&le=${at}`,
+			"ge=1.5&le=2",
+			"bucket=day&le=1000",
+		]) {
 			const res = await call("GET", `/usage?${query}`, { secret: admin.secret });
 			expect([query, res.status]).toEqual([query, 200]);
 		}

@@ -1,7 +1,19 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, CLIENT_SECRET, consume, failingNetwork, messagesFor, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	CLIENT_SECRET,
+	consume,
+	failingNetwork,
+	messagesFor,
+	pathOf,
+	received,
+	receiver,
+	storedSubscription,
+	subscribeRecording,
+} from "../fixtures";
 
 // The documented recipe, written from the README and not from the service's code: the hash is
 // keyed BLAKE2b-256 over the compact JSON of the message without `hash`, key = UTF-8 of
@@ -16,8 +28,18 @@ function expectedHash(body: string, serverSecret: string) {
 }
 
 async function expectedSignature(headers: Record<string, string>, body: string, serverSecret: string) {
-	const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(CLIENT_SECRET + serverSecret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-	const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`));
+	const key = await crypto.subtle.importKey(
+		"raw",
+		new TextEncoder().encode(CLIENT_SECRET + serverSecret),
+		{ name: "HMAC", hash: "SHA-256" },
+		false,
+		["sign"],
+	);
+	const mac = await crypto.subtle.sign(
+		"HMAC",
+		key,
+		new TextEncoder().encode(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`),
+	);
 	return `v1,${btoa(String.fromCharCode(...new Uint8Array(mac)))}`;
 }
 
@@ -42,7 +64,9 @@ describe("the confirmation message", () => {
 		});
 		expect(message.hash).toBe(expectedHash(delivery.body, res.body.server_secret));
 		expect(delivery.headers["webhook-id"]).toBe(message.message);
-		expect(delivery.headers["webhook-signature"]).toBe(await expectedSignature(delivery.headers, delivery.body, res.body.server_secret));
+		expect(delivery.headers["webhook-signature"]).toBe(
+			await expectedSignature(delivery.headers, delivery.body, res.body.server_secret),
+		);
 		expect(delivery.headers["content-type"]).toBe("application/json");
 
 		const confirmed = await call("GET", pathOf(message.confirmation_url));
@@ -73,7 +97,10 @@ describe("delivery outcomes", () => {
 	it("retries 500s on the schedule with the same message uuid, then delivers", async () => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
-		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/500,500,ok`, client_secret: CLIENT_SECRET });
+		const { res, job, url } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${id}/500,500,ok`,
+			client_secret: CLIENT_SECRET,
+		});
 		expect(await consume(job, 1)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [5] });
 		expect(await consume(job, 2)).toMatchObject({ retryMessages: [expect.anything()], retryDelays: [30] });
 		expect(await consume(job, 3)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
@@ -84,13 +111,19 @@ describe("delivery outcomes", () => {
 		expect(new Set(log.map((d) => d.headers["webhook-id"]))).toEqual(new Set([job.message]));
 		for (const d of log) expect(JSON.parse(d.body).hash).toBe(expectedHash(d.body, res.body.server_secret));
 
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "pending", attempts: 3, last_outcome: expect.stringContaining("HTTP 200") });
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "pending",
+			attempts: 3,
+			last_outcome: expect.stringContaining("HTTP 200"),
+		});
 		expect((await call("GET", pathOf(url))).body.status).toBe("confirmed");
 	});
 
 	it.each([["404"], ["400"], ["410"]])("treats %s as permanent: acknowledged and marked failed", async (code) => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}`,
+		});
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
 			status: "failed",
@@ -101,7 +134,9 @@ describe("delivery outcomes", () => {
 
 	it.each([["408"], ["429"], ["503"]])("retries %s", async (code) => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/${code}`,
+		});
 		expect((await consume(job)).retryMessages).toHaveLength(1);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "pending", attempts: 1 });
 	});
@@ -113,7 +148,10 @@ describe("delivery outcomes", () => {
 		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		expect(await received(id)).toHaveLength(1);
 		expect(await received(`${id}-redirected`)).toHaveLength(0);
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("HTTP 302") });
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "failed",
+			failure_reason: expect.stringContaining("HTTP 302"),
+		});
 	});
 
 	it("retries a network error", async () => {
@@ -131,7 +169,8 @@ describe("delivery outcomes", () => {
 		const uuid = res.body.subscription.uuid;
 		if (state === "confirmed") await call("GET", pathOf(url));
 		if (state === "unsubscribed") await call("DELETE", pathOf(url));
-		if (state === "expired") await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
+		if (state === "expired")
+			await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
 		expect((await consume(job)).explicitAcks).toHaveLength(1);
 		expect(await received(id)).toHaveLength(0);
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0, status: state });

@@ -1,6 +1,20 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, confirmationUrl, consume, expectError, loggedErrors, pathOf, received, receiver, recordingQueue, storedSubscription, subscribeRecording, userWith } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	confirmationUrl,
+	consume,
+	expectError,
+	loggedErrors,
+	pathOf,
+	received,
+	receiver,
+	recordingQueue,
+	storedSubscription,
+	subscribeRecording,
+	userWith,
+} from "../fixtures";
 
 const base = "/notifications/webhooks/subscriptions";
 
@@ -9,13 +23,18 @@ describe("get_webhook_subscriptions", () => {
 		const admin = await bootstrap();
 		const other = await bootstrap();
 		const a = await subscribeRecording(admin, { topic: "alpha", callback_url: `${receiver()}/r/a/ok` });
-		const b = await subscribeRecording(admin, { topic: "beta", callback_url: `${receiver()}/r/${crypto.randomUUID()}/404` });
+		const b = await subscribeRecording(admin, {
+			topic: "beta",
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/404`,
+		});
 		const c = await subscribeRecording(admin, { topic: "alpha", callback_url: `${receiver()}/r/c/ok` });
 		await subscribeRecording(other, { topic: "alpha", callback_url: `${receiver()}/r/o/ok` });
 		await call("GET", pathOf(a.url));
 		await consume(b.job);
 		// Past its validity without anybody having said so yet: listed as expired.
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(c.res.body.subscription.uuid).run();
+		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+			.bind(c.res.body.subscription.uuid)
+			.run();
 
 		const all = await call("GET", "/notifications/webhooks", { secret: admin.secret });
 		expect(all.status).toBe(200);
@@ -31,7 +50,10 @@ describe("get_webhook_subscriptions", () => {
 			[b.res.body.subscription.uuid]: expect.objectContaining({ topic: "beta", status: "failed" }),
 			[c.res.body.subscription.uuid]: expect.objectContaining({ topic: "alpha", status: "expired" }),
 		});
-		const ids = async (query: string) => Object.keys((await call("GET", `/notifications/webhooks?${query}`, { secret: admin.secret })).body.subscriptions).sort();
+		const ids = async (query: string) =>
+			Object.keys(
+				(await call("GET", `/notifications/webhooks?${query}`, { secret: admin.secret })).body.subscriptions,
+			).sort();
 		expect(await ids("topic=alpha")).toEqual([a.res.body.subscription.uuid, c.res.body.subscription.uuid].sort());
 		expect(await ids("status=failed")).toEqual([b.res.body.subscription.uuid]);
 		expect(await ids("status=expired&topic=alpha")).toEqual([c.res.body.subscription.uuid]);
@@ -46,9 +68,21 @@ describe("get_webhook_subscriptions", () => {
 		const admin = await bootstrap();
 		const { res } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
 		const uuid = res.body.subscription.uuid;
-		const names = ["get_webhook_subscriptions", "get_webhook_subscription", "get_webhook_deliveries", "resend_webhook_confirmation", "delete_webhook_subscription"];
+		const names = [
+			"get_webhook_subscriptions",
+			"get_webhook_subscription",
+			"get_webhook_deliveries",
+			"resend_webhook_confirmation",
+			"delete_webhook_subscription",
+		];
 		const reader = await userWith(admin, { effect: "deny", actions: names });
-		for (const [method, path] of [["GET", "/notifications/webhooks"], ["GET", `${base}/${uuid}`], ["GET", `${base}/${uuid}/deliveries`], ["POST", `${base}/${uuid}/confirmation`], ["DELETE", `${base}/${uuid}`]]) {
+		for (const [method, path] of [
+			["GET", "/notifications/webhooks"],
+			["GET", `${base}/${uuid}`],
+			["GET", `${base}/${uuid}/deliveries`],
+			["POST", `${base}/${uuid}/confirmation`],
+			["DELETE", `${base}/${uuid}`],
+		]) {
 			expectError(await call(method, path, { secret: reader.secret }), 403, 403101);
 		}
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending" });
@@ -58,7 +92,9 @@ describe("get_webhook_subscriptions", () => {
 describe("get_webhook_subscription", () => {
 	it("answers its fields, callback URL, state, attempts and the reason of a failure", async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/410` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/410`,
+		});
 		await consume(job);
 		const got = await call("GET", `${base}/${res.body.subscription.uuid}`, { secret: admin.secret });
 		expect(got.status).toBe(200);
@@ -94,10 +130,15 @@ describe("resend_webhook_confirmation", () => {
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed" });
 
 		const { jobs, binding } = recordingQueue();
-		const resent = await call("POST", `${base}/${uuid}/confirmation`, { secret: admin.secret, env: { WEBHOOKS: binding } });
+		const resent = await call("POST", `${base}/${uuid}/confirmation`, {
+			secret: admin.secret,
+			env: { WEBHOOKS: binding },
+		});
 		expect(resent.status).toBe(200);
 		expect(resent.body).toMatchObject({ uuid, status: "pending", attempts: 0, failure_reason: null });
-		expect(jobs).toEqual([{ kind: "confirmation", subscription: uuid, message: expect.any(String), since: expect.any(Number) }]);
+		expect(jobs).toEqual([
+			{ kind: "confirmation", subscription: uuid, message: expect.any(String), since: expect.any(Number) },
+		]);
 		expect(jobs[0].message).not.toBe(job.message);
 
 		// The old job is stale: acknowledged, nothing sent. The new one is delivered.
@@ -116,10 +157,20 @@ describe("resend_webhook_confirmation", () => {
 		const admin = await bootstrap();
 		const confirmed = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
 		await call("GET", pathOf(confirmed.url));
-		expectError(await call("POST", `${base}/${confirmed.res.body.subscription.uuid}/confirmation`, { secret: admin.secret }), 409, 409101);
+		expectError(
+			await call("POST", `${base}/${confirmed.res.body.subscription.uuid}/confirmation`, { secret: admin.secret }),
+			409,
+			409101,
+		);
 		const expired = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(expired.res.body.subscription.uuid).run();
-		expectError(await call("POST", `${base}/${expired.res.body.subscription.uuid}/confirmation`, { secret: admin.secret }), 400, 400105);
+		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+			.bind(expired.res.body.subscription.uuid)
+			.run();
+		expectError(
+			await call("POST", `${base}/${expired.res.body.subscription.uuid}/confirmation`, { secret: admin.secret }),
+			400,
+			400105,
+		);
 	});
 
 	it("counts a failed subscription it revives against MAX_SUBSCRIPTIONS", async () => {
@@ -131,7 +182,14 @@ describe("resend_webhook_confirmation", () => {
 		// The live one counts one, the failed one's first message one, and the resent one more.
 		expectError(await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 2 } }), 409, 409105);
 		expect(await storedSubscription(failed.res.body.subscription.uuid)).toMatchObject({ status: "failed" });
-		expect((await call("POST", path, { secret: admin.secret, env: { MAX_SUBSCRIPTIONS: 3, WEBHOOKS: recordingQueue().binding } })).status).toBe(200);
+		expect(
+			(
+				await call("POST", path, {
+					secret: admin.secret,
+					env: { MAX_SUBSCRIPTIONS: 3, WEBHOOKS: recordingQueue().binding },
+				})
+			).status,
+		).toBe(200);
 	});
 
 	it("takes the subscription back to failed if the queue refuses the message", async () => {
@@ -139,26 +197,43 @@ describe("resend_webhook_confirmation", () => {
 		const admin = await bootstrap();
 		const { res } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
 		const broken = { send: async () => Promise.reject(new Error("queue unavailable")) };
-		const resent = await call("POST", `${base}/${res.body.subscription.uuid}/confirmation`, { secret: admin.secret, env: { WEBHOOKS: broken } });
+		const resent = await call("POST", `${base}/${res.body.subscription.uuid}/confirmation`, {
+			secret: admin.secret,
+			env: { WEBHOOKS: broken },
+		});
 		expectError(resent, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("queue unavailable"));
-		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("could not be queued") });
+		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({
+			status: "failed",
+			failure_reason: expect.stringContaining("could not be queued"),
+		});
 	});
 });
 
 describe("delete_webhook_subscription", () => {
 	it("ends it without the token, drops its secrets, and stays listed as unsubscribed", async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok`, client_secret: "Client-secret_16" });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/x/ok`,
+			client_secret: "Client-secret_16",
+		});
 		const uuid = res.body.subscription.uuid;
 		const url = await confirmationUrl(uuid);
 		const gone = await call("DELETE", `${base}/${uuid}`, { secret: admin.secret });
 		expect(gone.status).toBe(200);
 		expect(gone.body).toMatchObject({ uuid, status: "unsubscribed" });
-		expect(await storedSubscription(uuid)).toMatchObject({ sealed_token: null, sealed_key: null, sealed_previous_key: null });
+		expect(await storedSubscription(uuid)).toMatchObject({
+			sealed_token: null,
+			sealed_key: null,
+			sealed_previous_key: null,
+		});
 		expectError(await call("GET", pathOf(url)), 404, 404102);
 		expect((await consume(job)).explicitAcks).toHaveLength(1);
 		expect((await call("DELETE", `${base}/${uuid}`, { secret: admin.secret })).body.status).toBe("unsubscribed");
-		expect((await call("GET", "/notifications/webhooks?status=unsubscribed", { secret: admin.secret })).body.subscriptions[uuid]).toMatchObject({ status: "unsubscribed" });
+		expect(
+			(await call("GET", "/notifications/webhooks?status=unsubscribed", { secret: admin.secret })).body.subscriptions[
+				uuid
+			],
+		).toMatchObject({ status: "unsubscribed" });
 	});
 });

@@ -65,7 +65,8 @@ export default async function setup(project: TestProject) {
 		}
 		const [status, retryAfter] = step.split("~");
 		const headers: Record<string, string> = {};
-		if (retryAfter?.startsWith("d")) headers["retry-after"] = new Date(Date.now() + Number(retryAfter.slice(1)) * 1000).toUTCString();
+		if (retryAfter?.startsWith("d"))
+			headers["retry-after"] = new Date(Date.now() + Number(retryAfter.slice(1)) * 1000).toUTCString();
 		else if (retryAfter) headers["retry-after"] = retryAfter;
 		res.writeHead(status === "ok" ? 200 : Number(status), headers);
 		res.end();

@@ -1,7 +1,16 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { attemptConfirmation } from "../../src/notifications/attempt";
-import { bootstrap, call, consume, received, receiver, recordingQueue, storedSubscription, subscribeRecording } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	consume,
+	received,
+	receiver,
+	recordingQueue,
+	storedSubscription,
+	subscribeRecording,
+} from "../fixtures";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -20,7 +29,10 @@ async function lateAttemptAfterResend(id: string, status: number) {
 	const late = attemptConfirmation(env, job, 1);
 
 	const { jobs, binding } = recordingQueue();
-	const resent = await call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, { secret: admin.secret, env: { WEBHOOKS: binding } });
+	const resent = await call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, {
+		secret: admin.secret,
+		env: { WEBHOOKS: binding },
+	});
 	expect(resent.status).toBe(200);
 	answer();
 	await late;

@@ -2,7 +2,20 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { OUTBOX_KEEP_SECONDS } from "../../src/notifications/outbox-drain";
 import { RETRY_WINDOW } from "../../src/notifications/retry-schedule";
-import { bootstrap, call, consume, expectError, failingNetwork, pathOf, received, receiver, release, storedSubscription, subscribeRecording, until } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	consume,
+	expectError,
+	failingNetwork,
+	pathOf,
+	received,
+	receiver,
+	release,
+	storedSubscription,
+	subscribeRecording,
+	until,
+} from "../fixtures";
 
 const deliveries = async (secret: string, uuid: string) =>
 	(await call("GET", `/notifications/webhooks/subscriptions/${uuid}/deliveries`, { secret })).body.deliveries;
@@ -10,7 +23,9 @@ const deliveries = async (secret: string, uuid: string) =>
 describe("the retry schedule", () => {
 	it("spans about a day of queue delays, none over 12 hours, then dead-letters the message", async () => {
 		const admin = await bootstrap();
-		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/503` });
+		const { res, job, url } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/503`,
+		});
 		const delays: number[] = [];
 		let attempt = 1;
 		for (; attempt <= 20; attempt++) {
@@ -29,9 +44,17 @@ describe("the retry schedule", () => {
 		const uuid = res.body.subscription.uuid;
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: delays.length + 1 });
 		const [last] = await deliveries(admin.secret, uuid);
-		expect(last).toMatchObject({ attempt: delays.length + 1, outcome: "failed", next_attempt_ts: null, detail: expect.stringContaining("retries exhausted") });
+		expect(last).toMatchObject({
+			attempt: delays.length + 1,
+			outcome: "failed",
+			next_attempt_ts: null,
+			detail: expect.stringContaining("retries exhausted"),
+		});
 		expect((await consume(job, 1, "twin-webhooks-dlq")).explicitAcks).toHaveLength(1);
-		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/) });
+		expect(await storedSubscription(uuid)).toMatchObject({
+			status: "failed",
+			failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/),
+		});
 
 		// Failed is final for its token (item 1): confirm, refresh and unsubscribe answer 409.
 		expectError(await call("GET", pathOf(url)), 409, 409106);
@@ -55,7 +78,9 @@ describe("the retry schedule", () => {
 		["less than the schedule, which wins", "503~1", 5],
 	])("honours Retry-After in %s", async (_case, script, expected) => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/${script}` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/${script}`,
+		});
 		const [delay] = (await consume(job, 1)).retryDelays as number[];
 		expect(Math.abs(delay - expected)).toBeLessThanOrEqual(2);
 		const [entry] = await deliveries(admin.secret, res.body.subscription.uuid);
@@ -64,7 +89,9 @@ describe("the retry schedule", () => {
 
 	it("honours Retry-After only up to the end of the day's window, then dead-letters the message", async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/503~43200` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/503~43200`,
+		});
 		// Each attempt as if made when the delays before it were over: the job queued that much earlier.
 		const delays: number[] = [];
 		const elapsed = () => delays.reduce((a, b) => a + b, 0);
@@ -84,22 +111,50 @@ describe("the retry schedule", () => {
 		// Recorded as failed and dead-lettered, as after the last delay of the schedule.
 		const uuid = res.body.subscription.uuid;
 		const [last] = await deliveries(admin.secret, uuid);
-		expect(last).toMatchObject({ attempt: 3, outcome: "failed", next_attempt_ts: null, detail: "HTTP 503, retries exhausted (the retry window is over)" });
+		expect(last).toMatchObject({
+			attempt: 3,
+			outcome: "failed",
+			next_attempt_ts: null,
+			detail: "HTTP 503, retries exhausted (the retry window is over)",
+		});
 		expect((await consume(job, 1, "twin-webhooks-dlq")).explicitAcks).toHaveLength(1);
-		expect(await storedSubscription(uuid)).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/) });
+		expect(await storedSubscription(uuid)).toMatchObject({
+			status: "failed",
+			failure_reason: expect.stringMatching(/retries exhausted.*HTTP 503/),
+		});
 	});
 });
 
 describe("the delivery record", () => {
 	it("keeps every attempt with time, outcome, status, duration and next attempt, newest first", async () => {
 		const admin = await bootstrap();
-		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/500,ok` });
+		const { res, job } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/500,ok`,
+		});
 		await consume(job, 1);
 		await consume(job, 2);
 		const list = await deliveries(admin.secret, res.body.subscription.uuid);
 		expect(list).toEqual([
-			{ message: job.message, attempt: 2, attempted_ts: expect.any(Number), outcome: "delivered", http_status: 200, duration_ms: expect.any(Number), next_attempt_ts: null, detail: "HTTP 200" },
-			{ message: job.message, attempt: 1, attempted_ts: expect.any(Number), outcome: "retry", http_status: 500, duration_ms: expect.any(Number), next_attempt_ts: expect.any(Number), detail: "HTTP 500, retry in 5 s" },
+			{
+				message: job.message,
+				attempt: 2,
+				attempted_ts: expect.any(Number),
+				outcome: "delivered",
+				http_status: 200,
+				duration_ms: expect.any(Number),
+				next_attempt_ts: null,
+				detail: "HTTP 200",
+			},
+			{
+				message: job.message,
+				attempt: 1,
+				attempted_ts: expect.any(Number),
+				outcome: "retry",
+				http_status: 500,
+				duration_ms: expect.any(Number),
+				next_attempt_ts: expect.any(Number),
+				detail: "HTTP 500, retry in 5 s",
+			},
 		]);
 		expect(list[1].next_attempt_ts - list[1].attempted_ts).toBeGreaterThanOrEqual(5);
 	});
@@ -122,13 +177,17 @@ describe("the delivery record", () => {
 		expect(list).toHaveLength(100);
 		expect(list[0].detail).toMatch(/network error/);
 		expect(list.at(-1).attempted_ts).toBe(2);
-		const { count } = (await env.DB.prepare("SELECT count(*) AS count FROM webhook_deliveries WHERE subscription = ?").bind(uuid).first()) as { count: number };
+		const { count } = (await env.DB.prepare("SELECT count(*) AS count FROM webhook_deliveries WHERE subscription = ?")
+			.bind(uuid)
+			.first()) as { count: number };
 		expect(count).toBe(100);
 	});
 });
 
 describe("a hanging receiver", () => {
-	it("is left to its delivery object, which records the timeout and requeues the message", { timeout: 40_000 }, async () => {
+	it("is left to its delivery object, which records the timeout and requeues the message", {
+		timeout: 40_000,
+	}, async () => {
 		const admin = await bootstrap();
 		// The first attempt gets no answer; the second reaches the receiver.
 		const callback = `${receiver()}/r/${crypto.randomUUID()}/ok`;
@@ -139,27 +198,63 @@ describe("a hanging receiver", () => {
 		const uuid = res.body.subscription.uuid;
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0 });
 		// The object records the attempt when its 10 seconds are up, on its own: nothing to await.
-		const list = await until(() => deliveries(admin.secret, uuid), (found) => found.length > 0, "the timed-out attempt's record", 30_000);
-		expect(list).toEqual([expect.objectContaining({ attempt: 1, outcome: "retry", http_status: null, detail: "no answer within 10 s, retry in 5 s" })]);
+		const list = await until(
+			() => deliveries(admin.secret, uuid),
+			(found) => found.length > 0,
+			"the timed-out attempt's record",
+			30_000,
+		);
+		expect(list).toEqual([
+			expect.objectContaining({
+				attempt: 1,
+				outcome: "retry",
+				http_status: null,
+				detail: "no answer within 10 s, retry in 5 s",
+			}),
+		]);
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: 1 });
 		// What the object queued for attempt 2 is attempted by the same object, and delivered.
-		expect(await consume({ ...job, after: 1 }, 1)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
-		expect((await deliveries(admin.secret, uuid)).map((d: { attempt: number; outcome: string }) => [d.attempt, d.outcome])).toEqual([[2, "delivered"], [1, "retry"]]);
+		expect(await consume({ ...job, after: 1 }, 1)).toMatchObject({
+			retryMessages: [],
+			explicitAcks: [expect.any(String)],
+		});
+		expect(
+			(await deliveries(admin.secret, uuid)).map((d: { attempt: number; outcome: string }) => [d.attempt, d.outcome]),
+		).toEqual([
+			[2, "delivered"],
+			[1, "retry"],
+		]);
 	});
 
-	it("does not delay another subscription's confirmation sent through the real queue", { timeout: 60_000 }, async () => {
+	it("does not delay another subscription's confirmation sent through the real queue", {
+		timeout: 60_000,
+	}, async () => {
 		const admin = await bootstrap();
 		const subscribe = (callback_url: string) =>
-			call("POST", "/notifications/webhooks", { secret: admin.secret, body: { topic: "abc", callback_url }, env: { CALLBACK_POLICY: "any" } });
+			call("POST", "/notifications/webhooks", {
+				secret: admin.secret,
+				body: { topic: "abc", callback_url },
+				env: { CALLBACK_POLICY: "any" },
+			});
 		const hanging = crypto.randomUUID();
 		const healthy = crypto.randomUUID();
 		const first = await subscribe(`${receiver()}/r/${hanging}/hang`);
 		// The hanging receiver has its request: the batch that carried it is being consumed.
 		// Both go through the real queue, which a test cannot await: the receiver's log is polled.
-		await until(() => received(hanging), (log) => log.length > 0, "the hanging receiver's request", 10_000);
+		await until(
+			() => received(hanging),
+			(log) => log.length > 0,
+			"the hanging receiver's request",
+			10_000,
+		);
 		expect(await received(hanging)).toHaveLength(1);
 		await subscribe(`${receiver()}/r/${healthy}/ok`);
-		await until(() => received(healthy), (log) => log.length > 0, "the healthy receiver's confirmation", 10_000);
+		await until(
+			() => received(healthy),
+			(log) => log.length > 0,
+			"the healthy receiver's confirmation",
+			10_000,
+		);
 		expect(await received(healthy)).toHaveLength(1);
 		// The healthy one arrived while the hanging attempt was still waiting for its answer:
 		// nothing has been recorded of it yet.
@@ -167,7 +262,11 @@ describe("a hanging receiver", () => {
 		// Then the receiver answers it, and its object records the delivery: nothing of the
 		// attempt is left to time out after the test.
 		await release(hanging);
-		await until(() => storedSubscription(first.body.subscription.uuid), (row) => row?.delivered_ts !== null, "the released attempt's record");
+		await until(
+			() => storedSubscription(first.body.subscription.uuid),
+			(row) => row?.delivered_ts !== null,
+			"the released attempt's record",
+		);
 	});
 });
 
@@ -185,7 +284,9 @@ describe("a delivery object that went away mid-attempt", () => {
 		});
 		expect(await runDurableObjectAlarm(stub)).toBe(true);
 		expect(await received(id)).toHaveLength(1);
-		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([expect.objectContaining({ attempt: 3, outcome: "delivered" })]);
+		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([
+			expect.objectContaining({ attempt: 3, outcome: "delivered" }),
+		]);
 		expect(await runInDurableObject(stub, (_instance, state) => state.storage.get("pending"))).toBeUndefined();
 	});
 });

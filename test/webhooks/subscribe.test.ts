@@ -1,8 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, consume, expectError, fetchWithEnv, pathOf, received, receiver, recordingQueue, subscribeRecording, userWith } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	consume,
+	expectError,
+	fetchWithEnv,
+	pathOf,
+	received,
+	receiver,
+	recordingQueue,
+	subscribeRecording,
+	userWith,
+} from "../fixtures";
 
 const subscribe = (secret: string, body: unknown, policy = "any") =>
-	call("POST", "/notifications/webhooks", { secret, body, env: { CALLBACK_POLICY: policy, WEBHOOKS: recordingQueue().binding } });
+	call("POST", "/notifications/webhooks", {
+		secret,
+		body,
+		env: { CALLBACK_POLICY: policy, WEBHOOKS: recordingQueue().binding },
+	});
 
 describe("webhook_subscribe", () => {
 	it("answers the subscription, pending, with a server_secret only when a client_secret was sent", async () => {
@@ -18,11 +34,22 @@ describe("webhook_subscribe", () => {
 				validity_ts: expect.any(Number),
 			},
 		});
-		const signed = await subscribeRecording(admin, { callback_url: `${receiver()}/r/signed/ok`, client_secret: "abcdefghijklmn-_", expires: 60 });
+		const signed = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/signed/ok`,
+			client_secret: "abcdefghijklmn-_",
+			expires: 60,
+		});
 		expect(signed.res.body.server_secret).toMatch(/^[A-Za-z0-9_-]{16}$/);
 		// The queued job names the subscription, the message and when it was queued; no secret.
-		expect(signed.job).toEqual({ kind: "confirmation", subscription: signed.res.body.subscription.uuid, message: expect.stringMatching(/^[0-9a-f-]{36}$/), since: expect.any(Number) });
-		expect(signed.url).toMatch(/^https:\/\/registry\.test\/notifications\/webhooks\/[0-9a-f-]{36}\?token=[A-Za-z0-9_-]{43}$/);
+		expect(signed.job).toEqual({
+			kind: "confirmation",
+			subscription: signed.res.body.subscription.uuid,
+			message: expect.stringMatching(/^[0-9a-f-]{36}$/),
+			since: expect.any(Number),
+		});
+		expect(signed.url).toMatch(
+			/^https:\/\/registry\.test\/notifications\/webhooks\/[0-9a-f-]{36}\?token=[A-Za-z0-9_-]{43}$/,
+		);
 	});
 
 	it("sets validity_ts to creation time plus expires, 604800 by default", async () => {
@@ -37,16 +64,32 @@ describe("webhook_subscribe", () => {
 
 	it.each([
 		["callback_url missing", { topic: "abc" }, "callback_url"],
-		["callback_url over 512 characters", { topic: "abc", callback_url: `https://example.com/${"a".repeat(493)}` }, "callback_url"],
+		[
+			"callback_url over 512 characters",
+			{ topic: "abc", callback_url: `https://example.com/${"a".repeat(493)}` },
+			"callback_url",
+		],
 		["callback_url not a URL", { topic: "abc", callback_url: "not a url" }, "callback_url"],
 		["callback_url not http", { topic: "abc", callback_url: "ftp://example.com/" }, "callback_url"],
 		["topic missing", { callback_url: "https://example.com/" }, "topic"],
 		["topic too short", { topic: "ab", callback_url: "https://example.com/" }, "topic"],
 		["topic too long", { topic: "a".repeat(49), callback_url: "https://example.com/" }, "topic"],
 		["topic with a bad character", { topic: "a_b", callback_url: "https://example.com/" }, "topic"],
-		["client_secret of 15 characters", { topic: "abc", callback_url: "https://example.com/", client_secret: "a".repeat(15) }, "client_secret"],
-		["client_secret of 17 characters", { topic: "abc", callback_url: "https://example.com/", client_secret: "a".repeat(17) }, "client_secret"],
-		["client_secret not URL-safe", { topic: "abc", callback_url: "https://example.com/", client_secret: "abcdefghijklmn+/" }, "client_secret"],
+		[
+			"client_secret of 15 characters",
+			{ topic: "abc", callback_url: "https://example.com/", client_secret: "a".repeat(15) },
+			"client_secret",
+		],
+		[
+			"client_secret of 17 characters",
+			{ topic: "abc", callback_url: "https://example.com/", client_secret: "a".repeat(17) },
+			"client_secret",
+		],
+		[
+			"client_secret not URL-safe",
+			{ topic: "abc", callback_url: "https://example.com/", client_secret: "abcdefghijklmn+/" },
+			"client_secret",
+		],
 		["expires of 0", { topic: "abc", callback_url: "https://example.com/", expires: 0 }, "expires"],
 		["expires over 604800", { topic: "abc", callback_url: "https://example.com/", expires: 604_801 }, "expires"],
 		["expires not an integer", { topic: "abc", callback_url: "https://example.com/", expires: 1.5 }, "expires"],
@@ -95,7 +138,10 @@ describe("the confirmation URL", () => {
 		const id = crypto.randomUUID();
 		const { jobs, binding } = recordingQueue();
 		const evil = (path: string, init: RequestInit = {}) =>
-			fetchWithEnv(new Request(`http://evil.example${path}`, { ...init, headers: { host: "evil.example", ...init.headers } }), { CALLBACK_POLICY: "any", WEBHOOKS: binding });
+			fetchWithEnv(
+				new Request(`http://evil.example${path}`, { ...init, headers: { host: "evil.example", ...init.headers } }),
+				{ CALLBACK_POLICY: "any", WEBHOOKS: binding },
+			);
 		const res = await evil("/notifications/webhooks", {
 			method: "POST",
 			headers: { authorization: admin.secret, "content-type": "application/json" },
@@ -109,7 +155,10 @@ describe("the confirmation URL", () => {
 		expect(confirmed.unsubscribe_url).toBe(message.confirmation_url);
 	});
 
-	it.each([["PUBLIC_URL", { PUBLIC_URL: "" }], ["WEBHOOK_KEY", { WEBHOOK_KEY: "" }]])("without %s, subscribing answers 500102 and stores nothing", async (_name, changes) => {
+	it.each([
+		["PUBLIC_URL", { PUBLIC_URL: "" }],
+		["WEBHOOK_KEY", { WEBHOOK_KEY: "" }],
+	])("without %s, subscribing answers 500102 and stores nothing", async (_name, changes) => {
 		const admin = await bootstrap();
 		const { jobs, binding } = recordingQueue();
 		const res = await call("POST", "/notifications/webhooks", {
@@ -119,7 +168,10 @@ describe("the confirmation URL", () => {
 		});
 		expectError(res, 500, 500102);
 		expect(jobs).toHaveLength(0);
-		expect((await call("GET", "/notifications/webhooks?topic=unconfigured", { secret: admin.secret })).body).toEqual({ subscriptions: {}, cursor: null });
+		expect((await call("GET", "/notifications/webhooks?topic=unconfigured", { secret: admin.secret })).body).toEqual({
+			subscriptions: {},
+			cursor: null,
+		});
 	});
 });
 

@@ -18,12 +18,26 @@ function subscriber(admin: Account, limit?: number) {
 	return {
 		jobs: queue.jobs,
 		subscribe: (body: Record<string, unknown> = {}) =>
-			call("POST", "/notifications/webhooks", { secret: admin.secret, body: { topic: "abc", callback_url: "https://example.com/hook", ...body }, env: vars }),
-		resend: (uuid: string) => call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, { secret: admin.secret, env: vars }),
+			call("POST", "/notifications/webhooks", {
+				secret: admin.secret,
+				body: { topic: "abc", callback_url: "https://example.com/hook", ...body },
+				env: vars,
+			}),
+		resend: (uuid: string) =>
+			call("POST", `/notifications/webhooks/subscriptions/${uuid}/confirmation`, { secret: admin.secret, env: vars }),
 	};
 }
 
-type Seeded = { status?: string; validity?: number; confirmation?: number; confirmations?: number; created?: number; updated?: number; topic?: string; url?: string };
+type Seeded = {
+	status?: string;
+	validity?: number;
+	confirmation?: number;
+	confirmations?: number;
+	created?: number;
+	updated?: number;
+	topic?: string;
+	url?: string;
+};
 
 // Subscriptions written straight into D1, 500 to a batch.
 async function seed(account: string, count: number, row: (i: number) => Seeded = () => ({})) {
@@ -39,8 +53,22 @@ async function seed(account: string, count: number, row: (i: number) => Seeded =
 			const uuid = crypto.randomUUID();
 			uuids.push(uuid);
 			const at = r.created ?? seconds();
-			return insert.bind(uuid, account, account, account, r.topic ?? "abc", r.url ?? "https://example.com/", crypto.randomUUID(), r.status ?? "pending",
-				r.validity ?? seconds() + 3600, crypto.randomUUID(), at, r.updated ?? at, r.confirmation ?? 0, r.confirmations ?? 0);
+			return insert.bind(
+				uuid,
+				account,
+				account,
+				account,
+				r.topic ?? "abc",
+				r.url ?? "https://example.com/",
+				crypto.randomUUID(),
+				r.status ?? "pending",
+				r.validity ?? seconds() + 3600,
+				crypto.randomUUID(),
+				at,
+				r.updated ?? at,
+				r.confirmation ?? 0,
+				r.confirmations ?? 0,
+			);
 		});
 		await env.DB.batch(statements);
 	}
@@ -49,7 +77,9 @@ async function seed(account: string, count: number, row: (i: number) => Seeded =
 
 // The account's confirmation messages are moved a day into the past, as if a day had gone by.
 async function aDayLater(account: string) {
-	await env.DB.prepare("UPDATE subscriptions SET confirmation_ts = confirmation_ts - ? WHERE account = ?").bind(DAY, account).run();
+	await env.DB.prepare("UPDATE subscriptions SET confirmation_ts = confirmation_ts - ? WHERE account = ?")
+		.bind(DAY, account)
+		.run();
 }
 
 describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
@@ -71,7 +101,9 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		expectError(refused, 409, 409105);
 		expect(refused.body.description).toContain("MAX_SUBSCRIPTIONS");
 		expect(jobs).toHaveLength(3);
-		expect(Object.keys((await call("GET", "/notifications/webhooks", { secret: admin.secret })).body.subscriptions)).toHaveLength(3);
+		expect(
+			Object.keys((await call("GET", "/notifications/webhooks", { secret: admin.secret })).body.subscriptions),
+		).toHaveLength(3);
 
 		await aDayLater(admin.account);
 		expect((await subscribe({ expires: 1 })).status).toBe(201);
@@ -82,12 +114,20 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		const admin = await bootstrap();
 		expect(env.MAX_SUBSCRIPTIONS).toBe(1000);
 		// Made with expires: 1 within the last hour: every one lapsed, every message still counts.
-		await seed(admin.account, 999, (i) => ({ validity: 1, status: i % 2 ? "pending" : "expired", confirmation: seconds() - 3600, confirmations: 1 }));
+		await seed(admin.account, 999, (i) => ({
+			validity: 1,
+			status: i % 2 ? "pending" : "expired",
+			confirmation: seconds() - 3600,
+			confirmations: 1,
+		}));
 		const { jobs, subscribe } = subscriber(admin);
 		expect((await subscribe({ expires: 1 })).status).toBe(201);
 		for (let i = 0; i < 5; i++) expectError(await subscribe({ expires: 1 }), 409, 409105);
 		expect(jobs).toHaveLength(1);
-		const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM subscriptions WHERE account = ?").bind(admin.account).first<{ n: number }>()) ?? {};
+		const { n } =
+			(await env.DB.prepare("SELECT count(*) AS n FROM subscriptions WHERE account = ?")
+				.bind(admin.account)
+				.first<{ n: number }>()) ?? {};
 		expect(n).toBe(1000);
 	});
 
@@ -96,7 +136,13 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		const { subscribe } = subscriber(admin, 1);
 		const made = await subscribe();
 		expect(made.status).toBe(201);
-		expect((await call("DELETE", `/notifications/webhooks/subscriptions/${made.body.subscription.uuid}`, { secret: admin.secret })).status).toBe(200);
+		expect(
+			(
+				await call("DELETE", `/notifications/webhooks/subscriptions/${made.body.subscription.uuid}`, {
+					secret: admin.secret,
+				})
+			).status,
+		).toBe(200);
 		expectError(await subscribe(), 409, 409105);
 		await aDayLater(admin.account);
 		expect((await subscribe()).status).toBe(201);
@@ -137,7 +183,10 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		expect(answers.filter((res) => res.status === 200)).toHaveLength(2);
 		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409105);
 		expect(jobs).toHaveLength(2);
-		const { total } = (await env.DB.prepare("SELECT sum(confirmations) AS total FROM subscriptions WHERE account = ?").bind(admin.account).first<{ total: number }>()) ?? {};
+		const { total } =
+			(await env.DB.prepare("SELECT sum(confirmations) AS total FROM subscriptions WHERE account = ?")
+				.bind(admin.account)
+				.first<{ total: number }>()) ?? {};
 		expect(total).toBe(5);
 	});
 });
@@ -146,10 +195,23 @@ describe("ended subscriptions are pruned", () => {
 	it("a subscribe deletes up to 10 that ended more than 30 days ago, with their deliveries", async () => {
 		const admin = await bootstrap();
 		const old = seconds() - PRUNED_AFTER_SECONDS - 60;
-		const ended = await seed(admin.account, 12, (i) => ({ status: ["unsubscribed", "failed", "expired"][i % 3], created: old - 12 + i, updated: old }));
-		const lapsed = await seed(admin.account, 1, () => ({ status: "confirmed", validity: old, created: old - 100, updated: old - 100 }));
+		const ended = await seed(admin.account, 12, (i) => ({
+			status: ["unsubscribed", "failed", "expired"][i % 3],
+			created: old - 12 + i,
+			updated: old,
+		}));
+		const lapsed = await seed(admin.account, 1, () => ({
+			status: "confirmed",
+			validity: old,
+			created: old - 100,
+			updated: old - 100,
+		}));
 		// Kept: ended recently, or made long ago but still live.
-		const recent = await seed(admin.account, 1, () => ({ status: "unsubscribed", created: old, updated: seconds() - 60 }));
+		const recent = await seed(admin.account, 1, () => ({
+			status: "unsubscribed",
+			created: old,
+			updated: seconds() - 60,
+		}));
 		const live = await seed(admin.account, 1, () => ({ status: "confirmed", created: old - 200, updated: old - 200 }));
 		const delivery = env.DB.prepare(
 			"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, duration_ms, detail) VALUES (?, ?, 1, 1, 'failed', 1, 'x')",
@@ -158,12 +220,18 @@ describe("ended subscriptions are pruned", () => {
 
 		expect((await subscriber(admin).subscribe()).status).toBe(201);
 		const remaining = async () =>
-			(await env.DB.prepare("SELECT uuid FROM subscriptions WHERE account = ?").bind(admin.account).all<{ uuid: string }>()).results.map((r) => r.uuid);
+			(
+				await env.DB.prepare("SELECT uuid FROM subscriptions WHERE account = ?")
+					.bind(admin.account)
+					.all<{ uuid: string }>()
+			).results.map((r) => r.uuid);
 		// The oldest first: the lapsed one, then the nine oldest ended.
 		expect(await remaining()).toEqual(expect.arrayContaining([...ended.slice(9), ...recent, ...live]));
 		expect(await remaining()).toHaveLength(3 + 1 + 1 + 1);
 		expect(await remaining()).not.toContain(lapsed[0]);
-		const deliveries = await env.DB.prepare("SELECT subscription FROM webhook_deliveries WHERE subscription IN (SELECT value FROM json_each(?))")
+		const deliveries = await env.DB.prepare(
+			"SELECT subscription FROM webhook_deliveries WHERE subscription IN (SELECT value FROM json_each(?))",
+		)
 			.bind(JSON.stringify([...ended, ...recent]))
 			.all<{ subscription: string }>();
 		expect(deliveries.results.map((r) => r.subscription).sort()).toEqual([...ended.slice(9), ...recent].sort());
@@ -175,7 +243,10 @@ describe("ended subscriptions are pruned", () => {
 
 // Every page of the account's listing, to the end.
 async function walk(admin: Account, query: Record<string, string> = {}) {
-	const pages: { subscriptions: Record<string, { created_ts: number; status: string; topic: string }>; cursor: string | null }[] = [];
+	const pages: {
+		subscriptions: Record<string, { created_ts: number; status: string; topic: string }>;
+		cursor: string | null;
+	}[] = [];
 	let cursor: string | null = null;
 	do {
 		const params = new URLSearchParams({ ...query, ...(cursor ? { cursor } : {}) });
@@ -207,19 +278,28 @@ describe("get_webhook_subscriptions answers in pages", () => {
 		const first = await call("GET", "/notifications/webhooks", { secret: admin.secret });
 		expect(Object.keys(first.body.subscriptions)).toHaveLength(100);
 		expect(first.body.cursor).toEqual(expect.any(String));
-		const filtered = (await walk(admin, { topic: "other", status: "unsubscribed", limit: "50" })).flatMap((page) => Object.values(page.subscriptions));
+		const filtered = (await walk(admin, { topic: "other", status: "unsubscribed", limit: "50" })).flatMap((page) =>
+			Object.values(page.subscriptions),
+		);
 		const expected = Array.from({ length: 2345 }, (_, i) => i).filter((i) => i % 3 === 0 && i % 5 === 0);
 		expect(filtered).toHaveLength(expected.length);
 		for (const s of filtered) expect(s).toMatchObject({ topic: "other", status: "unsubscribed" });
 		// An empty listing is one page without a cursor.
-		expect((await call("GET", "/notifications/webhooks?topic=none", { secret: admin.secret })).body).toEqual({ subscriptions: {}, cursor: null });
+		expect((await call("GET", "/notifications/webhooks?topic=none", { secret: admin.secret })).body).toEqual({
+			subscriptions: {},
+			cursor: null,
+		});
 	});
 
 	it("a full page of the largest rows stays far under 4 MiB", async () => {
 		const admin = await bootstrap();
 		// The longest callback URL, every character of it doubled by JSON's escapes.
 		const url = `https://example.com/?${"\\".repeat(512 - "https://example.com/?".length)}`;
-		await seed(admin.account, MAX_SUBSCRIPTIONS_PAGE + 1, () => ({ url, topic: "t".repeat(48), status: "unsubscribed" }));
+		await seed(admin.account, MAX_SUBSCRIPTIONS_PAGE + 1, () => ({
+			url,
+			topic: "t".repeat(48),
+			status: "unsubscribed",
+		}));
 		const res = await call("GET", `/notifications/webhooks?limit=${MAX_SUBSCRIPTIONS_PAGE}`, { secret: admin.secret });
 		expect(Object.keys(res.body.subscriptions)).toHaveLength(MAX_SUBSCRIPTIONS_PAGE);
 		expect(res.body.cursor).not.toBeNull();
@@ -229,8 +309,11 @@ describe("get_webhook_subscriptions answers in pages", () => {
 	it("refuses an invalid cursor (400104) and a limit out of 1..1000 (400101)", async () => {
 		const admin = await bootstrap();
 		await seed(admin.account, 3);
-		const cursor = (await call("GET", "/notifications/webhooks?limit=1", { secret: admin.secret })).body.cursor as string;
-		expect((await call("GET", `/notifications/webhooks?limit=1&cursor=${cursor}`, { secret: admin.secret })).status).toBe(200);
+		const cursor = (await call("GET", "/notifications/webhooks?limit=1", { secret: admin.secret })).body
+			.cursor as string;
+		expect(
+			(await call("GET", `/notifications/webhooks?limit=1&cursor=${cursor}`, { secret: admin.secret })).status,
+		).toBe(200);
 		const wrongShape = btoa(JSON.stringify({ created_ts: 1 })).replace(/=+$/, "");
 		for (const bad of ["x", "%E2%9C%93", wrongShape, cursor.slice(0, -3)]) {
 			expectError(await call("GET", `/notifications/webhooks?cursor=${bad}`, { secret: admin.secret }), 400, 400104);

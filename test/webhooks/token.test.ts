@@ -1,20 +1,43 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, consume, expectError, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../fixtures";
+import {
+	bootstrap,
+	call,
+	consume,
+	expectError,
+	pathOf,
+	received,
+	receiver,
+	storedSubscription,
+	subscribeRecording,
+} from "../fixtures";
 
 const OLD_SECRET = "Client-secret_16";
 const NEW_SECRET = "New-client-sec16";
 
 async function signature(key: string, headers: Record<string, string>, body: string) {
-	const hmac = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-	const mac = await crypto.subtle.sign("HMAC", hmac, new TextEncoder().encode(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`));
+	const hmac = await crypto.subtle.importKey(
+		"raw",
+		new TextEncoder().encode(key),
+		{ name: "HMAC", hash: "SHA-256" },
+		false,
+		["sign"],
+	);
+	const mac = await crypto.subtle.sign(
+		"HMAC",
+		hmac,
+		new TextEncoder().encode(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${body}`),
+	);
 	return `v1,${btoa(String.fromCharCode(...new Uint8Array(mac)))}`;
 }
 
 function hash(key: string, body: string) {
 	const { hash: _, ...message } = JSON.parse(body);
-	const digest = blake2b(new TextEncoder().encode(JSON.stringify(message)), { key: new TextEncoder().encode(key), dkLen: 32 });
+	const digest = blake2b(new TextEncoder().encode(JSON.stringify(message)), {
+		key: new TextEncoder().encode(key),
+		dkLen: 32,
+	});
 	return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
@@ -34,7 +57,10 @@ describe("refresh", () => {
 	it("with a new client_secret rotates the key: new first, the old one alongside for 24 h", async () => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
-		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/500,ok`, client_secret: OLD_SECRET });
+		const { res, job, url } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${id}/500,ok`,
+			client_secret: OLD_SECRET,
+		});
 		const oldKey = OLD_SECRET + res.body.server_secret;
 		await consume(job, 1);
 		const rotated = await call("PATCH", pathOf(url), { body: { client_secret: NEW_SECRET } });
@@ -47,13 +73,19 @@ describe("refresh", () => {
 		const [before, after] = await received(id);
 		expect(before.headers["webhook-signature"]).toBe(await signature(oldKey, before.headers, before.body));
 		expect(JSON.parse(before.body).hash).toBe(hash(oldKey, before.body));
-		expect(after.headers["webhook-signature"]).toBe(`${await signature(newKey, after.headers, after.body)} ${await signature(oldKey, after.headers, after.body)}`);
+		expect(after.headers["webhook-signature"]).toBe(
+			`${await signature(newKey, after.headers, after.body)} ${await signature(oldKey, after.headers, after.body)}`,
+		);
 		expect(JSON.parse(after.body).hash).toBe(hash(newKey, after.body));
 
 		// A day later only the new key signs.
-		await env.DB.prepare("UPDATE subscriptions SET previous_key_until = 1 WHERE uuid = ?").bind(res.body.subscription.uuid).run();
+		await env.DB.prepare("UPDATE subscriptions SET previous_key_until = 1 WHERE uuid = ?")
+			.bind(res.body.subscription.uuid)
+			.run();
 		const id2 = crypto.randomUUID();
-		await env.DB.prepare("UPDATE subscriptions SET callback_url = ?, delivered_ts = NULL WHERE uuid = ?").bind(`${receiver()}/r/${id2}/ok`, res.body.subscription.uuid).run();
+		await env.DB.prepare("UPDATE subscriptions SET callback_url = ?, delivered_ts = NULL WHERE uuid = ?")
+			.bind(`${receiver()}/r/${id2}/ok`, res.body.subscription.uuid)
+			.run();
 		await consume(job, 3);
 		const [later] = await received(id2);
 		expect(later.headers["webhook-signature"]).toBe(await signature(newKey, later.headers, later.body));
@@ -61,12 +93,18 @@ describe("refresh", () => {
 
 	it("keeps the keys sealed: neither secret is stored in the clear", async () => {
 		const admin = await bootstrap();
-		const { res, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok`, client_secret: OLD_SECRET });
+		const { res, url } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/x/ok`,
+			client_secret: OLD_SECRET,
+		});
 		const token = new URL(url).searchParams.get("token") as string;
 		const rotated = await call("PATCH", pathOf(url), { body: { client_secret: NEW_SECRET } });
 		const stored = JSON.stringify(await storedSubscription(res.body.subscription.uuid));
-		for (const secret of [OLD_SECRET, NEW_SECRET, res.body.server_secret, rotated.body.server_secret, token]) expect(stored).not.toContain(secret);
-		const { results } = await env.DB.prepare("SELECT * FROM webhook_deliveries WHERE subscription = ?").bind(res.body.subscription.uuid).all();
+		for (const secret of [OLD_SECRET, NEW_SECRET, res.body.server_secret, rotated.body.server_secret, token])
+			expect(stored).not.toContain(secret);
+		const { results } = await env.DB.prepare("SELECT * FROM webhook_deliveries WHERE subscription = ?")
+			.bind(res.body.subscription.uuid)
+			.all();
 		expect(JSON.stringify(results)).not.toContain(token);
 	});
 });
@@ -89,7 +127,9 @@ describe("confirm and unsubscribe", () => {
 		expectError(await call("GET", `/notifications/webhooks/${other.account}?token=${token}`), 404, 404102);
 		expectError(await call("GET", `/notifications/webhooks/${admin.account}`), 400, 400101);
 
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(res.body.subscription.uuid).run();
+		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+			.bind(res.body.subscription.uuid)
+			.run();
 		expectError(await call("GET", pathOf(url)), 400, 400105);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "expired" });
 		expectError(await call("PATCH", pathOf(url), { body: {} }), 400, 400105);
@@ -97,7 +137,9 @@ describe("confirm and unsubscribe", () => {
 
 	it("answers 409 on a failed subscription's token, and confirms nothing", async () => {
 		const admin = await bootstrap();
-		const { res, job, url } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/404` });
+		const { res, job, url } = await subscribeRecording(admin, {
+			callback_url: `${receiver()}/r/${crypto.randomUUID()}/404`,
+		});
 		await consume(job);
 		expect(await storedSubscription(res.body.subscription.uuid)).toMatchObject({ status: "failed" });
 		expectError(await call("GET", pathOf(url)), 409, 409106);

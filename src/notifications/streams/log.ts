@@ -37,11 +37,19 @@ export class StreamLog {
 	}
 
 	private get(key: string): number {
-		return (this.sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value as number | undefined) ?? 0;
+		return (
+			(this.sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value as
+				| number
+				| undefined) ?? 0
+		);
 	}
 
 	private set(key: string, value: number) {
-		this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+		this.sql.exec(
+			"INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+			key,
+			value,
+		);
 	}
 
 	lastId = () => this.get("last_id");
@@ -61,12 +69,29 @@ export class StreamLog {
 				const topics = JSON.parse(row.topics) as Record<string, string[]>;
 				const entries = JSON.parse(row.entries) as Record<string, unknown>;
 				const sight = row.sight === null ? null : row.id;
-				if (row.sight !== null) this.sql.exec("INSERT OR REPLACE INTO sights (id, data) VALUES (?, ?)", row.id, row.sight);
+				if (row.sight !== null)
+					this.sql.exec("INSERT OR REPLACE INTO sights (id, data) VALUES (?, ?)", row.id, row.sight);
 				for (const topic of Object.keys(topics).sort()) {
 					const event = Object.fromEntries(topics[topic].map((name) => [name, entries[name]]));
-					const message = { type: "Notification", trigger: row.trigger, message: crypto.randomUUID(), twin: row.twin, event, sent_ts: row.at, topic, account };
+					const message = {
+						type: "Notification",
+						trigger: row.trigger,
+						message: crypto.randomUUID(),
+						twin: row.twin,
+						event,
+						sent_ts: row.at,
+						topic,
+						account,
+					};
 					const data = JSON.stringify(message);
-					const stored: Message = { id: ++lastId, event: row.trigger, data, topic, bytes: encoder.encode(data).byteLength, sight };
+					const stored: Message = {
+						id: ++lastId,
+						event: row.trigger,
+						data,
+						topic,
+						bytes: encoder.encode(data).byteLength,
+						sight,
+					};
 					this.sql.exec(
 						"INSERT INTO log (id, topic, trigger, data, bytes, at, sight) VALUES (?, ?, ?, ?, ?, ?, ?)",
 						stored.id,
@@ -91,7 +116,11 @@ export class StreamLog {
 	// highest id dropped: a resume point below it cannot be served whole.
 	prune(at: number) {
 		const cut = this.sql
-			.exec<{ id: number | null }>("SELECT max(id) AS id FROM log WHERE id <= ? OR at < ?", this.lastId() - KEEP_MESSAGES, at - KEEP_SECONDS)
+			.exec<{ id: number | null }>(
+				"SELECT max(id) AS id FROM log WHERE id <= ? OR at < ?",
+				this.lastId() - KEEP_MESSAGES,
+				at - KEEP_SECONDS,
+			)
 			.one().id;
 		if (cut === null) return;
 		this.sql.exec("DELETE FROM log WHERE id <= ?", cut);
@@ -107,18 +136,29 @@ export class StreamLog {
 	// The messages of `topics` after `id`, oldest first, read as they are iterated: a reader
 	// stops when its window is full, and the rest is not read.
 	*after(id: number, topics: string[]): Generator<Message> {
-		const cursor = this.sql.exec<{ id: number; trigger: string; data: string; topic: string; bytes: number; sight: number | null }>(
+		const cursor = this.sql.exec<{
+			id: number;
+			trigger: string;
+			data: string;
+			topic: string;
+			bytes: number;
+			sight: number | null;
+		}>(
 			`SELECT id, trigger, data, topic, bytes, sight FROM log WHERE id > ? AND topic IN (${topics.map(() => "?").join(", ")}) ORDER BY id`,
 			id,
 			...topics,
 		);
-		for (const row of cursor) yield { id: row.id, event: row.trigger, data: row.data, topic: row.topic, bytes: row.bytes, sight: row.sight };
+		for (const row of cursor)
+			yield { id: row.id, event: row.trigger, data: row.data, topic: row.topic, bytes: row.bytes, sight: row.sight };
 	}
 
 	// Whether `id` is a message of one of `topics`.
 	holds(id: number, topics: string[]): boolean {
 		const placeholders = topics.map(() => "?").join(", ");
-		return this.sql.exec(`SELECT 1 FROM log WHERE id = ? AND topic IN (${placeholders})`, id, ...topics).toArray().length === 1;
+		return (
+			this.sql.exec(`SELECT 1 FROM log WHERE id = ? AND topic IN (${placeholders})`, id, ...topics).toArray().length ===
+			1
+		);
 	}
 
 	// How many messages of `topics`, and how many bytes, lie in (from, to]: what a reader has

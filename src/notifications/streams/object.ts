@@ -67,16 +67,22 @@ export class StreamObject {
 	// a resync. Answers 101 with the socket, or 409 when the subscribing account is at its limit.
 	async fetch(request: Request): Promise<Response> {
 		const header = request.headers.get(OPEN_HEADER);
-		if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || header === null) return new Response(null, { status: 426 });
+		if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || header === null)
+			return new Response(null, { status: 426 });
 		const open = JSON.parse(header) as StreamOpen;
 		const at = Date.now();
 		this.log.prune(at / 1000);
 		const mine = this.open(`user:${open.user}`);
 		const replacing = mine.length >= MAX_STREAMS_PER_USER ? oldest(mine) : undefined;
-		if (!replacing && this.open(`acct:${open.account}`).length >= open.limit) return Response.json({ limit: open.limit }, { status: 409 });
+		if (!replacing && this.open(`acct:${open.account}`).length >= open.limit)
+			return Response.json({ limit: open.limit }, { status: 409 });
 
 		const { 0: client, 1: server } = new WebSocketPair();
-		this.ctx.acceptWebSocket(server, [...open.topics.map((t) => `topic:${t}`), `user:${open.user}`, `acct:${open.account}`]);
+		this.ctx.acceptWebSocket(server, [
+			...open.topics.map((t) => `topic:${t}`),
+			`user:${open.user}`,
+			`acct:${open.account}`,
+		]);
 		const lastId = this.log.lastId();
 		const { since } = open;
 		const resync = since === "unknown" || (since !== null && (since > lastId || since < this.log.prunedAbove()));
@@ -84,7 +90,21 @@ export class StreamObject {
 		const { publisher: _, since: __, limit: ___, reader: principal, ...who } = open;
 		const reader = crypto.randomUUID();
 		this.readers.add(reader, principal);
-		const stream: Stream = { ...who, reader, opened: at, sent: start, passed: start, acked: start, unacked: 0, unackedBytes: 0, behind: true, liveFrom: lastId, held: 0, heldBytes: 0, deferred: false };
+		const stream: Stream = {
+			...who,
+			reader,
+			opened: at,
+			sent: start,
+			passed: start,
+			acked: start,
+			unacked: 0,
+			unackedBytes: 0,
+			behind: true,
+			liveFrom: lastId,
+			held: 0,
+			heldBytes: 0,
+			deferred: false,
+		};
 		if (resync) server.send(resyncFrame(lastId, open.sse));
 		const turn = this.turn();
 		this.pump(server, stream, turn);
@@ -193,7 +213,8 @@ export class StreamObject {
 		const s = ws.deserializeAttachment() as Stream;
 		if (id > s.sent) return this.end(ws, CLOSE.tooFarBehind);
 		// An id the log has pruned cannot be checked, and is taken as it is.
-		if (id > s.acked && id > this.log.prunedAbove() && !this.log.holds(id, s.topics)) return this.end(ws, CLOSE.tooFarBehind);
+		if (id > s.acked && id > this.log.prunedAbove() && !this.log.holds(id, s.topics))
+			return this.end(ws, CLOSE.tooFarBehind);
 		if (id > s.acked) {
 			s.acked = id;
 			// Everything sent acknowledged, the usual case, needs no look at the log. The log also
@@ -247,11 +268,17 @@ export class StreamObject {
 		const since = this.publisherSeq();
 		await this.apply(change);
 		const publishers = this.ctx.storage.sql.exec<{ account: string }>("SELECT account FROM publishers").toArray();
-		const left = await Promise.allSettled(publishers.map(({ account }) => this.env.STREAMS.getByName(account).apply(change)));
+		const left = await Promise.allSettled(
+			publishers.map(({ account }) => this.env.STREAMS.getByName(account).apply(change)),
+		);
 		left.forEach((result, i) => {
 			// No stream of the account left there: forget it, unless one opened since.
 			if (result.status === "fulfilled" && result.value === 0) {
-				this.ctx.storage.sql.exec("DELETE FROM publishers WHERE account = ? AND seq <= ?", publishers[i].account, since);
+				this.ctx.storage.sql.exec(
+					"DELETE FROM publishers WHERE account = ? AND seq <= ?",
+					publishers[i].account,
+					since,
+				);
 			}
 		});
 	}
@@ -266,7 +293,8 @@ export class StreamObject {
 				this.readers.change({ user: change.user }, change.reader);
 				const role = change.reader.role;
 				if (role !== undefined) {
-					for (const ws of this.open(`user:${change.user}`)) ws.serializeAttachment({ ...(ws.deserializeAttachment() as Stream), role });
+					for (const ws of this.open(`user:${change.user}`))
+						ws.serializeAttachment({ ...(ws.deserializeAttachment() as Stream), role });
 				}
 			} else if (change.role) this.readers.change({ role: change.role }, change.reader);
 			return this.open(`acct:${change.account}`).length;
@@ -291,7 +319,8 @@ export class StreamObject {
 				const s = ws.deserializeAttachment() as Stream;
 				if (s.actor !== change.user) continue;
 				if ("code" in change) this.end(ws, change.code);
-				else if ("validity_ts" in change && change.validity_ts !== null && change.validity_ts <= at) this.end(ws, CLOSE.credentialEnded);
+				else if ("validity_ts" in change && change.validity_ts !== null && change.validity_ts <= at)
+					this.end(ws, CLOSE.credentialEnded);
 			}
 		}
 		// A later validity may leave the alarm too early, which only sets it again; an earlier
@@ -311,7 +340,11 @@ export class StreamObject {
 	// `publisher`'s object holds a stream of this account's users.
 	notePublisher(publisher: string) {
 		const seq = this.publisherSeq() + 1;
-		this.ctx.storage.sql.exec("INSERT INTO publishers (account, seq) VALUES (?, ?) ON CONFLICT (account) DO UPDATE SET seq = excluded.seq", publisher, seq);
+		this.ctx.storage.sql.exec(
+			"INSERT INTO publishers (account, seq) VALUES (?, ?) ON CONFLICT (account) DO UPDATE SET seq = excluded.seq",
+			publisher,
+			seq,
+		);
 	}
 
 	private publisherSeq(): number {
@@ -360,5 +393,7 @@ function fits(s: Stream, bytes: number) {
 }
 
 function oldest(sockets: WebSocket[]): WebSocket {
-	return sockets.reduce((a, b) => ((a.deserializeAttachment() as Stream).opened <= (b.deserializeAttachment() as Stream).opened ? a : b));
+	return sockets.reduce((a, b) =>
+		(a.deserializeAttachment() as Stream).opened <= (b.deserializeAttachment() as Stream).opened ? a : b,
+	);
 }

@@ -20,13 +20,21 @@ export class Readers {
 	private readonly cache = new Map<string, Reader>();
 
 	constructor(private readonly sql: SqlStorage) {
-		sql.exec("CREATE TABLE IF NOT EXISTS readers (id TEXT PRIMARY KEY, user TEXT NOT NULL, role TEXT NOT NULL, principal TEXT NOT NULL)");
+		sql.exec(
+			"CREATE TABLE IF NOT EXISTS readers (id TEXT PRIMARY KEY, user TEXT NOT NULL, role TEXT NOT NULL, principal TEXT NOT NULL)",
+		);
 		sql.exec("CREATE INDEX IF NOT EXISTS readers_user ON readers (user)");
 		sql.exec("CREATE INDEX IF NOT EXISTS readers_role ON readers (role)");
 	}
 
 	add(id: string, reader: ReaderOf) {
-		this.sql.exec("INSERT OR REPLACE INTO readers (id, user, role, principal) VALUES (?, ?, ?, ?)", id, reader.user, reader.role, JSON.stringify(reader));
+		this.sql.exec(
+			"INSERT OR REPLACE INTO readers (id, user, role, principal) VALUES (?, ?, ?, ?)",
+			id,
+			reader.user,
+			reader.role,
+			JSON.stringify(reader),
+		);
 		this.cache.delete(id);
 	}
 
@@ -49,7 +57,9 @@ export class Readers {
 	// The streams of `user`, or of the holders of `role`, read as `changes` make them from now on.
 	change(by: { user: string } | { role: string }, changes: Partial<ReaderOf>) {
 		const [column, value] = "user" in by ? ["user", by.user] : ["role", by.role];
-		const rows = this.sql.exec<{ id: string; principal: string }>(`SELECT id, principal FROM readers WHERE ${column} = ?`, value).toArray();
+		const rows = this.sql
+			.exec<{ id: string; principal: string }>(`SELECT id, principal FROM readers WHERE ${column} = ?`, value)
+			.toArray();
 		for (const row of rows) this.add(row.id, { ...(JSON.parse(row.principal) as ReaderOf), ...changes });
 	}
 }

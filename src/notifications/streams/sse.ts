@@ -17,7 +17,11 @@ const LINGER_MS = 10_000;
 
 const encoder = new TextEncoder();
 
-export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers: Record<string, string> = {}): Response {
+export function eventStream(
+	socket: WebSocket,
+	heartbeatSeconds: number,
+	headers: Record<string, string> = {},
+): Response {
 	const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
 	const writer = writable.getWriter();
 	let unread = 0;
@@ -60,7 +64,10 @@ export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers
 		clearTimeout(heartbeat);
 		clearTimeout(acking);
 		const linger = setTimeout(() => writer.abort().catch(() => undefined), LINGER_MS);
-		writer.close().then(() => clearTimeout(linger), () => clearTimeout(linger));
+		writer.close().then(
+			() => clearTimeout(linger),
+			() => clearTimeout(linger),
+		);
 		try {
 			socket.close(code ?? 1000, code === undefined ? "reader left" : REASONS[code]);
 		} catch {
@@ -99,7 +106,11 @@ export function eventStream(socket: WebSocket, heartbeatSeconds: number, headers
 		if (isSseEnd(event.data)) finish(undefined);
 	});
 	// Closed without an `end` (the object restarted, a deploy): the client learns it alike.
-	socket.addEventListener("close", (event) => finish(event.code in REASONS ? (event.code as CloseCode) : CLOSE.restart));
+	socket.addEventListener("close", (event) =>
+		finish(event.code in REASONS ? (event.code as CloseCode) : CLOSE.restart),
+	);
 	write(SSE_PREAMBLE);
-	return new Response(readable, { headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...headers } });
+	return new Response(readable, {
+		headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...headers },
+	});
 }

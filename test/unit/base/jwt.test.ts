@@ -33,8 +33,16 @@ describe("signJwt and verifyJwt", () => {
 	it("refuses a signed payload that is not a JSON object", async () => {
 		const header = encode({ alg: "HS256", typ: "JWT" });
 		for (const payload of [base64Url(new TextEncoder().encode("[1]")), base64Url(new TextEncoder().encode("nope"))]) {
-			const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(KEY), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-			const signature = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${header}.${payload}`)));
+			const key = await crypto.subtle.importKey(
+				"raw",
+				new TextEncoder().encode(KEY),
+				{ name: "HMAC", hash: "SHA-256" },
+				false,
+				["sign"],
+			);
+			const signature = new Uint8Array(
+				await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${header}.${payload}`)),
+			);
 			expect(await verifyJwt(KEY, `${header}.${payload}.${base64Url(signature)}`)).toBeUndefined();
 		}
 	});

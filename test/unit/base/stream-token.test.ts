@@ -4,7 +4,13 @@ import { type StreamClaim, signStreamToken, verifyStreamToken } from "../../../s
 // Stream tokens: signed, read back, and refused when anything in them changes.
 
 const KEY = "a-webhook-key-of-at-least-32-characters";
-const claim: StreamClaim = { account: crypto.randomUUID(), user: crypto.randomUUID(), binding: { kind: "secret", created_ts: 1795661407.725 }, validityMs: 1795662020733, dict: null };
+const claim: StreamClaim = {
+	account: crypto.randomUUID(),
+	user: crypto.randomUUID(),
+	binding: { kind: "secret", created_ts: 1795661407.725 },
+	validityMs: 1795662020733,
+	dict: null,
+};
 const HASH = "ab".repeat(32);
 
 describe("stream tokens", () => {
@@ -14,7 +20,7 @@ describe("stream tokens", () => {
 		expect(encodeURIComponent(token)).toBe(token);
 		expect(await verifyStreamToken(KEY, token)).toEqual(claim);
 		// With the dictionary of the request that made it.
-		const dict = { site: "north", "ü": [1, { deep: null }] };
+		const dict = { site: "north", ü: [1, { deep: null }] };
 		const withDict = (await signStreamToken(KEY, { ...claim, dict }))!;
 		expect(encodeURIComponent(withDict)).toBe(withDict);
 		expect(await verifyStreamToken(KEY, withDict)).toEqual({ ...claim, dict });
@@ -24,7 +30,13 @@ describe("stream tokens", () => {
 		const bindings: StreamClaim["binding"][] = [
 			{ kind: "issued", sec: HASH, actor: crypto.randomUUID(), tsec: null },
 			{ kind: "issued", sec: HASH, actor: crypto.randomUUID(), tsec: "cd".repeat(32) },
-			{ kind: "federated", provider: crypto.randomUUID(), link: crypto.randomUUID(), pvu: 1795661400.5, end: 1795665000.123 },
+			{
+				kind: "federated",
+				provider: crypto.randomUUID(),
+				link: crypto.randomUUID(),
+				pvu: 1795661400.5,
+				end: 1795665000.123,
+			},
 		];
 		for (const binding of bindings) {
 			const token = (await signStreamToken(KEY, { ...claim, binding }))!;
@@ -32,7 +44,9 @@ describe("stream tokens", () => {
 			expect(await verifyStreamToken(KEY, token)).toEqual({ ...claim, binding });
 			// Another binding under the first mac is refused.
 			const parts = token.split(".");
-			expect(await verifyStreamToken(KEY, [...parts.slice(0, 2), "1795661407725", ...parts.slice(3)].join("."))).toBeUndefined();
+			expect(
+				await verifyStreamToken(KEY, [...parts.slice(0, 2), "1795661407725", ...parts.slice(3)].join(".")),
+			).toBeUndefined();
 		}
 	});
 
@@ -50,7 +64,14 @@ describe("stream tokens", () => {
 		];
 		for (const bad of changed) expect(await verifyStreamToken(KEY, bad)).toBeUndefined();
 		expect(await verifyStreamToken(`${KEY}!`, token)).toBeUndefined();
-		for (const shape of ["", "a.b.c.d.e.f", parts.slice(0, 4).join("."), [...parts.slice(0, 4), parts[5]].join("."), `${token}.x`, token.replace(/\./g, "_")]) {
+		for (const shape of [
+			"",
+			"a.b.c.d.e.f",
+			parts.slice(0, 4).join("."),
+			[...parts.slice(0, 4), parts[5]].join("."),
+			`${token}.x`,
+			token.replace(/\./g, "_"),
+		]) {
 			expect(await verifyStreamToken(KEY, shape)).toBeUndefined();
 		}
 	});

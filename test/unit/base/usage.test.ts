@@ -41,7 +41,13 @@ describe("bucketed", () => {
 
 	it("leaves out hours with no row, keeps one whose counts cancel out", () => {
 		expect(bucketed([], "hour")).toEqual({});
-		const cancelled = bucketed([{ hour, counts: { ledger_size_delta: 5 } }, { hour, counts: { ledger_size_delta: -5 } }], "hour");
+		const cancelled = bucketed(
+			[
+				{ hour, counts: { ledger_size_delta: 5 } },
+				{ hour, counts: { ledger_size_delta: -5 } },
+			],
+			"hour",
+		);
 		expect(cancelled).toEqual({ "2025-03-09-23": fullCounts({}) });
 	});
 });
@@ -49,9 +55,19 @@ describe("bucketed", () => {
 describe("requestCounts", () => {
 	it("counts the request and its rows whatever its status, a twin only when made or ended", () => {
 		const cost = { rowsRead: 5, rowsWritten: 2 };
-		expect(requestCounts("create_twin", 201, cost)).toEqual({ rest_count: 1, db_read_cost: 5, db_write_cost: 2, twins_created: 1 });
+		expect(requestCounts("create_twin", 201, cost)).toEqual({
+			rest_count: 1,
+			db_read_cost: 5,
+			db_write_cost: 2,
+			twins_created: 1,
+		});
 		expect(requestCounts("create_twin", 400, cost)).toEqual({ rest_count: 1, db_read_cost: 5, db_write_cost: 2 });
-		expect(requestCounts("terminate_twin", 200, cost)).toEqual({ rest_count: 1, db_read_cost: 5, db_write_cost: 2, twins_terminated: 1 });
+		expect(requestCounts("terminate_twin", 200, cost)).toEqual({
+			rest_count: 1,
+			db_read_cost: 5,
+			db_write_cost: 2,
+			twins_terminated: 1,
+		});
 		expect(requestCounts("terminate_twin", 404, cost)).toEqual({ rest_count: 1, db_read_cost: 5, db_write_cost: 2 });
 		expect(requestCounts("get_twin", 200, cost)).toEqual({ rest_count: 1, db_read_cost: 5, db_write_cost: 2 });
 	});

@@ -36,13 +36,21 @@ describe("npm run deploy's plan", () => {
 	});
 
 	it("creates only what is missing, and never replaces a secret the Worker has", () => {
-		const plan = planDeploy(config, { ...deployed, queues: ["twin-webhooks"], secrets: ["ADMIN_TOKEN", "TOKEN_KEY", "OTHER"] });
+		const plan = planDeploy(config, {
+			...deployed,
+			queues: ["twin-webhooks"],
+			secrets: ["ADMIN_TOKEN", "TOKEN_KEY", "OTHER"],
+		});
 		expect(plan.steps).toEqual([["queues", "create", "twin-webhooks-dlq"], MIGRATE, DEPLOY]);
 		expect(plan.secrets).toEqual(["WEBHOOK_KEY"]);
 	});
 
 	it("takes a custom domain's origin from --public-url or wrangler.toml instead of workers.dev", () => {
-		const custom = planDeploy(config, { ...deployed, subdomain: undefined }, { publicUrl: "https://registry.example.com/ignored/path" });
+		const custom = planDeploy(
+			config,
+			{ ...deployed, subdomain: undefined },
+			{ publicUrl: "https://registry.example.com/ignored/path" },
+		);
 		expect(custom.steps.at(-1)).toEqual(["deploy", "--var", "PUBLIC_URL:https://registry.example.com"]);
 		const configured = { ...config, vars: { ...config.vars, PUBLIC_URL: "https://registry.example.com" } };
 		const kept = planDeploy(configured, { ...deployed, subdomain: undefined });

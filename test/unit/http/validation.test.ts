@@ -34,15 +34,27 @@ describe("validation messages", () => {
 	});
 
 	it("names the type expected and the one sent", () => {
-		expect(detailsOf(schema, { ...good, count: "1" })).toEqual([{ path: "count", message: "Must be a number, not a string" }]);
-		expect(detailsOf(schema, { ...good, tags: "a" })).toEqual([{ path: "tags", message: "Must be a list, not a string" }]);
-		expect(detailsOf(schema, { ...good, settings: [] })).toEqual([{ path: "settings", message: "Must be an object, not a list" }]);
-		expect(detailsOf(schema, { ...good, note: 3 })).toEqual([{ path: "note", message: "Must be a string, not a number" }]);
-		expect(detailsOf(schema, { ...good, limit: "x" })).toEqual([{ path: "limit", message: "Must be a number or a boolean, not a string" }]);
+		expect(detailsOf(schema, { ...good, count: "1" })).toEqual([
+			{ path: "count", message: "Must be a number, not a string" },
+		]);
+		expect(detailsOf(schema, { ...good, tags: "a" })).toEqual([
+			{ path: "tags", message: "Must be a list, not a string" },
+		]);
+		expect(detailsOf(schema, { ...good, settings: [] })).toEqual([
+			{ path: "settings", message: "Must be an object, not a list" },
+		]);
+		expect(detailsOf(schema, { ...good, note: 3 })).toEqual([
+			{ path: "note", message: "Must be a string, not a number" },
+		]);
+		expect(detailsOf(schema, { ...good, limit: "x" })).toEqual([
+			{ path: "limit", message: "Must be a number or a boolean, not a string" },
+		]);
 	});
 
 	it("names a record's bad key with the pattern it breaks, and an unknown field", () => {
-		expect(detailsOf(schema, { ...good, entries: { "Bad-Name": 1 } })).toEqual([{ path: "entries.Bad-Name", message: "Must match ^[a-z_]+$" }]);
+		expect(detailsOf(schema, { ...good, entries: { "Bad-Name": 1 } })).toEqual([
+			{ path: "entries.Bad-Name", message: "Must match ^[a-z_]+$" },
+		]);
 		expect(detailsOf(schema, { ...good, extra: 1 })).toEqual([{ path: "extra", message: "Unknown field" }]);
 	});
 });

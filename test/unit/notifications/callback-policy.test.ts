@@ -50,7 +50,21 @@ const refused = [
 	["fec0::1", "non-global"],
 	["ff02::1", "non-global"],
 ] as const;
-const allowed = ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "192.0.1.1", "198.20.0.1", "223.255.255.255", "2606:4700::1111", "2a00:1450::1", "2001:200::1", "64:ff9b::8.8.8.8", "2002:808:808::1", "::ffff:8.8.8.8"];
+const allowed = [
+	"8.8.8.8",
+	"1.1.1.1",
+	"100.128.0.1",
+	"172.32.0.1",
+	"192.0.1.1",
+	"198.20.0.1",
+	"223.255.255.255",
+	"2606:4700::1111",
+	"2a00:1450::1",
+	"2001:200::1",
+	"64:ff9b::8.8.8.8",
+	"2002:808:808::1",
+	"::ffff:8.8.8.8",
+];
 
 describe("refuseAddress", () => {
 	it.each(refused)("refuses %s (%s)", (address, kind) => {
@@ -79,7 +93,9 @@ describe("checkCallbackUrl under the public policy", () => {
 	});
 
 	it("answers the normalised URL", () => {
-		expect(checkCallbackUrl("HTTPS://Example.COM:443/a/../hook?x=1#frag", "public")).toEqual({ url: "https://example.com/hook?x=1#frag" });
+		expect(checkCallbackUrl("HTTPS://Example.COM:443/a/../hook?x=1#frag", "public")).toEqual({
+			url: "https://example.com/hook?x=1#frag",
+		});
 		expect(checkCallbackUrl("https://[2606:4700:0:0::1111]/", "public")).toEqual({ url: "https://[2606:4700::1111]/" });
 	});
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Caller } from "../../../src/base/caller";
-import { checkManageable, checkRoleGrant, isAdministrator, mayChangeOwnDescription, mayReadLedgerInRules } from "../../../src/policy/grant";
+import {
+	checkManageable,
+	checkRoleGrant,
+	isAdministrator,
+	mayChangeOwnDescription,
+	mayReadLedgerInRules,
+} from "../../../src/policy/grant";
 import { STATEMENT_VOCABULARY } from "../../../src/policy/vocabulary";
 
 const everything = { effect: "deny" as const, actions: null };
@@ -8,7 +14,14 @@ const noRules = { twin: null, entry: null, identity: null };
 const R = "TWIN.company == USER.company";
 
 function caller(twin: string | null, description: Record<string, unknown> = { company: "a" }): Caller {
-	return { account: "acc", user: "me", role: "my-role", statement: everything, rules: { ...noRules, twin }, description };
+	return {
+		account: "acc",
+		user: "me",
+		role: "my-role",
+		statement: everything,
+		rules: { ...noRules, twin },
+		description,
+	};
 }
 const grantTwin = (c: Caller, twin: string | null) =>
 	checkRoleGrant(c, { statement: c.statement, rules: { ...noRules, twin } }, STATEMENT_VOCABULARY).ok;
@@ -42,7 +55,8 @@ describe("granting rules", () => {
 		// caller's account's twins, which a null rule never shows.
 		const c = { ...caller(null), statement: { effect: "deny" as const, actions: ["delete_user"] } };
 		for (const kind of ["entry", "identity"] as const) {
-			const grant = (rule: string | null) => checkRoleGrant(c, { statement: c.statement, rules: { ...noRules, [kind]: rule } }, STATEMENT_VOCABULARY);
+			const grant = (rule: string | null) =>
+				checkRoleGrant(c, { statement: c.statement, rules: { ...noRules, [kind]: rule } }, STATEMENT_VOCABULARY);
 			expect(grant(null).ok).toBe(true);
 			expect(grant("owner == account")).toEqual({ ok: false, reason: "rule", kind });
 			expect(grant("(owner == account) and entry_name == 'x'").ok).toBe(false);
@@ -60,7 +74,9 @@ describe("granting rules", () => {
 		const c = caller("role == 'my-role'");
 		expect(grantTwin(c, "role == 'my-role'")).toBe(false);
 		expect(grantTwin(caller(R), `(${R}) and role == 'x'`)).toBe(true);
-		expect(checkRoleGrant(c, { uuid: "my-role", statement: everything, rules: c.rules }, STATEMENT_VOCABULARY).ok).toBe(true);
+		expect(checkRoleGrant(c, { uuid: "my-role", statement: everything, rules: c.rules }, STATEMENT_VOCABULARY).ok).toBe(
+			true,
+		);
 	});
 });
 
@@ -69,8 +85,12 @@ describe("managing a user", () => {
 
 	it("needs the user's USER inputs to equal the caller's", () => {
 		const c = caller(R);
-		expect(checkManageable(c, { uuid: "peer", role, description: { company: "a", other: 1 } }, STATEMENT_VOCABULARY).ok).toBe(true);
-		expect(checkManageable(c, { uuid: "peer", role, description: { company: "b" } }, STATEMENT_VOCABULARY)).toMatchObject({
+		expect(
+			checkManageable(c, { uuid: "peer", role, description: { company: "a", other: 1 } }, STATEMENT_VOCABULARY).ok,
+		).toBe(true);
+		expect(
+			checkManageable(c, { uuid: "peer", role, description: { company: "b" } }, STATEMENT_VOCABULARY),
+		).toMatchObject({
 			ok: false,
 			reason: "inputs",
 		});
@@ -80,15 +100,31 @@ describe("managing a user", () => {
 	it("lets inputs read only by a narrowing differ: they can only hide more", () => {
 		const c = caller(R, { company: "a", dept: "x" });
 		const narrowed = { ...role, rules: { ...noRules, twin: `(${R}) and TWIN.dept == USER.dept` } };
-		expect(checkManageable(c, { uuid: "peer", role: narrowed, description: { company: "a", dept: "y" } }, STATEMENT_VOCABULARY).ok).toBe(true);
-		expect(checkManageable(c, { uuid: "peer", role: narrowed, description: { company: "b", dept: "x" } }, STATEMENT_VOCABULARY).ok).toBe(false);
+		expect(
+			checkManageable(
+				c,
+				{ uuid: "peer", role: narrowed, description: { company: "a", dept: "y" } },
+				STATEMENT_VOCABULARY,
+			).ok,
+		).toBe(true);
+		expect(
+			checkManageable(
+				c,
+				{ uuid: "peer", role: narrowed, description: { company: "b", dept: "x" } },
+				STATEMENT_VOCABULARY,
+			).ok,
+		).toBe(false);
 	});
 
 	it("refuses another user when the rules read `user`", () => {
 		const c = caller("user == 'me'");
 		const own = { ...role, rules: c.rules };
-		expect(checkManageable(c, { uuid: "me", role: own, description: c.description }, STATEMENT_VOCABULARY).ok).toBe(true);
-		expect(checkManageable(c, { uuid: "peer", role: own, description: c.description }, STATEMENT_VOCABULARY).ok).toBe(false);
+		expect(checkManageable(c, { uuid: "me", role: own, description: c.description }, STATEMENT_VOCABULARY).ok).toBe(
+			true,
+		);
+		expect(checkManageable(c, { uuid: "peer", role: own, description: c.description }, STATEMENT_VOCABULARY).ok).toBe(
+			false,
+		);
 	});
 
 	it("lets a user change its own description only when its rules read no USER variable", () => {

@@ -28,7 +28,9 @@ describe("checkGrant", () => {
 			reason: "escalation",
 			actions: ["c", LATER_OPERATIONS],
 		});
-		expect(checkGrant({ effect: "deny", actions: null }, { effect: "deny", actions: null }, vocabulary)).toEqual({ ok: true });
+		expect(checkGrant({ effect: "deny", actions: null }, { effect: "deny", actions: null }, vocabulary)).toEqual({
+			ok: true,
+		});
 	});
 
 	it("refuses a deny statement from a caller whose allow list names every operation: deny also allows later ones", () => {

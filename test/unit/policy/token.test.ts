@@ -1,8 +1,22 @@
 import { describe, expect, it } from "vitest";
 import type { Credential } from "../../../src/base/caller";
-import { claimsOf, deriveToken, payloadOf, lastingAtMost, madeUntil, MAX_TOKEN_SECONDS, mayRefresh, tokenExpiry } from "../../../src/policy/token";
+import {
+	claimsOf,
+	deriveToken,
+	payloadOf,
+	lastingAtMost,
+	madeUntil,
+	MAX_TOKEN_SECONDS,
+	mayRefresh,
+	tokenExpiry,
+} from "../../../src/policy/token";
 
-const secret: Credential = { type: "secret", binding: { kind: "secret", hash: "h", created_ts: 1000 }, fingerprint: "abcd", validity_ts: null };
+const secret: Credential = {
+	type: "secret",
+	binding: { kind: "secret", hash: "h", created_ts: 1000 },
+	fingerprint: "abcd",
+	validity_ts: null,
+};
 const token = (options: ("create" | "refresh")[], dict?: Record<string, unknown>): Credential => ({
 	...secret,
 	type: "token",
@@ -26,7 +40,11 @@ describe("tokenExpiry", () => {
 
 describe("deriveToken", () => {
 	it("lets a secret make any token", () => {
-		expect(deriveToken(secret, { options: ["create", "refresh", "create"], dict: { a: 1 } })).toEqual({ ok: true, options: ["create", "refresh"], dict: { a: 1 } });
+		expect(deriveToken(secret, { options: ["create", "refresh", "create"], dict: { a: 1 } })).toEqual({
+			ok: true,
+			options: ["create", "refresh"],
+			dict: { a: 1 },
+		});
 	});
 
 	it("needs the create option on a token", () => {
@@ -36,7 +54,11 @@ describe("deriveToken", () => {
 	it("keeps a child within its parent's options and dictionary", () => {
 		const parent = token(["create"], { site: "north" });
 		expect(deriveToken(parent, { options: [] })).toEqual({ ok: true, options: [], dict: { site: "north" } });
-		expect(deriveToken(parent, { options: ["create"], dict: { site: "north" } })).toEqual({ ok: true, options: ["create"], dict: { site: "north" } });
+		expect(deriveToken(parent, { options: ["create"], dict: { site: "north" } })).toEqual({
+			ok: true,
+			options: ["create"],
+			dict: { site: "north" },
+		});
 		expect(deriveToken(parent, { options: ["refresh"] })).toEqual({ ok: false, refusal: "widens" });
 		expect(deriveToken(parent, { options: [], dict: { site: "south" } })).toEqual({ ok: false, refusal: "widens" });
 		expect(deriveToken(token(["create"]), { options: [], dict: {} })).toEqual({ ok: false, refusal: "widens" });
@@ -80,13 +102,25 @@ describe("claimsOf", () => {
 		expect(claimsOf(federated)?.basis).toEqual({ kind: "federated", provider: "p", link: "l", pvu: 5.5, end: 9 });
 		expect(payloadOf(claimsOf(federated)!)).toEqual(federated);
 		// A mix of both, or an actor without the target's secret, is no token of this service.
-		for (const broken of [{ ...federated, sec: "s" }, { ...claims, act: { sub: "i" } }, { ...claims, act: "i", tsec: null }, { ...noSecret, prv: "p", lnk: "l", pvu: 5.5 }]) {
+		for (const broken of [
+			{ ...federated, sec: "s" },
+			{ ...claims, act: { sub: "i" } },
+			{ ...claims, act: "i", tsec: null },
+			{ ...noSecret, prv: "p", lnk: "l", pvu: 5.5 },
+		]) {
 			expect(claimsOf(broken)).toBeUndefined();
 		}
 	});
 
 	it("refuses a missing or mistyped claim, an unknown option and a dictionary that is no object", () => {
-		for (const broken of [{ sub: undefined }, { exp: "2" }, { opt: ["admin"] }, { opt: "create" }, { dict: [1] }, { sec: "" }]) {
+		for (const broken of [
+			{ sub: undefined },
+			{ exp: "2" },
+			{ opt: ["admin"] },
+			{ opt: "create" },
+			{ dict: [1] },
+			{ sec: "" },
+		]) {
 			expect(claimsOf({ ...claims, ...broken })).toBeUndefined();
 		}
 	});

@@ -38,7 +38,8 @@ describe("the ledger entry variables", () => {
 	});
 
 	it("read null where the rule is about no entry, in the evaluator and in SQL", () => {
-		const text = "ledger == null and entry_value == null and LEDGER.serial == null and trigger == null and old_value == null";
+		const text =
+			"ledger == null and entry_value == null and LEDGER.serial == null and trigger == null and old_value == null";
 		expect(evaluate(rule(text), { user, now: 1 })).toBe(true);
 		const columns = { uuid: "uuid", owner: "owner", status: "status", description: "description" };
 		expect(compileRule(rule(text), { user, now: 1 }, columns)).not.toMatch(/NULL/);

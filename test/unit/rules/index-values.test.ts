@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../../src/rules/ast";
-import { CANONICAL_TYPES, type Canonical, canonicalType, coerce, MAX_STRING_VALUE } from "../../../src/rules/index-values";
+import {
+	CANONICAL_TYPES,
+	type Canonical,
+	canonicalType,
+	coerce,
+	MAX_STRING_VALUE,
+} from "../../../src/rules/index-values";
 import { Budget } from "../../../src/rules/strings";
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -43,7 +49,17 @@ describe("canonicalType", () => {
 	});
 
 	it("knows nothing else", () => {
-		for (const name of ["", "str", "number", "character  varying", " text", "varchar(10)", "toString", "constructor", "__proto__"]) {
+		for (const name of [
+			"",
+			"str",
+			"number",
+			"character  varying",
+			" text",
+			"varchar(10)",
+			"toString",
+			"constructor",
+			"__proto__",
+		]) {
 			expect(canonicalType(name), name).toBeUndefined();
 		}
 	});
@@ -230,7 +246,11 @@ describe("coerce a text longer than MAX_STRING_VALUE", () => {
 	it("to null whatever the type, before any pattern reads it, where a shorter one of the same form converts", () => {
 		// Each text reads as its value at 1,024 characters and would at 1,025 but for the limit.
 		const padded = (type: Canonical, n: number) =>
-			type === "integer" ? `${"0".repeat(n - 1)}7` : type === "float" ? `1.${"0".repeat(n - 3)}5` : `2023-11-14T22:13:20.${"0".repeat(n - 21)}Z`;
+			type === "integer"
+				? `${"0".repeat(n - 1)}7`
+				: type === "float"
+					? `1.${"0".repeat(n - 3)}5`
+					: `2023-11-14T22:13:20.${"0".repeat(n - 21)}Z`;
 		const values: [Canonical, Json][] = [
 			["integer", 7],
 			["float", 1],

@@ -17,7 +17,7 @@ describe("parseRule", () => {
 			right: { kind: "var", root: "USER", path: ["name"] },
 		});
 		expect(ok("not (a_b in TWIN.x)".replace("a_b", "account"))).toMatchObject({ kind: "not" });
-		expect(ok("TWIN.tags[0] =~ '^a' and TWIN.m[\"k\"] !~ \"b\" or owner != account")).toMatchObject({
+		expect(ok('TWIN.tags[0] =~ \'^a\' and TWIN.m["k"] !~ "b" or owner != account')).toMatchObject({
 			kind: "logical",
 			op: "or",
 		});
@@ -81,8 +81,42 @@ describe("parseRule", () => {
 	});
 
 	it("never throws on random text or on token soup", () => {
-		const tokens = ["TWIN", "USER", ".", "[", "]", "(", ")", "'", '"', "==", "!=", "<", ">=", "and", "or", "not",
-			"in", "=~", "!~", "0", "1.5e3", "-", "a", " ", ",", "?", ":", "\\", "null", "true", "this", "+", "!", "&&"];
+		const tokens = [
+			"TWIN",
+			"USER",
+			".",
+			"[",
+			"]",
+			"(",
+			")",
+			"'",
+			'"',
+			"==",
+			"!=",
+			"<",
+			">=",
+			"and",
+			"or",
+			"not",
+			"in",
+			"=~",
+			"!~",
+			"0",
+			"1.5e3",
+			"-",
+			"a",
+			" ",
+			",",
+			"?",
+			":",
+			"\\",
+			"null",
+			"true",
+			"this",
+			"+",
+			"!",
+			"&&",
+		];
 		const soup = fc.array(fc.constantFrom(...tokens), { maxLength: 400 }).map((t) => t.join(""));
 		fc.assert(
 			fc.property(fc.oneof(fc.string({ maxLength: 1100, unit: "binary" }), soup), (text) => {

@@ -12,7 +12,10 @@ describe("stored rules", () => {
 	});
 
 	it("keep at most STORED_RULE_CACHE_SIZE texts, the least recently used leaving first", () => {
-		const texts = Array.from({ length: STORED_RULE_CACHE_SIZE + 1 }, (_, i) => `now > ${i} and account == "${crypto.randomUUID()}"`);
+		const texts = Array.from(
+			{ length: STORED_RULE_CACHE_SIZE + 1 },
+			(_, i) => `now > ${i} and account == "${crypto.randomUUID()}"`,
+		);
 		const results = texts.slice(0, STORED_RULE_CACHE_SIZE).map(parseStoredRule);
 		// Used again, the first text is no longer the least recently used: the second is.
 		expect(parseStoredRule(texts[0])).toBe(results[0]);

@@ -118,9 +118,15 @@ describe("parseTemplate", () => {
 	});
 
 	it("refuses any other field with its position", () => {
-		expect(refused("ab{x}")).toEqual({ position: 3, message: 'unknown field "x": use LEDGER[<entry>], twin, ledger or owner' });
+		expect(refused("ab{x}")).toEqual({
+			position: 3,
+			message: 'unknown field "x": use LEDGER[<entry>], twin, ledger or owner',
+		});
 		expect(refused("{}")).toEqual({ position: 0, message: "empty field: name LEDGER[<entry>], twin, ledger or owner" });
-		expect(refused("a{:>8}")).toEqual({ position: 2, message: "expected LEDGER[<entry>], twin, ledger or owner after {" });
+		expect(refused("a{:>8}")).toEqual({
+			position: 2,
+			message: "expected LEDGER[<entry>], twin, ledger or owner after {",
+		});
 		expect(refused("{[a]}")).toMatchObject({ position: 1 });
 		expect(refused("{LEDGER}")).toEqual({ position: 7, message: "name the entry in brackets: LEDGER[<entry>]" });
 		expect(refused("{LEDGER.a}")).toEqual({ position: 7, message: "name the entry in brackets: LEDGER[<entry>]" });
@@ -135,7 +141,10 @@ describe("parseTemplate", () => {
 		expect(refused("{LEDGER[]}")).toEqual({ position: 7, message: "empty []: name an entry or key" });
 		expect(refused("{LEDGER[a][]}")).toEqual({ position: 10, message: "empty []: name an entry or key" });
 		expect(refused("{LEDGER[a]x}")).toEqual({ position: 10, message: 'expected [, . or } to end the field, not "x"' });
-		expect(refused("{twin }")).toEqual({ position: 1, message: 'unknown field "twin ": use LEDGER[<entry>], twin, ledger or owner' });
+		expect(refused("{twin }")).toEqual({
+			position: 1,
+			message: 'unknown field "twin ": use LEDGER[<entry>], twin, ledger or owner',
+		});
 		expect(refused("{LEDGER[a]{}")).toMatchObject({ position: 10 });
 		expect(refused("{twin{}")).toEqual({ position: 5, message: 'expected } to end the field, not "{"' });
 	});
@@ -249,7 +258,11 @@ describe("renderTemplate's bounds", () => {
 	// About 62 KiB of value: a string, and an object whose JSON is as long.
 	const big: TemplateInput = {
 		...INPUT,
-		entries: { s: "x".repeat(62_000), o: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])), short: "y".repeat(500) },
+		entries: {
+			s: "x".repeat(62_000),
+			o: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])),
+			short: "y".repeat(500),
+		},
 	};
 	const spent = (text: string, texts?: JsonTexts) => {
 		const budget = new Budget(1_000_000_000, 0);

@@ -22,7 +22,16 @@ describe("download links", () => {
 		expect(await verifyDownload(KEY, ACCOUNT, `${doc}.${Number(expiry) + 1}.${mac}`, NOW)).toBeUndefined();
 		expect(await verifyDownload(KEY, ACCOUNT, `${"7" + doc.slice(1)}.${expiry}.${mac}`, NOW)).toBeUndefined();
 		expect(await verifyDownload(KEY, ACCOUNT, `${doc}.${expiry}.${mac.slice(0, -2)}AA`, NOW)).toBeUndefined();
-		for (const junk of ["", ".", "..", `${doc}.${expiry}`, `${handler}.x`, `${doc}.-1.${mac}`, `${doc}.1e9.${mac}`, `not-a-uuid.${expiry}.${mac}`]) {
+		for (const junk of [
+			"",
+			".",
+			"..",
+			`${doc}.${expiry}`,
+			`${handler}.x`,
+			`${doc}.-1.${mac}`,
+			`${doc}.1e9.${mac}`,
+			`not-a-uuid.${expiry}.${mac}`,
+		]) {
 			expect([junk, await verifyDownload(KEY, ACCOUNT, junk, NOW)]).toEqual([junk, undefined]);
 		}
 	});

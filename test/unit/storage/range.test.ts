@@ -57,7 +57,21 @@ describe("readRange", () => {
 	});
 
 	it("ignores several ranges, other units and malformed values", () => {
-		for (const header of ["bytes=0-1,5-6", "bytes=0-1, 5-6", "items=0-1", "Bytes=0-1", "bytes 0-1", "bytes=-", "bytes=a-b", "bytes=1.5-2", "bytes=0x1-2", "bytes=--1", "bytes=-1-2", "0-10", "bytes="]) {
+		for (const header of [
+			"bytes=0-1,5-6",
+			"bytes=0-1, 5-6",
+			"items=0-1",
+			"Bytes=0-1",
+			"bytes 0-1",
+			"bytes=-",
+			"bytes=a-b",
+			"bytes=1.5-2",
+			"bytes=0x1-2",
+			"bytes=--1",
+			"bytes=-1-2",
+			"0-10",
+			"bytes=",
+		]) {
 			expect([header, readRange(header, 100)]).toEqual([header, whole]);
 		}
 	});
