@@ -1106,11 +1106,10 @@ export function usageTally() {
 	const tallies = new Map<string, Record<UsageField, number>>();
 	const of = (secret: string) => {
 		let tally = tallies.get(secret);
-		if (!tally)
-			tallies.set(
-				secret,
-				(tally = Object.fromEntries(USAGE_FIELDS.map((field) => [field, 0])) as Record<UsageField, number>),
-			);
+		if (!tally) {
+			tally = Object.fromEntries(USAGE_FIELDS.map((field) => [field, 0])) as Record<UsageField, number>;
+			tallies.set(secret, tally);
+		}
 		return tally;
 	};
 	return {

@@ -47,6 +47,7 @@ type Init<P extends keyof paths, M extends Method> = MaybeOptionalInit<paths[P],
 // The request options are optional exactly when the operation requires no parameter and no body.
 type Args<I> = undefined extends I ? [init?: I & Record<string, unknown>] : [init: I & Record<string, unknown>];
 type Data<P extends keyof paths, M extends Method, I> = NonNullable<
+	// biome-ignore lint/suspicious/noExplicitAny: openapi-fetch's FetchResponse takes the operation with an index signature of any.
 	FetchResponse<paths[P][M] & Record<string | number, any>, I, "application/json">["data"]
 >;
 type Call<M extends Method> = <P extends PathsWith<M>, I extends Init<P, M>>(

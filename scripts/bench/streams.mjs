@@ -59,7 +59,8 @@ async function sse(url, secret, topic, onMessage = () => undefined) {
 		signal: controller.signal,
 	});
 	if (res.status !== 200) throw new Error(`an SSE stream answered ${res.status}`);
-	(async () => {
+	// Read in the background while the fleet is measured.
+	void (async () => {
 		const decoder = new TextDecoder();
 		let buffer = "";
 		try {

@@ -51,6 +51,7 @@ try {
 // lines share the "log"/"info" levels): its request lines are dropped here, everything else
 // it prints passes through, with its colours when this is a terminal.
 const REQUEST_LINE = /^\[wrangler:info\] [A-Z]+ \S* \d{3}\b.*\(\d+ms\)/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character starts every ANSI colour code.
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 // Local receivers listen on loopback, so the callback policy is relaxed for development only.

@@ -177,18 +177,16 @@ export async function provision(db: Database, p: Provisioning, maxUsers: number)
 		created_ts: at,
 	};
 	await db.batch([
-		db
-			.insert(users)
-			.values({
-				uuid: user,
-				account: p.account,
-				name: p.name,
-				role: p.role,
-				description: {},
-				activity: null,
-				created_ts: at,
-				updated_ts: at,
-			}),
+		db.insert(users).values({
+			uuid: user,
+			account: p.account,
+			name: p.name,
+			role: p.role,
+			description: {},
+			activity: null,
+			created_ts: at,
+			updated_ts: at,
+		}),
 		db.insert(userExternalIds).values(link),
 	]);
 	return { link: link.uuid, user, statement: role.statement, provisioned: true };

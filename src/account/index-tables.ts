@@ -214,7 +214,12 @@ export async function indexChanges(
 		statements.push(...change.statements);
 		if (change.statements.length) after.push(applied(table.row, change.delta));
 	}
-	return { statements, committed: () => after.forEach((row) => catalog.put(row)) };
+	return {
+		statements,
+		committed: () => {
+			for (const row of after) catalog.put(row);
+		},
+	};
 }
 
 // One step of a table's build: the next ledgers after `after` in twin order, their rows in one

@@ -1,6 +1,6 @@
 import { type PageQuery, type PageRow, TWIN_COLUMNS } from "../db/twins";
 import { utf8Bytes } from "../base/json";
-import { type Json, type Rule } from "../rules/ast";
+import type { Json, Rule } from "../rules/ast";
 import { compileRule } from "../rules/compile";
 import { evaluate } from "../rules/evaluate";
 import type { Caller } from "../base/caller";

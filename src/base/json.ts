@@ -2,7 +2,7 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 const encoder = new TextEncoder();
-const NON_ASCII = /[^\u0000-\u007f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 // Text that is all ASCII is one byte a character: most of what is counted (a scan page counts
 // each twin) needs no encoding, which in the Workers runtime is a call out of JavaScript.

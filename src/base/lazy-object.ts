@@ -40,12 +40,13 @@ export function lazyObject<T extends object, const M extends readonly Methods<T>
 		// build is tried again by the next call, as the runtime builds an object again after
 		// its constructor threw.
 		[IMPLEMENTATION](): Promise<T> {
-			return (this[LOADED] ??= load()
+			this[LOADED] ??= load()
 				.then((Built) => new Built(this.ctx, this.env))
 				.catch((error: unknown) => {
 					this[LOADED] = undefined;
 					throw error;
-				}));
+				});
+			return this[LOADED];
 		}
 	}
 	for (const name of methods as readonly string[]) {

@@ -12,10 +12,16 @@ export class UsageBuffer {
 	add(account: string, user: string | null, hour: number, counts: UsageCounts): boolean {
 		if (isEmpty(counts)) return false;
 		let rows = this.pending.get(account);
-		if (!rows) this.pending.set(account, (rows = new Map()));
+		if (!rows) {
+			rows = new Map();
+			this.pending.set(account, rows);
+		}
 		const key = `${user ?? ""}/${hour}`;
 		let row = rows.get(key);
-		if (!row) rows.set(key, (row = { user, hour, counts: {} }));
+		if (!row) {
+			row = { user, hour, counts: {} };
+			rows.set(key, row);
+		}
 		addCounts(row.counts, counts);
 		if (this.armed.has(account)) return false;
 		this.armed.add(account);

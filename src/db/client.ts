@@ -16,6 +16,9 @@ const built = new WeakMap<D1Database, Database>();
 
 export function dbOf({ d1 }: { d1: D1Database }): Database {
 	let db = built.get(d1);
-	if (!db) built.set(d1, (db = database(d1)));
+	if (!db) {
+		db = database(d1);
+		built.set(d1, db);
+	}
 	return db;
 }

@@ -212,7 +212,9 @@ async function runOnGuess(
 	const hash = presented && secretHashOf(presented);
 	const found = hash === undefined ? undefined : guessCaller(hash);
 	if (presented === undefined || hash === undefined || found === undefined) return undefined;
-	let caller, input, ctx;
+	let caller: Caller;
+	let input: Awaited<ReturnType<typeof readInput>>;
+	let ctx: RunContext;
 	try {
 		// The same checks as on the usual path, on the row as last seen; the object reads it again.
 		caller = callerOf(presented, found, now());

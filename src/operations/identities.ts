@@ -155,7 +155,10 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 		() => listPublicIdentities(dbOf(ctx), twin.uuid, only, MAX_IDENTITIES_PER_TWIN),
 		sees,
 	);
-	for (const row of rows) (foreign[row.account] ??= {})[row.identity] = listed(row);
+	for (const row of rows) {
+		foreign[row.account] ??= {};
+		foreign[row.account]![row.identity] = listed(row);
+	}
 	return foreign;
 }
 

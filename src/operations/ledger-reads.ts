@@ -166,7 +166,8 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		if (!after) for (const name of kept) answer[name] = {};
 		for (const row of rows) {
 			// Not `??=`: for an entry named "constructor" it would find Object.prototype's and write there.
-			const records = Object.hasOwn(answer, row.name) ? answer[row.name] : (answer[row.name] = {});
+			if (!Object.hasOwn(answer, row.name)) answer[row.name] = {};
+			const records = answer[row.name];
 			(records as Record<string, unknown>)[String(row.ts)] = JSON.parse(row.value);
 		}
 		// Past a page cut short, the next starts after its last record; past a page that ended

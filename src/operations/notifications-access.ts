@@ -19,13 +19,11 @@ export const MAX_GRANTS_PAGE = 250;
 const topics = z.array(topic).check(z.maxLength(MAX_GRANTED_TOPICS, `At most ${MAX_GRANTED_TOPICS} topics`));
 
 // `topics` is the client's name for the list, `publish` the reference page's: either, not both.
-const accessBody = z
-	.strictObject({ topics: z.optional(topics), publish: z.optional(topics) })
-	.check(
-		z.refine((b) => (b.topics === undefined) !== (b.publish === undefined), {
-			message: "Give either topics or publish",
-		}),
-	);
+const accessBody = z.strictObject({ topics: z.optional(topics), publish: z.optional(topics) }).check(
+	z.refine((b) => (b.topics === undefined) !== (b.publish === undefined), {
+		message: "Give either topics or publish",
+	}),
+);
 
 export const updateNotificationsAccountAccess = defineOperation({
 	name: "update_notifications_account_access",

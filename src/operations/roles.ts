@@ -9,7 +9,7 @@ import { MAX_ROLES_CEILING } from "../base/limits";
 import { mapOf, roleRecord, ruleText, timestampOut, uuid } from "./schemas";
 import { dbOf } from "../db/client";
 
-const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ \-]{0,30}[0-9A-Za-z]$/;
+const ROLE_NAME = /^[0-9A-Za-z][0-9A-Za-z_ -]{0,30}[0-9A-Za-z]$/;
 
 const roleName = z
 	.string()

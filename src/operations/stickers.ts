@@ -172,7 +172,8 @@ export const getStickers = defineOperation({
 			if (accounts[row.account] && Object.hasOwn(accounts[row.account], row.color)) continue;
 			if (answered === MAX_STICKERS_ANSWERED) break;
 			answered++;
-			(accounts[row.account] ??= {})[row.color] = {
+			accounts[row.account] ??= {};
+			accounts[row.account]![row.color] = {
 				note: row.note,
 				validity_ts: row.validity_ts,
 				created_ts: row.created_ts,

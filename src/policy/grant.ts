@@ -103,13 +103,16 @@ function readsOf(rules: RoleRules): Map<string, (string | number)[] | null> {
 				else if (rule.root === "user" || rule.root === "role") reads.set(rule.root, null);
 				return;
 			case "list":
-				return rule.items.forEach(visit);
+				for (const item of rule.items) visit(item);
+				return;
 			case "not":
-				return visit(rule.arg);
+				visit(rule.arg);
+				return;
 			case "logical":
 			case "compare":
 				visit(rule.left);
-				return visit(rule.right);
+				visit(rule.right);
+				return;
 		}
 	};
 	for (const kind of KINDS) {

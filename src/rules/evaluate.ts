@@ -8,17 +8,17 @@ export type { EntryScope, Scope };
 // Evaluation never throws: a missing attribute is null, and a comparison between values of
 // different types is false. Only `true` itself counts as true.
 export function evaluate(rule: Rule, scope: Scope): boolean {
-	return valueOf(rule, scope) === true;
+	return valueOfRule(rule, scope) === true;
 }
 
-export function valueOf(rule: Rule, scope: Scope): Json {
+export function valueOfRule(rule: Rule, scope: Scope): Json {
 	switch (rule.kind) {
 		case "literal":
 			return rule.value;
 		case "var":
 			return rule.path.reduce<Json>(step, rootOf(rule.root, scope));
 		case "list":
-			return rule.items.map((item) => valueOf(item, scope));
+			return rule.items.map((item) => valueOfRule(item, scope));
 		case "not":
 			return !evaluate(rule.arg, scope);
 		case "logical":
@@ -26,7 +26,7 @@ export function valueOf(rule: Rule, scope: Scope): Json {
 				? evaluate(rule.left, scope) && evaluate(rule.right, scope)
 				: evaluate(rule.left, scope) || evaluate(rule.right, scope);
 		case "compare":
-			return compare(rule.op, valueOf(rule.left, scope), valueOf(rule.right, scope), scope.budget);
+			return compare(rule.op, valueOfRule(rule.left, scope), valueOfRule(rule.right, scope), scope.budget);
 	}
 }
 

@@ -50,7 +50,8 @@ export function publications(
 			if (!rule || !refuseOverBudget(`entries.${event.name}.publish.${topic}`, () => evaluate(rule, scope))) continue;
 			// Not `??=`: a topic may be named like a property of Object.prototype (constructor,
 			// toString), which it would find and write into, and the message would be lost.
-			const messages = Object.hasOwn(out, topic) ? out[topic] : (out[topic] = {});
+			if (!Object.hasOwn(out, topic)) out[topic] = {};
+			const messages = out[topic]!;
 			messages[event.name] = { new_value: event.new_value, old_value: event.old_value, changed_ts: at };
 		}
 	}

@@ -173,7 +173,11 @@ describe("objects of deleted docs and uploads", () => {
 		const admin = await bootstrap();
 		const created = await uploadUrl(admin.secret);
 		let feed!: ReadableStreamDefaultController<Uint8Array>;
-		const body = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) });
+		const body = new ReadableStream<Uint8Array>({
+			start: (controller) => {
+				feed = controller;
+			},
+		});
 		const headers = { "content-length": "20", "cf-connecting-ip": randomAddress() };
 		// Straight to the Worker's handler, so the test decides when each byte arrives.
 		const answer = fetchWithEnv(new Request(created.url, { method: "PUT", body, headers }), {});

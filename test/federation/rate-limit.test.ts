@@ -18,7 +18,7 @@ describe("the exchange's rate limit per client address", () => {
 		const statuses: number[] = [];
 		// The limiter's windows are minutes of the wall clock: a run that crosses into the next one
 		// gets a second allowance at most.
-		let last;
+		let last: Awaited<ReturnType<typeof exchange>> | undefined;
 		while (statuses.at(-1) !== 429 && statuses.length <= 2 * LIMIT + 1) {
 			// 401261 and 401262 alike spend attempts.
 			last = await exchange(world.admin.account, statuses.length % 2 ? unsigned : wrongIssuer, {}, headers);

@@ -418,12 +418,10 @@ describe("query_indexes_table bounds", () => {
 			await seedIndexRows(
 				admin.account,
 				"wide",
-				twins
-					.slice(i, i + 10)
-					.map((twin) => ({
-						twin,
-						properties: Object.fromEntries(Object.keys(properties).map((name) => [name, big])),
-					})),
+				twins.slice(i, i + 10).map((twin) => ({
+					twin,
+					properties: Object.fromEntries(Object.keys(properties).map((name) => [name, big])),
+				})),
 			);
 		}
 		const first = await queryIndex(admin.secret, "wide", { count: 100 });

@@ -26,7 +26,7 @@ describe("indexes smoke", () => {
 		await addEntries(admin.secret, b, { status: { value: { rpm: "20", state: "failure" } } });
 		const page = await call(
 			"GET",
-			"/account/services/indexes/failures/data?match=" + encodeURIComponent("ROW.rpm > 15"),
+			`/account/services/indexes/failures/data?match=${encodeURIComponent("ROW.rpm > 15")}`,
 			{ secret: admin.secret },
 		);
 		expect(page.status).toBe(200);

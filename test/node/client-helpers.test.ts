@@ -312,9 +312,15 @@ function fakeWebSockets() {
 		sent: string[] = [];
 		url: string;
 		server = {
-			open: () => ((this.readyState = 1), this.onopen?.({})),
+			open: () => {
+				this.readyState = 1;
+				this.onopen?.({});
+			},
 			send: (frame: unknown) => this.onmessage?.({ data: typeof frame === "string" ? frame : JSON.stringify(frame) }),
-			close: (code: number, reason = "") => ((this.readyState = 3), this.onclose?.({ code, reason })),
+			close: (code: number, reason = "") => {
+				this.readyState = 3;
+				this.onclose?.({ code, reason });
+			},
 		};
 		constructor(url: string) {
 			this.url = url;

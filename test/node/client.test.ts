@@ -104,7 +104,11 @@ describe("exchangeToken", () => {
 		headers: Record<string, string> = { "content-type": "application/json" },
 	) {
 		const sent: Request[] = [];
-		return { sent, fetch: async (request: Request) => (sent.push(request), new Response(body, { status, headers })) };
+		const fetch = async (request: Request) => {
+			sent.push(request);
+			return new Response(body, { status, headers });
+		};
+		return { sent, fetch };
 	}
 
 	it("posts the ID token, with no credential, and answers the User Token", async () => {

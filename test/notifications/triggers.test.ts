@@ -97,8 +97,7 @@ describe("notifications of ledger entries", () => {
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "alarms", id);
 		const publish = {
-			alarms:
-				"trigger == 'ledger.entry.updated' and entry_value > 100 and old_value <= 100 and user == '" + admin.user + "'",
+			alarms: `trigger == 'ledger.entry.updated' and entry_value > 100 and old_value <= 100 and user == '${admin.user}'`,
 		};
 		await addEntries(admin.secret, twin, {
 			temp: { value: 150, publish },

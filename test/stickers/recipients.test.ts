@@ -166,7 +166,10 @@ describe("remove_sticker", () => {
 		const ACCOUNTS = new Proxy(env.ACCOUNTS, {
 			get: (target, property) =>
 				property === "getByName"
-					? (name: string) => (called.push(name), target.getByName(name))
+					? (name: string) => {
+							called.push(name);
+							return target.getByName(name);
+						}
 					: Reflect.get(target, property, target),
 		});
 		// The peer sees the twin but is no recipient: refused in the Worker.

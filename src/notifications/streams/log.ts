@@ -20,7 +20,8 @@ export class StreamLog {
 	private readonly sql: SqlStorage;
 
 	constructor(private readonly storage: DurableObjectStorage) {
-		const sql = (this.sql = storage.sql);
+		this.sql = storage.sql;
+		const sql = this.sql;
 		sql.exec(`CREATE TABLE IF NOT EXISTS log (
 			id INTEGER PRIMARY KEY, topic TEXT NOT NULL, trigger TEXT NOT NULL, data TEXT NOT NULL,
 			bytes INTEGER NOT NULL, at REAL NOT NULL)`);
