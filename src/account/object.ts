@@ -1,14 +1,6 @@
-import { isVisible, type TwinView } from "../rules/visibility";
-import {
-	accountLimit,
-	MAX_IDENTITY_PROVIDERS_CEILING,
-	MAX_INDEXES_TABLES_CEILING,
-	MAX_ROLES_CEILING,
-	MAX_TWIN_DOCS_CEILING,
-	MAX_USERS_CEILING,
-} from "../base/limits";
+import { isVisible } from "../rules/visibility";
+import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { type Database, database } from "../db/client";
-import type { IdentityChanges } from "../db/identities";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
 import { type Caller, type Claim, type Principal, principalOf } from "../base/caller";
@@ -18,7 +10,12 @@ import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import { drainOutbox, drainRetryAt } from "../notifications/outbox-drain";
 import { Timers } from "./timers";
-import { type Host, TIMER } from "./host";
+import { type CallerId, type Host, TIMER } from "./host";
+import { docFacet } from "./facets/docs";
+import { federationFacet } from "./facets/federation";
+import { identityFacet } from "./facets/identities";
+import { indexFacet } from "./facets/indexes";
+import { stickerFacet } from "./facets/stickers";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -26,17 +23,12 @@ import { checkCredential, checkStatement } from "../policy/credential";
 import { decide } from "../policy/statement";
 import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
-import * as identities from "./identity-writes";
 import * as writes from "./role-user-writes";
-import * as federation from "./federation-writes";
 import * as docs from "./doc-writes";
 import * as indexes from "./index-tables";
-import type { IndexDefinition } from "../db/indexes";
-import { checkIndexAccess } from "../policy/indexes";
 import { revokeStreams, type StreamChange } from "../notifications/streams/client";
 import { CLOSE } from "../notifications/streams/frames";
 import * as stickers from "./sticker-writes";
-import type { StickerKey } from "../db/stickers";
 import { UsageStore } from "./usage-store";
 import { type Bucket, bucketed, type UsageRow } from "../base/usage";
 
@@ -56,15 +48,21 @@ const ownerOf = (caller: Caller, request: ScanRequest) => ({
 const sameCaller = (checked: Principal, claimed: Caller) =>
 	JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
 
-// Writes take only who the caller is: what it may do is read again inside the serialized step.
-// The request's dictionary and credential travel with it.
-type CallerId = Pick<Caller, "account" | "user" | "dict" | "credential">;
+// The methods of the features that live in their own modules (facets/): the object takes them
+// on as its own in its constructor, so the runtime and the RPC stubs find them on it.
+export interface AccountObject
+	extends ReturnType<typeof identityFacet>,
+		ReturnType<typeof docFacet>,
+		ReturnType<typeof stickerFacet>,
+		ReturnType<typeof indexFacet>,
+		ReturnType<typeof federationFacet> {}
 
 // One object per account, addressed by the account uuid. Writes to roles, users and their
-// credentials, identities and ledgers run here one at a time, each with the checks that guard
-// it; all but ledger writes leave a line in the object's journal. Scan cursors are
-// issued and kept here too, with an alarm that sweeps the expired ones; the same alarm drains
-// notification messages a ledger write committed (src/notifications/outbox-drain.ts).
+// credentials, identities, ledgers, docs, stickers, Indexes tables and identity providers run
+// here one at a time, each with the checks that guard it; all but ledger writes leave a line in
+// the object's journal. Scan cursors are issued and kept here too. The class holds the step
+// every write runs in, the scan, the ledger write, the drain and the schedule (timers.ts); the
+// other features' methods live in facets/, on the Host it lends them.
 export class AccountObject {
 	private tail: Promise<unknown> = Promise.resolve();
 	private draining: Promise<unknown> = Promise.resolve();
@@ -104,10 +102,22 @@ export class AccountObject {
 			timers: this.timers,
 			usage: this.usage,
 			serialized: (work) => this.serialized(work),
+			write: (caller, action, work) => this.write(caller, action, work),
+			tellStreams: (write, change) => this.tellStreams(write, change),
+			record: (actor, action, target) => this.lines.record(now(), actor, action, target),
 			drain: (account) => this.drain(account),
 			armDrain: (account) => this.timers.by(TIMER.outbox, account, drainRetryAt(now())),
 		};
 		this.host = host;
+		// The features' methods, on the object as its own (see the interface above the class).
+		Object.assign(
+			this,
+			identityFacet(host),
+			docFacet(host),
+			stickerFacet(host),
+			indexFacet(host, this.catalog, () => this.indexLimits()),
+			federationFacet(host, () => this.limits().users),
+		);
 	}
 
 	createRole(caller: CallerId, input: writes.RoleInput) {
@@ -181,53 +191,6 @@ export class AccountObject {
 		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
 	}
 
-	// Identity providers and links (docs/sign-in.md). A provider changed or deleted ends the
-	// streams of the tokens its exchanges gave; a link deleted, its user's streams (they
-	// reconnect with what still stands).
-	createProvider(caller: CallerId, input: federation.ProviderInput) {
-		const limit = accountLimit(this.env.MAX_IDENTITY_PROVIDERS, MAX_IDENTITY_PROVIDERS_CEILING);
-		return this.write(caller, "create_identity_provider", (db, current) =>
-			federation.createProvider(db, current, input, limit),
-		);
-	}
-
-	updateProvider(caller: CallerId, provider: string, changes: Partial<federation.ProviderInput>) {
-		const write = this.write(caller, "update_identity_provider", (db, current) =>
-			federation.updateProvider(db, current, provider, changes),
-		);
-		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
-	}
-
-	deleteProvider(caller: CallerId, provider: string) {
-		const write = this.write(caller, "delete_identity_provider", (db, current) =>
-			federation.deleteProvider(db, current, provider),
-		);
-		return this.tellStreams(write, () => ({ account: caller.account, provider, code: CLOSE.credentialEnded }));
-	}
-
-	createLink(caller: CallerId, user: string, link: { provider: string; subject: string; proven: boolean }) {
-		return this.write(caller, "create_user_external_id", (db, current) =>
-			federation.createLink(db, current, user, link),
-		);
-	}
-
-	deleteLink(caller: CallerId, user: string, provider: string) {
-		const write = this.write(caller, "delete_user_external_id", (db, current) =>
-			federation.deleteLink(db, current, user, provider),
-		);
-		return this.tellStreams(write, () => ({ account: caller.account, user, provider, code: CLOSE.credentialEnded }));
-	}
-
-	// An exchange's user for a subject nobody is linked to yet, made once however many exchanges
-	// of it arrive together.
-	provision(provisioning: federation.Provisioning) {
-		return this.serialized(async (db) => {
-			const made = await federation.provision(db, provisioning, this.limits().users);
-			if (made.provisioned) this.lines.record(now(), made.user, "exchange_user_token", made.user);
-			return made;
-		});
-	}
-
 	// Once a change to who a user is, or what it may do, has committed: the streams it touches
 	// hear of it (revokeStreams never fails the write). Outside the serialized step, so that the
 	// account's next write does not wait on the stream objects.
@@ -239,208 +202,6 @@ export class AccountObject {
 		const told = outcome.ok ? await change(outcome.value) : undefined;
 		if (told) await revokeStreams(this.env, told);
 		return outcome;
-	}
-
-	// Identity writes of this account, on any twin it can see (checked by the caller).
-	createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput) {
-		return this.write(caller, "create_twin_identity", (db, current, meter) =>
-			identities.createIdentities(db, meter, current, twin, input),
-		);
-	}
-
-	updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
-		return this.write(caller, "update_twin_identity", (db) =>
-			identities.updateIdentity(db, caller.account, twin, identity, changes),
-		);
-	}
-
-	deleteIdentity(caller: CallerId, twin: string, identity: string) {
-		return this.write(caller, "delete_twin_identity", (db) =>
-			identities.removeIdentity(db, caller.account, twin, identity),
-		);
-	}
-
-	// Upload URLs and docs of this account (the twin checked visible by the caller).
-	createUpload(caller: CallerId, upload: { handler: string; tokenHash: string; validity_ts: number }) {
-		return this.write(caller, "create_upload_url", async (db, current) => {
-			const created = await docs.createUpload(db, current, upload, this.docLimits(), now());
-			await this.timers.by(TIMER.docs, caller.account, upload.validity_ts);
-			return created;
-		});
-	}
-
-	invalidateUpload(caller: CallerId, handler: string) {
-		return this.write(caller, "invalidate_upload_url", (db, current, meter) =>
-			this.tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())),
-		);
-	}
-
-	// A PUT to an upload URL: no user calls, the URL's token is the credential. Once claimed, the
-	// alarm releases the URL at the PUT's lease unless the PUT renews it meanwhile. (Should the
-	// object die between the claim and the alarm, the next PUT's claim still takes over a lease
-	// that has passed.)
-	claimUpload(account: string, handler: string, tokenHash: string, length: number) {
-		return this.serialized(async (db, meter) => {
-			const at = now();
-			const { lease_ts, ...claimed } = await docs.claimUpload(
-				db,
-				meter,
-				account,
-				handler,
-				tokenHash,
-				length,
-				this.docLimits(),
-				at,
-			);
-			// The docs timer ends the lease unless the PUT renews it meanwhile.
-			await this.timers.by(TIMER.docs, account, lease_ts);
-			return claimed;
-		});
-	}
-
-	renewUpload(handler: string, object: string) {
-		return this.serialized((db) => docs.renewUpload(db, handler, object, now()));
-	}
-
-	finishUpload(handler: string, object: string, hash: string, contentType: string) {
-		return this.serialized((db) => docs.finishUpload(db, this.env.DOCS, handler, object, hash, contentType));
-	}
-
-	reopenUpload(account: string, handler: string, object: string) {
-		return this.serialized((db) => docs.reopenUpload(db, account, handler, object));
-	}
-
-	attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
-		return this.write(caller, "attach_twin_doc", (db, current, meter) =>
-			docs.attachDocs(db, meter, current, twin, input, this.docLimits(), now()),
-		);
-	}
-
-	updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
-		return this.write(caller, "update_twin_doc", (db, current) =>
-			docs.updateDoc(db, current, twin, name, description, now()),
-		);
-	}
-
-	deleteDoc(caller: CallerId, twin: string, name: string) {
-		return this.write(caller, "delete_twin_doc", (db, current) =>
-			this.tidyingAfter(current.account, docs.deleteDoc(db, current, twin, name, now())),
-		);
-	}
-
-	deleteDocs(caller: CallerId, twin: string) {
-		return this.write(caller, "delete_twin_docs", (db, current) =>
-			this.tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())),
-		);
-	}
-
-	// Stickers of this account: put and removed here (a recipient of another account calls this
-	// object), ended by the alarm at their validity_ts. The alarm is armed before the put
-	// commits, so a crash right after the commit still finds it set.
-	putStickers(caller: CallerId, twin: string, input: stickers.StickerInput) {
-		return this.write(caller, "put_sticker", async (db, current, meter) => {
-			const account = current.account;
-			await this.timers.by(TIMER.stickers, account, stickers.earliestExpiry(input, now()));
-			const limit = Number(this.env.MAX_STICKERS);
-			const at = now();
-			const { published, expired, ...value } = await stickers.putStickers(
-				db,
-				meter,
-				current,
-				twin,
-				input,
-				limit,
-				this.stickerContext(account),
-				at,
-			);
-			this.usage.add(at, current.user, { stickers_put: Object.keys(input).length });
-			// Expired colors the put met count as the alarm's, the account's alone.
-			if (expired) this.usage.add(at, null, { stickers_expired: expired });
-			if (published) await this.drain(account);
-			return value;
-		});
-	}
-
-	removeSticker(caller: CallerId, key: StickerKey) {
-		return this.write(caller, "remove_sticker", async (db, current, meter) => {
-			const at = now();
-			const { published, ...value } = await stickers.removeSticker(
-				db,
-				meter,
-				current,
-				key,
-				this.stickerContext(key.account),
-				at,
-			);
-			// The sticker's account counts it; under the remover only when it is one of its users.
-			this.usage.add(at, current.account === key.account ? current.user : null, { stickers_removed: 1 });
-			if (published) await this.drain(key.account);
-			return value;
-		});
-	}
-
-	private stickerContext(account: string): stickers.StickerContext {
-		return {
-			plain: database(this.env.DB),
-			fanOut: Number(this.env.MAX_SUBSCRIPTIONS),
-			beforeCommit: () => this.host.armDrain(account),
-		};
-	}
-
-	// Indexes tables of this account: definitions here, rows with each ledger write, builds and
-	// the deletion of old rows from the alarm.
-	createIndexTables(caller: CallerId, input: Record<string, IndexDefinition>) {
-		return this.write(caller, "create_indexes_table", async (db, current) => {
-			checkIndexAccess(current, "define");
-			const { builds, ...value } = await indexes.createTables(
-				db,
-				this.catalog,
-				current,
-				input,
-				this.indexLimits(),
-				now(),
-			);
-			await indexes.queueIndexWork(this.host, caller.account, builds, undefined);
-			return value;
-		});
-	}
-
-	updateIndexTable(caller: CallerId, name: string, changes: Partial<IndexDefinition>) {
-		return this.write(caller, "update_indexes_table", async (db, current) => {
-			checkIndexAccess(current, "define");
-			const { builds, drop, ...value } = await indexes.updateTable(db, this.catalog, current, name, changes, now());
-			await indexes.queueIndexWork(this.host, caller.account, builds, drop);
-			return value;
-		});
-	}
-
-	truncateIndexTable(caller: CallerId, name: string) {
-		return this.write(caller, "truncate_indexes_table", async (db, current) => {
-			checkIndexAccess(current, "define");
-			const { builds, drop, ...value } = await indexes.truncateTable(db, this.catalog, current, name, now());
-			await indexes.queueIndexWork(this.host, caller.account, builds, drop, value.uuid);
-			return value;
-		});
-	}
-
-	deleteIndexTable(caller: CallerId, name: string) {
-		return this.write(caller, "delete_indexes_table", async (db, current) => {
-			checkIndexAccess(current, "define");
-			const { drop, ...value } = await indexes.deleteTable(db, this.catalog, current, name);
-			await indexes.queueIndexWork(this.host, caller.account, [], drop, value.uuid);
-			return value;
-		});
-	}
-
-	// After a write that let go of objects: delete them from R2 now, or from the alarm when R2
-	// fails (their keys wait in doc_garbage, written in the write's own batch). The tidying is
-	// the object's own work, outside the request's meter: it reads the account's expired
-	// uploads and garbage, other users' included, which the caller's Server-Timing must not count.
-	private async tidyingAfter<T>(account: string, write: Promise<T>): Promise<T> {
-		const value = await write;
-		const next = await docs.tidyDocs(database(this.env.DB), this.env.DOCS, account, now());
-		if (next !== undefined) await this.timers.by(TIMER.docs, account, next);
-		return value;
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
@@ -512,15 +273,6 @@ export class AccountObject {
 			console.error(JSON.stringify({ object: "account", error: String(error), stack: (error as Error)?.stack }));
 			return { ok: false, failure: String(error), cost: meter.snapshot() };
 		}
-	}
-
-	private docLimits(): docs.DocLimits {
-		const env = this.env;
-		return {
-			uploads: Number(env.MAX_UPLOADS),
-			perTwin: accountLimit(env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING),
-			bytes: Number(env.MAX_DOC_BYTES),
-		};
 	}
 
 	private indexLimits(): indexes.IndexLimits {
