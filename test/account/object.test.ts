@@ -2,7 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
-import { bootstrap, call, createUser, insertRole } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, createUser, insertRole } from "../support/accounts";
 
 describe("AccountDO", () => {
 	it("is where role writes happen: each leaves a line in the account's journal", async () => {

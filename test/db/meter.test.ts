@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { D1Meter } from "../../src/db/meter";
 import { roles, users } from "../../src/db/schema";
-import { bootstrap } from "../fixtures";
+import { bootstrap } from "../support/accounts";
 
 // Typed selects go through the meter's raw(), which rebuilds column order from row objects.
 describe("D1Meter", () => {

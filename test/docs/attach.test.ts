@@ -1,29 +1,22 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { call, expectError, fingerprint } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, userWith, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { objectEnv } from "../support/objects";
 import {
-	type Account,
 	attachDoc,
-	bootstrap,
-	call,
-	createUser,
 	docBytes,
 	docObject,
 	docPath,
-	expectError,
 	expireUpload,
-	fingerprint,
-	issueSecret,
-	newTwin,
-	objectEnv,
 	patterned,
 	putFile,
 	sha256Hex,
 	uploaded,
 	uploadObject,
 	uploadUrl,
-	userWith,
-	userWithRules,
-} from "../fixtures";
+} from "./helpers";
 
 // attach_twin_doc (docs/files.md "Uploading and attaching"): the record it answers, the names it takes, and every refusal
 // in its order, each consuming nothing.

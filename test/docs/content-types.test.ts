@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, docPath, download, expectError, newTwin, patterned, putFile, uploadUrl } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { docPath, download, patterned, putFile, uploadUrl } from "./helpers";
 
 // A doc keeps its upload's Content-Type and is served with it (docs/files.md): as an
 // attachment, or inline when its download URL asked for it and the type is one a browser shows

@@ -1,28 +1,21 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { BASE, call, expectError, fetchWithEnv, randomAddress } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { clockPast } from "../support/waiting";
 import {
 	attachDoc,
-	BASE,
-	bootstrap,
-	call,
-	clockPast,
-	createUser,
 	docObject,
 	docPath,
 	download,
 	downloadUrl,
-	expectError,
-	fetchWithEnv,
-	issueSecret,
-	newTwin,
 	patterned,
 	putFile,
-	randomAddress,
 	sha256Hex,
 	transfer,
 	uploadUrl,
-	userWithRules,
-} from "../fixtures";
+} from "./helpers";
 
 // download_doc (docs/files.md "Downloading"): the bytes and their headers, one range, and every way a download
 // URL dies: forged, expired, its doc deleted or replaced.

@@ -1,16 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-	BASE,
-	bootstrap,
-	call,
-	docPath,
-	download,
-	expectError,
-	newTwin,
-	putFile,
-	sha256Hex,
-	uploadUrl,
-} from "../fixtures";
+import { BASE, call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { docPath, download, putFile, sha256Hex, uploadUrl } from "./helpers";
 
 // The whole path of one file, as a client walks it: an upload URL, the PUT, the attach, the
 // listing, a download URL, a whole and a ranged download, the delete. Each step's refusals and

@@ -2,33 +2,26 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
+import { call, expectError, fetchWithEnv, randomAddress, fingerprint } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { clockPast, until } from "../support/waiting";
+import { loggedErrors } from "../support/faults";
+import { objectEnv, fireAccountAlarm } from "../support/objects";
 import {
 	attachDoc,
-	bootstrap,
-	call,
-	clockPast,
 	docBytes,
 	docObject,
 	docPath,
 	download,
 	downloadUrl,
-	expectError,
-	fetchWithEnv,
-	loggedErrors,
-	newTwin,
-	objectEnv,
 	patterned,
 	putFile,
-	randomAddress,
-	until,
 	uploaded,
 	uploadObject,
 	uploadUrl,
 	expireUpload,
-	fingerprint,
-	userWithRules,
-	fireAccountAlarm,
-} from "../fixtures";
+} from "./helpers";
 
 // What happens to the bytes over time (docs/files.md): the account's alarm releases expired
 // uploads and deletes their objects; deleting a doc or an upload deletes its object at once,

@@ -1,6 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, d1Cost, docPath, expectError, newTwin, userWithRules } from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { docPath } from "./helpers";
 
 // Each account attaches up to MAX_TWIN_DOCS docs to a twin (docs/files.md), so a twin may hold
 // more than one answer of get_twin_docs: a page examines 1000 names, and `cursor` comes while

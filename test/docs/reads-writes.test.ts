@@ -1,24 +1,10 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { deleteTwinDocs, getTwinDocs } from "../../src/operations/docs";
-import {
-	type Account,
-	attachDoc,
-	BASE,
-	bootstrap,
-	call,
-	docBytes,
-	docObject,
-	docPath,
-	download,
-	downloadUrl,
-	expectError,
-	newTwin,
-	patterned,
-	randomAddress,
-	userWith,
-	userWithRules,
-} from "../fixtures";
+import { BASE, call, expectError, randomAddress } from "../support/requests";
+import { type Account, bootstrap, userWith, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { attachDoc, docBytes, docObject, docPath, download, downloadUrl, patterned } from "./helpers";
 
 // get_twin_docs, delete_twin_docs, get_twin_doc, update_twin_doc and delete_twin_doc (docs/files.md
 // "Listing and reading"): listings and their views, the record, the download URL's issue, and who may change what.

@@ -1,29 +1,20 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { BASE, call, expectError, fetchWithEnv, fingerprint, randomAddress } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { objectEnv, fireAccountAlarm } from "../support/objects";
 import {
-	BASE,
-	bootstrap,
-	call,
 	expireUpload,
-	createUser,
 	docBytes,
 	docPath,
-	expectError,
-	fetchWithEnv,
-	fingerprint,
-	issueSecret,
-	newTwin,
-	objectEnv,
 	patterned,
 	putFile,
-	randomAddress,
 	sha256Hex,
 	uploaded,
 	uploadObject,
 	uploadUrl,
-	userWith,
-	fireAccountAlarm,
-} from "../fixtures";
+} from "./helpers";
 import { storeStreaming } from "../../src/storage/objects";
 
 // create_upload_url, invalidate_upload_url and upload_to_cache (docs/files.md "Uploading and attaching"): the URL and its

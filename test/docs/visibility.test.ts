@@ -1,17 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-	type Account,
-	attachDoc,
-	bootstrap,
-	call,
-	docPath,
-	fingerprint,
-	newTwin,
-	patterned,
-	uploaded,
-	uploadObject,
-	userWithRules,
-} from "../fixtures";
+import { call, fingerprint } from "../support/requests";
+import { type Account, bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { attachDoc, docPath, patterned, uploaded, uploadObject } from "./helpers";
 
 // A twin the caller cannot see answers 404102 on every /twins/{twin}/docs… route exactly as a
 // twin that does not exist: status, body and every header, Server-Timing's figures included,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, fingerprint, role } from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, role } from "../support/accounts";
 import { addProvider, EXCHANGE, exchange, federated, signIn } from "./helpers";
 import { encodeSegment, IdentityProvider, makeKey, notJws, nowSeconds } from "./identity-provider";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
 import { claimsOf, EXCHANGE, exchange, exchanged, federated, linksPath, signIn, traceOf, whoami } from "./helpers";
 import { nowSeconds } from "./identity-provider";
 

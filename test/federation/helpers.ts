@@ -1,7 +1,8 @@
 // What the federation tests share: identity providers configured in an account, links, the
 // token exchange and the tokens issued for a user, all through the Worker's fetch.
 import { expect } from "vitest";
-import { type Account, bootstrap, call, createUser } from "../fixtures";
+import { call } from "../support/requests";
+import { type Account, bootstrap, createUser } from "../support/accounts";
 import { type Alg, IdentityProvider } from "./identity-provider";
 
 export const PROVIDERS = "/account/identity-providers";

@@ -2,7 +2,7 @@
 // their public JWK Set (inline, or hosted by the test receiver for a provider's jwks_uri), ID
 // tokens signed as a real provider signs them, and the forged tokens a verifier must refuse.
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, importJWK, type JWK, SignJWT } from "jose";
-import { received, receiver } from "../fixtures";
+import { received, receiver } from "../support/webhooks";
 
 export type Alg = "RS256" | "ES256" | "EdDSA";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, call, createUser, expectError, issueSecret, member, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, member, role } from "../support/accounts";
 import { claimsOf, issue, issuePath, nowTs, traceOf, whoami } from "./helpers";
 
 // issue_user_token: a backend issues a User Token for a user it manages, acting as that user

@@ -1,5 +1,7 @@
 import { describe, expect, it, onTestFinished, vi } from "vitest";
-import { bootstrap, createUser, expectError, received } from "../fixtures";
+import { expectError } from "../support/requests";
+import { bootstrap, createUser } from "../support/accounts";
+import { received } from "../support/webhooks";
 import { addProvider, exchange, federated, link, signIn, updateProvider } from "./helpers";
 import { type Alg, IdentityProvider } from "./identity-provider";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, member, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, member, role } from "../support/accounts";
 import { addProvider, link, linksPath, providerPath, updateProvider } from "./helpers";
 import { IdentityProvider, makeKey, nowSeconds } from "./identity-provider";
 

@@ -1,6 +1,7 @@
 import { exportJWK, generateKeyPair } from "jose";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, fingerprint, member, role } from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, createUser, member, role } from "../support/accounts";
 import {
 	ANY,
 	addProvider,

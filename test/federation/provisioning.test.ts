@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, call, expectError, objectEnv, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, role } from "../support/accounts";
+import { objectEnv } from "../support/objects";
 import { addProvider, exchange, exchanged, linksPath, whoami } from "./helpers";
 import { IdentityProvider } from "./identity-provider";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectError, randomAddress } from "../fixtures";
+import { expectError, randomAddress } from "../support/requests";
 import { exchange, federated } from "./helpers";
 
 // Every exchange answered 401 spends an attempt of its client address (30 a minute, shared with

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, call, clockPast, createUser, expectError, issueSecret, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, role } from "../support/accounts";
+import { clockPast } from "../support/waiting";
 import {
 	claimsOf,
 	federated,

@@ -1,15 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	createUser,
-	expectError,
-	issueSecret,
-	openSocket,
-	openSse,
-	role,
-	streamPath,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret, role } from "../support/accounts";
+import { openSocket, openSse, streamPath } from "../streams/helpers";
 import { federated, issue, linksPath, signIn, updateProvider } from "./helpers";
 
 // Stream tokens made with a federated or an issued token are bound to what binds that token:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, createUser, expectError, fetchWithEnv, issueSecret, userWith } from "../fixtures";
+import { BASE, call, expectError, fetchWithEnv } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
 
 describe("authentication", () => {
 	it("refuses a request without a credential", async () => {

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, scan, userWith } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
+import { scan } from "../support/twins";
 
 // Each request runs in one D1 session begun at the primary and answers the session's newest
 // bookmark; bookmarks sort oldest to newest as strings.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
 
 // A page on any origin may call every route: credentials travel in headers, never cookies.
 describe("CORS", () => {

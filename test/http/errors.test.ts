@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { BASE, bootstrap, call, expectError, fetchWithEnv, loggedErrors, userWith } from "../fixtures";
+import { BASE, call, expectError, fetchWithEnv } from "../support/requests";
+import { bootstrap, userWith } from "../support/accounts";
+import { loggedErrors } from "../support/faults";
 
 describe("error envelope", () => {
 	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {

@@ -1,21 +1,11 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	expectError,
-	loggedErrors,
-	member,
-	sessionsToo,
-	ledger,
-	newTwin,
-	outboxOf,
-	confirmedSubscription,
-	recordingQueue,
-	receiver,
-	walk,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, member } from "../support/accounts";
+import { newTwin, walk } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { loggedErrors, sessionsToo } from "../support/faults";
+import { outboxOf, confirmedSubscription, recordingQueue, receiver } from "../support/webhooks";
 
 const keyed = (key: string, headers: Record<string, string> = {}) => ({ "idempotency-key": key, ...headers });
 

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, newTwin, scan, streamPath, userWithRules } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin, scan } from "../support/twins";
+import { streamPath } from "../streams/helpers";
 
 // A query parameter comes once (docs/operations.md): given twice it is 400101 naming it, on every
 // route, where the last value used to win without a word.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, randomAddress } from "../fixtures";
+import { call, expectError, randomAddress } from "../support/requests";
+import { bootstrap, createUser } from "../support/accounts";
 
 // Both limits allow 30 attempts a minute per client address (wrangler.toml [[ratelimits]]).
 const LIMIT = 30;

@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { bootstrap, call, failingBatches, ledger, newTwin } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { ledger } from "../support/ledgers";
+import { failingBatches } from "../support/faults";
 
 // The request log lines the Worker wrote during a test, read from console.log and console.error.
 let lines: Record<string, unknown>[] = [];

@@ -1,14 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	confirmedSubscription,
-	expectError,
-	ledger,
-	newTwin,
-	outboxOf,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { confirmedSubscription, outboxOf } from "../support/webhooks";
 
 // "__proto__" from JSON.parse is an own key, but any object rebuilt from it by assignment
 // loses it. Such a key, anywhere in a body or in a list of entry names, is refused (400101)

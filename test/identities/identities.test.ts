@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { attach, bootstrap, call, expectError, idPath, newTwin, seedIdentities, userWithRules } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { attach, idPath, seedIdentities } from "./helpers";
 
 // Of this file only: other files' accounts in the same database attach identities too, some
 // of them public, and resolving in the system context reads every account's.

@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-	attach,
-	bootstrap,
-	call,
-	d1Cost,
-	expectError,
-	newTwin,
-	seedIdentities,
-	seedTwins,
-	userWithRules,
-} from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin, seedTwins } from "../support/twins";
+import { attach, seedIdentities } from "./helpers";
 
 // Of this file only: other files' accounts in the same database attach identities too, some
 // of them public, and resolving in the system context reads every account's.

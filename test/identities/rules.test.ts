@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { attach, bootstrap, call, idPath, newTwin, userWithRules } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { attach, idPath } from "./helpers";
 
 // How the evaluator and the SQL compilation read the variable is checked without the Worker,
 // in test/unit/rules/identity-variable.test.ts.

@@ -1,22 +1,10 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	createIndexes,
-	expectError,
-	fingerprint,
-	INDEXES,
-	indexDefinition,
-	indexPath,
-	indexRowsByTwin,
-	indexTable,
-	member,
-	newTwin,
-	role,
-	until,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, member, role, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { until } from "../support/waiting";
+import { createIndexes, INDEXES, indexDefinition, indexPath, indexRowsByTwin, indexTable } from "./helpers";
 
 // Access to Indexes tables (docs/indexes.md, "Access"): the statement first (403101), then 403102
 // for a role with an entry rule on every route, and for one with a twin rule on the four that

@@ -2,10 +2,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BUILD_BYTES, BUILD_LEDGERS, BUILD_WORK_UNITS, buildStep, IndexCatalog } from "../../src/account/index-tables";
 import { database } from "../../src/db/client";
+import { call } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin, seedTwins } from "../support/twins";
+import { addEntries, ledger, seedLedgers } from "../support/ledgers";
+import { until } from "../support/waiting";
+import { objectEnv } from "../support/objects";
 import {
-	addEntries,
-	bootstrap,
-	call,
 	createIndexes,
 	indexBuilt,
 	indexDefinition,
@@ -14,16 +17,9 @@ import {
 	indexTable,
 	indexTableRow,
 	indexWorkLeft,
-	ledger,
-	newTwin,
-	objectEnv,
 	oldIndexRows,
 	queryIndex,
-	seedLedgers,
-	seedTwins,
-	until,
-	userWithRules,
-} from "../fixtures";
+} from "./helpers";
 
 // Builds (docs/indexes.md "Changing, truncating, deleting"): a new generation is filled by the
 // account's alarm from its ledgers, in bounded steps queued between writes; old rows go in the

@@ -1,21 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	clockPast,
-	createIndexes,
-	expectError,
-	INDEXES,
-	indexDefinition,
-	indexPath,
-	indexTable,
-	newTwin,
-	objectEnv,
-	queryIndex,
-	until,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { clockPast, until } from "../support/waiting";
+import { objectEnv } from "../support/objects";
+import { createIndexes, INDEXES, indexDefinition, indexPath, indexTable, queryIndex } from "./helpers";
 
 // Definitions of Indexes tables (docs/indexes.md "Definitions", the create/get/update/delete
 // routes): what a definition may say, the record's shape, the per-table texts of a create.

@@ -1,20 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	createIndexes,
-	d1Cost,
-	expectError,
-	indexBuilt,
-	indexDefinition,
-	indexPath,
-	indexRows,
-	ledger,
-	newTwin,
-	queryIndex,
-	seedIndexRows,
-} from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { createIndexes, indexBuilt, indexDefinition, indexPath, indexRows, queryIndex, seedIndexRows } from "./helpers";
 
 // query_indexes_table (docs/indexes.md "Querying"): a keyset walk in twin order, `match` over the row, sealed
 // cursors bound to the table, its generation and the match, and a cost bounded by `count`.

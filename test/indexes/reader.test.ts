@@ -1,24 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	createIndexes,
-	d1Cost,
-	expectError,
-	fingerprint,
-	INDEXES,
-	indexDefinition,
-	indexPath,
-	indexRows,
-	indexTable,
-	ledger,
-	member,
-	newTwin,
-	queryIndex,
-	role,
-	userWithRules,
-} from "../fixtures";
+import { call, d1Cost, expectError, fingerprint } from "../support/requests";
+import { bootstrap, member, role, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { createIndexes, INDEXES, indexDefinition, indexPath, indexRows, indexTable, queryIndex } from "./helpers";
 
 // A role with a twin rule reads Indexes tables (docs/indexes.md, "Access"): the records, and of
 // the rows only those whose twin it sees, the rule decided in D1 where SQL can and in the Worker

@@ -1,24 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	type Account,
-	addEntries,
-	bootstrap,
-	call,
-	clockPast,
-	createIndexes,
-	expectError,
-	failingBatches,
-	indexDefinition,
-	indexPath,
-	indexRowsByTwin,
-	indexTable,
-	ledger,
-	loggedErrors,
-	newTwin,
-	objectEnv,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { clockPast } from "../support/waiting";
+import { failingBatches, loggedErrors } from "../support/faults";
+import { objectEnv } from "../support/objects";
+import { createIndexes, indexDefinition, indexPath, indexRowsByTwin, indexTable } from "./helpers";
 
 // Rows (docs/indexes.md "How rows are kept", "Definitions"): each ledger write of the account
 // brings its twin's row of every table to the ledger as written, in the write's own batch; the

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, newTwin, until } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { until } from "../support/waiting";
 
 describe("indexes smoke", () => {
 	it("keeps rows with ledger writes and builds from existing ledgers", async () => {

@@ -2,7 +2,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { writeLedger } from "../../src/account/ledger-writes";
-import { addEntries, bootstrap, call, failingBatches, ledger, newTwin } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { failingBatches } from "../support/faults";
 
 describe("a ledger write failing in D1", () => {
 	it("leaves entries and history as they were", async () => {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, expectError, ledger, newTwin, userWithRules } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
 
 // About 3,000 instructions of program over 60,000 characters: far more than one request may do.
 const COSTLY = "entry_value !~ '(?:[ab][ab]?){999}[cd]'";

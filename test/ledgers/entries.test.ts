@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, clockPast, expectError, ledger, newTwin, userWith } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWith } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { clockPast } from "../support/waiting";
 
 describe("ledger entries of the caller's own ledger", () => {
 	it("adds, reads, updates and deletes entries with their timestamps", async () => {

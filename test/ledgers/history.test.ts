@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, clockPast, expectError, ledger, newTwin, userWithRules } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { clockPast } from "../support/waiting";
 
 async function setValue(secret: string, twin: string, name: string, value: unknown) {
 	const res = await call("PATCH", ledger(twin, "personal", "/value"), {

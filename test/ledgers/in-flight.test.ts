@@ -1,17 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	BASE,
-	bootstrap,
-	call,
-	fetchWithEnv,
-	ledger,
-	member,
-	newTwin,
-	randomAddress,
-	role,
-} from "../fixtures";
+import { BASE, call, fetchWithEnv, randomAddress } from "../support/requests";
+import { bootstrap, member, role } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
 
 // A ledger write runs as its writer is when the account's object reaches it, not as the Worker
 // found it (docs/permission-model.md): a role narrowed while the write waits applies to it, as

@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	d1Cost,
-	expectError,
-	fingerprint,
-	ledger,
-	newTwin,
-	userWithRules,
-} from "../fixtures";
+import { call, d1Cost, expectError, fingerprint } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
 
 // Account A keeps entries on its twin; account B sees the twin only through its role's twin
 // rule, and A's entries only through its role's entry rule and each entry's visibility.

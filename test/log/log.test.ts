@@ -5,22 +5,13 @@ import { KEPT_MESSAGES, KEPT_SECONDS, logStatements } from "../../src/db/log";
 import { writeLedger } from "../../src/account/ledger-writes";
 import { truncationLog } from "../../src/db/outbox";
 import { RETRY_SCHEDULE } from "../../src/notifications/retry-schedule";
-import {
-	type Account,
-	addEntries,
-	bootstrap,
-	call,
-	confirmedSubscription,
-	consume,
-	expectError,
-	logLines,
-	newTwin,
-	receiver,
-	subscribeRecording,
-	until,
-	userWith,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, userWith, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { until } from "../support/waiting";
+import { confirmedSubscription, consume, receiver, subscribeRecording } from "../support/webhooks";
+import { logLines } from "./helpers";
 
 // Lines written into the account's log as background work writes them.
 async function writeLines(account: string, at: number, messages: string[]) {

@@ -1,14 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	confirmedSubscription,
-	expectError,
-	ledger,
-	newTwin,
-	outboxOf,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { confirmedSubscription, outboxOf } from "../support/webhooks";
 
 const MERGE = { "content-type": "application/merge-patch+json" };
 const patchEntries = (secret: string, twin: string, body: unknown, tail = "") =>

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, newTwin, userWithRules } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
 
 const MERGE = { "content-type": "application/merge-patch+json" };
 const patch = (secret: string, twin: string, body: unknown, headers: Record<string, string> = MERGE) =>

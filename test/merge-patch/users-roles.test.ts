@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, member, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, member, role } from "../support/accounts";
 
 const MERGE = { "content-type": "application/merge-patch+json" };
 const patchUser = (secret: string, user: string, body: unknown) =>

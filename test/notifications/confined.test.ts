@@ -3,21 +3,19 @@ import { Webhook } from "standardwebhooks";
 import { database } from "../../src/db/client";
 import { drainOutbox } from "../../src/notifications/outbox-drain";
 import { describe, expect, it } from "vitest";
+import { call } from "../support/requests";
+import { bootstrap, member, role } from "../support/accounts";
+import { newTwin } from "../support/twins";
 import {
 	bodies,
-	bootstrap,
-	call,
 	CLIENT_SECRET,
 	confirmedSubscription,
-	member,
 	messagesFor,
-	newTwin,
 	outboxOf,
-	publishEntries,
 	received,
-	role,
 	storedSubscription,
-} from "../fixtures";
+} from "../support/webhooks";
+import { publishEntries } from "../streams/helpers";
 
 // Webhook subscriptions of a subscriber whose role confines it (docs/notifications.md): each
 // message reaches it only as it could read it, filtered when the account's object hands it to

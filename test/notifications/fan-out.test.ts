@@ -2,7 +2,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
-import { type Account, bootstrap, call, confirmedSubscription, newTwin, outboxOf } from "../fixtures";
+import { call } from "../support/requests";
+import { type Account, bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { confirmedSubscription, outboxOf } from "../support/webhooks";
 
 // One write by `admin` to `twin` at `at`, straight through writeLedger with its fan-out bound.
 function write(

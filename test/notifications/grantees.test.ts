@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_GRANTED_TOPICS, MAX_GRANTS_PAGE } from "../../src/operations/notifications-access";
-import { type Account, bootstrap, call, expectError } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap } from "../support/accounts";
 
 // An account grants topics to at most MAX_GRANTEES accounts (invented ones included: whether
 // they exist is not checked), and get_notifications_access answers in pages.

@@ -3,20 +3,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
 import type { ConfirmationJob, NotificationJob } from "../../src/notifications/jobs";
-import {
-	addEntries,
-	bootstrap,
-	call,
-	confirmedSubscription,
-	consume,
-	inImplementation,
-	loggedErrors,
-	messagesFor,
-	newTwin,
-	outboxOf,
-	received,
-	fireAccountAlarm,
-} from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { loggedErrors } from "../support/faults";
+import { inImplementation, fireAccountAlarm } from "../support/objects";
+import { confirmedSubscription, consume, messagesFor, outboxOf, received } from "../support/webhooks";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.

@@ -1,22 +1,20 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { call } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { until } from "../support/waiting";
 import {
-	addEntries,
 	bodies,
-	bootstrap,
-	call,
 	confirmedSubscription,
 	consume,
-	ledger,
 	messagesFor,
-	newTwin,
 	outboxOf,
 	received,
 	receiver,
 	subscribeRecording,
-	until,
-	userWithRules,
-} from "../fixtures";
+} from "../support/webhooks";
 
 describe("who receives a notification", () => {
 	it("only subscriptions to the topic that are confirmed and unexpired when it is published", async () => {

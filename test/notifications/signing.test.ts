@@ -1,7 +1,11 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { addEntries, bootstrap, call, CLIENT_SECRET, confirmedSubscription, messagesFor, newTwin } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries } from "../support/ledgers";
+import { CLIENT_SECRET, confirmedSubscription, messagesFor } from "../support/webhooks";
 
 const encoder = new TextEncoder();
 

@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	addEntries,
-	bodies,
-	bootstrap,
-	call,
-	confirmedSubscription,
-	expectError,
-	ledger,
-	messagesFor,
-	newTwin,
-	outboxOf,
-	received,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { bodies, confirmedSubscription, messagesFor, outboxOf, received } from "../support/webhooks";
 
 const always = { readings: "true" };
 

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, member, role } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret, member, role } from "../support/accounts";
 
 describe("get_account and update_account", () => {
 	it("answers the caller's account, and changes only resource_access_log to null or {}", async () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, expectError } from "../fixtures";
+import { call, expectError } from "../support/requests";
 
 const admin = () => ({ authorization: `Bearer ${env.ADMIN_TOKEN}` });
 

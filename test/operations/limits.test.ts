@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_DESCRIPTION_BYTES } from "../../src/base/limits";
-import { bootstrap, call, expectError, recordingQueue } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { recordingQueue } from "../support/webhooks";
 
 // Per-account limits, with the defaults of wrangler.toml. The rows up to
 // the limit are written straight into D1; the last ones go through the API.

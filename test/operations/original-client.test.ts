@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, fingerprint } from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, createUser } from "../support/accounts";
 
 // What the original's own client sends, beyond the interface.
 describe("activity on users", () => {

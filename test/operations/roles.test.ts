@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
 
 async function createRole(secret: string, body: unknown) {
 	return call("POST", "/roles", { secret, body });

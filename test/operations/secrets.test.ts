@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, issueSecret, userWith } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
 
 async function requestPin(secret: string, user: string, body: unknown = {}) {
 	const res = await call("POST", `/users/${user}/secrets`, { secret, body });

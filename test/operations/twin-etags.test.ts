@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { bootstrap, call, expectError, fingerprint, newTwin, userWithRules } from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
 
 const STRONG = /^"[^"]+"$/;
 const get = (secret: string, twin: string) => call("GET", `/twins/${twin}`, { secret });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, issueSecret } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, issueSecret } from "../support/accounts";
 
 async function createTwin(secret: string, description?: unknown) {
 	const res = await call("POST", "/twins", { secret, body: description === undefined ? {} : { description } });

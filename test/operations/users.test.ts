@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, expectError, insertRole, userWith } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, insertRole, userWith } from "../support/accounts";
 
 const validUser = (role: string) => ({ name: "Ada", role, description: { team: "ops", level_2: [1, { a: null }] } });
 

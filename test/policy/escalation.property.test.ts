@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { allowedActions } from "../../src/policy/statement";
 import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
-import { bootstrap, call, member, role, type Statement } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, member, role, type Statement } from "../support/accounts";
 
 // A confined user (a twin rule, an allow-list) tries random sequences of role, user and
 // secret operations. Whatever it does, no user it can reach (itself, or any user it obtains

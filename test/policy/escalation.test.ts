@@ -1,19 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { STATEMENT_VOCABULARY } from "../../src/policy/vocabulary";
-import {
-	type Account,
-	addEntries,
-	bootstrap,
-	call,
-	createUser,
-	expectError,
-	ledger,
-	member,
-	newTwin,
-	role,
-	type Statement,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, createUser, member, role, type Statement, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
 
 // Each attack of a hostile user of a real account, through the Worker's fetch: the refusal,
 // and the state it leaves.

@@ -1,17 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	type Account,
-	addEntries,
-	attach,
-	bootstrap,
-	call,
-	expectError,
-	fingerprint,
-	idPath,
-	ledger,
-	newTwin,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { type Account, bootstrap, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { addEntries, ledger } from "../support/ledgers";
+import { attach, idPath } from "../identities/helpers";
 
 // A name the caller's role hides answers as an absent name does, on writes as on reads: same
 // status, body and headers (Server-Timing's figures included), and nothing written.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, issueSecret, member, role } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, issueSecret, member, role } from "../support/accounts";
 
 // What a caller may not see must not show through: not in a scan's match, not in a header.
 

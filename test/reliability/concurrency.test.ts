@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, issueSecret, seedTwins } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, createUser, issueSecret } from "../support/accounts";
+import { seedTwins } from "../support/twins";
 
 describe("concurrent requests in one account", () => {
 	it("role writes, role assignments and deletions never leave a user with a missing role", async () => {

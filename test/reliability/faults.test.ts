@@ -1,21 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	consume,
-	createUser,
-	expectError,
-	failingBatches,
-	inImplementation,
-	issueSecret,
-	loggedErrors,
-	received,
-	receiver,
-	sessionsToo,
-	storedSubscription,
-	subscribeRecording,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret } from "../support/accounts";
+import { failingBatches, loggedErrors, sessionsToo } from "../support/faults";
+import { inImplementation } from "../support/objects";
+import { consume, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
 import type { ConfirmationJob } from "../../src/notifications/jobs";
 import type { AccountDO, DeliveryDO } from "../../src/objects";
 

@@ -2,17 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes as table } from "../../src/routes";
 import { loadRoutes } from "../../src/http/route";
-import {
-	type Account,
-	BASE,
-	bootstrap,
-	call,
-	createUser,
-	randomAddress,
-	receiver,
-	seedTwins,
-	subscribeRecording,
-} from "../fixtures";
+import { BASE, call, randomAddress } from "../support/requests";
+import { type Account, bootstrap, createUser } from "../support/accounts";
+import { seedTwins } from "../support/twins";
+import { receiver, subscribeRecording } from "../support/webhooks";
 import { exports } from "cloudflare:workers";
 
 const routes = await loadRoutes(table);

@@ -1,19 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
 import { IdentityProvider } from "../federation/identity-provider";
-import {
-	type Account,
-	bootstrap,
-	call,
-	createUser,
-	fingerprint,
-	issueSecret,
-	member,
-	pathOf,
-	role,
-	type Statement,
-	subscribeRecording,
-} from "../fixtures";
+import { call, fingerprint } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, member, role, type Statement } from "../support/accounts";
+import { pathOf, subscribeRecording } from "../support/webhooks";
 
 // For every operation: the second account's credentials (or paths) with the first account's
 // ids, tokens and cursors. The answer is a refusal, and none of the first account's data.

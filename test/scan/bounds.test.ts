@@ -4,18 +4,9 @@ import { describe, expect, it } from "vitest";
 import { CURSOR_IDLE_SECONDS, type CursorBinding, CursorStore, MAX_CURSORS_PER_USER } from "../../src/account/cursors";
 import type { AccountDO } from "../../src/objects";
 import { MAX_PAGE_BYTES } from "../../src/account/scan";
-import {
-	bootstrap,
-	call,
-	expectError,
-	insertRole,
-	issueSecret,
-	scan,
-	seedTwins,
-	userWith,
-	userWithRules,
-	walk,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, insertRole, issueSecret, userWith, userWithRules } from "../support/accounts";
+import { scan, seedTwins, walk } from "../support/twins";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
 // account is answered meanwhile. (How fast is measured by `npm run bench:abuse`, not here.)

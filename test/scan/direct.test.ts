@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, createUser, d1Cost, expectError, issueSecret, scan, seedTwins } from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { bootstrap, createUser, issueSecret } from "../support/accounts";
+import { scan, seedTwins } from "../support/twins";
 
 // A repeated scan_twins goes straight to the account's object, which reads the credential row
 // in the page's D1 batch. Everything the usual path promises must hold from the next request.

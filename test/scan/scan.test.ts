@@ -2,19 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
-import {
-	type Account,
-	bootstrap,
-	call,
-	createUser,
-	d1Cost,
-	expectError,
-	issueSecret,
-	scan,
-	seedTwins,
-	walk,
-	fireAccountAlarm,
-} from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret } from "../support/accounts";
+import { scan, seedTwins, walk } from "../support/twins";
+import { fireAccountAlarm } from "../support/objects";
 
 describe("scan_twins parameters", () => {
 	it.each([

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { scanTwins } from "../../src/operations/twins";
-import { bootstrap, call, scan } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { scan } from "../support/twins";
 
 // A scan page is serialized where it is built and sent without a second parse by the response
 // schema: these answers are checked against the schema here instead.

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, seedTwins } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { seedTwins } from "../support/twins";
 
 // Between pages of a walk, twins are created and terminated. Whatever happens, the walk
 // returns no twin twice, and every twin that existed for the whole walk.

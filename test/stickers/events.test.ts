@@ -2,30 +2,17 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AccountDO } from "../../src/objects";
-import {
-	bodies,
-	bootstrap,
-	call,
-	clockPast,
-	confirmedSubscription,
-	expectError,
-	loggedErrors,
-	logLines,
-	messagesFor,
-	newTwin,
-	objectEnv,
-	openSse,
-	outboxOf,
-	putStickers,
-	received,
-	restartAccountObject,
-	stickerPath,
-	streamPath,
-	until,
-	usageOf,
-	usageTotal,
-	fireAccountAlarm,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { clockPast, until } from "../support/waiting";
+import { loggedErrors } from "../support/faults";
+import { objectEnv, restartAccountObject, fireAccountAlarm } from "../support/objects";
+import { bodies, confirmedSubscription, messagesFor, outboxOf, received } from "../support/webhooks";
+import { openSse, streamPath } from "../streams/helpers";
+import { putStickers, stickerPath } from "./helpers";
+import { logLines } from "../log/helpers";
+import { usageOf, usageTotal } from "../usage/helpers";
 
 const everything = { on_put: "stickers", on_remove: "stickers", on_expire: "stickers" };
 

@@ -3,18 +3,10 @@ import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
 import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
-import {
-	type Account,
-	bootstrap,
-	call,
-	d1Cost,
-	expectError,
-	member,
-	newTwin,
-	putStickers,
-	role,
-	userWithRules,
-} from "../fixtures";
+import { call, d1Cost, expectError } from "../support/requests";
+import { type Account, bootstrap, member, role, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { putStickers } from "./helpers";
 
 const allow = { effect: "deny" as const, actions: null };
 type Listed = {

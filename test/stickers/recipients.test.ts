@@ -1,18 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	d1Cost,
-	expectError,
-	fingerprint,
-	member,
-	newTwin,
-	putStickers,
-	role,
-	stickerPath,
-	userWithRules,
-} from "../fixtures";
+import { call, d1Cost, expectError, fingerprint } from "../support/requests";
+import { bootstrap, member, role, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { putStickers, stickerPath } from "./helpers";
 
 const allow = { effect: "deny" as const, actions: null };
 

@@ -1,16 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	expectError,
-	member,
-	newTwin,
-	objectEnv,
-	putStickers,
-	role,
-	stickerPath,
-	userWith,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap, member, role, userWith } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { objectEnv } from "../support/objects";
+import { putStickers, stickerPath } from "./helpers";
 
 const YEAR = 31_536_000;
 

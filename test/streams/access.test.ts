@@ -1,22 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { signStreamToken } from "../../src/base/stream-token";
-import {
-	type Account,
-	bootstrap,
-	call,
-	createUser,
-	expectError,
-	fingerprint,
-	issueSecret,
-	newTwin,
-	openSocket,
-	openSse,
-	publish,
-	streamPath,
-	userWith,
-	userWithRules,
-} from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, userWith, userWithRules } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { openSocket, openSse, publish, streamPath } from "./helpers";
 
 // Who may open a stream, checked in this order before any upgrade or body byte: credential,
 // statement, query, a confined role, another account's grant, then the limits. Every refusal is

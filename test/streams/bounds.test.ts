@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, drained, newTwin, openSocket, openSse, seedStreamMessages, streamPath } from "../fixtures";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { drained, openSocket, openSse, seedStreamMessages, streamPath } from "./helpers";
 
 // What a stream may cost: a reader is sent at most 1000 messages or 4 MiB it has not
 // acknowledged, the rest waits in the log, and one that lets more than that pile up live is

@@ -1,19 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	ledger,
-	loggedErrors,
-	newTwin,
-	objectEnv,
-	openSocket,
-	openSse,
-	publish,
-	streamPath,
-	until,
-	fireAccountAlarm,
-} from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { ledger } from "../support/ledgers";
+import { until } from "../support/waiting";
+import { loggedErrors } from "../support/faults";
+import { objectEnv, fireAccountAlarm } from "../support/objects";
+import { openSocket, openSse, publish, streamPath } from "./helpers";
 
 // Live delivery through the Worker to real SSE and WebSocket clients: what a stream receives,
 // in which framing, on which topics, and that nothing committed after the headers is missed.

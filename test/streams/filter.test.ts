@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-	type Account,
-	bootstrap,
-	call,
-	drained,
-	member,
-	newTwin,
-	openSocket,
-	openSse,
-	publishEntries,
-	putStickers,
-	role,
-	streamPath,
-} from "../fixtures";
+import { call } from "../support/requests";
+import { type Account, bootstrap, member, role } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { drained, openSocket, openSse, publishEntries, streamPath } from "./helpers";
+import { putStickers } from "../stickers/helpers";
 
 // Live data for a reader whose role confines it (docs/streams.md, "Confined readers"): a driver
 // who sees his vans gets their messages only, each with the entries he sees, live and on

@@ -1,16 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	expectError,
-	call,
-	inStreamObject,
-	newTwin,
-	openSocket,
-	openSse,
-	publish,
-	seedStreamMessages,
-	streamPath,
-} from "../fixtures";
+import { expectError, call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { inStreamObject, openSocket, openSse, publish, seedStreamMessages, streamPath } from "./helpers";
 
 // Resumption: after Last-Event-ID (SSE) or `since`, every message of the stream's topics the log
 // still holds, in id order, then live ones, none twice; `resync` when the log cannot say.

@@ -1,22 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { signStreamToken } from "../../src/base/stream-token";
-import {
-	type Account,
-	bootstrap,
-	call,
-	createUser,
-	expectError,
-	inStreamObject,
-	issueSecret,
-	member,
-	newTwin,
-	openSocket,
-	openSse,
-	publish,
-	role,
-	streamPath,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap, createUser, issueSecret, member, role } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { inStreamObject, openSocket, openSse, publish, streamPath } from "./helpers";
 
 // A stream ends when its credential ends (4401) or its permission changes (4403), within 2 s:
 // an SSE stream with an `end` event and the end of its body, a WebSocket with an `end` frame and

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, expectError, fingerprint, member, role, scan, seedTwins, walk } from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, member, role } from "../support/accounts";
+import { scan, seedTwins, walk } from "../support/twins";
 
 // DICT: the request's dictionary, from the X-TrustedTwin header or a token's secret_dict, read
 // by every rule like USER and compiled into scan SQL.

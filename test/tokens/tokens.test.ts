@@ -2,23 +2,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { base64Url } from "../../src/base/crypto";
 import { signJwt } from "../../src/base/jwt";
-import {
-	attachDoc,
-	bootstrap,
-	call,
-	confirmationUrl,
-	createUser,
-	d1Cost,
-	expectError,
-	issueSecret,
-	member,
-	newTwin,
-	pathOf,
-	randomAddress,
-	recordingQueue,
-	role,
-	seedTwins,
-} from "../fixtures";
+import { call, d1Cost, expectError, randomAddress } from "../support/requests";
+import { bootstrap, createUser, issueSecret, member, role } from "../support/accounts";
+import { newTwin, seedTwins } from "../support/twins";
+import { confirmationUrl, pathOf, recordingQueue } from "../support/webhooks";
+import { attachDoc } from "../docs/helpers";
 
 // User Tokens through the Worker's fetch: what they are made from, how long they live, that
 // they act as their user with the role as it is now, and every way to forge or widen one.

@@ -1,22 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { USAGE_FIELDS } from "../../src/base/usage";
-import {
-	bootstrap,
-	call,
-	confirmedSubscription,
-	ledger,
-	loggedErrors,
-	newTwin,
-	objectEnv,
-	seedLedgers,
-	storedUsage,
-	until,
-	usageOf,
-	usageTally,
-	usageTotal,
-	userWith,
-	fireAccountAlarm,
-} from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap, userWith } from "../support/accounts";
+import { newTwin } from "../support/twins";
+import { ledger, seedLedgers } from "../support/ledgers";
+import { until } from "../support/waiting";
+import { loggedErrors } from "../support/faults";
+import { objectEnv, fireAccountAlarm } from "../support/objects";
+import { confirmedSubscription } from "../support/webhooks";
+import { storedUsage, usageOf, usageTally, usageTotal } from "./helpers";
 
 // What each request of a user counts (docs/usage.md): itself whatever its answer, the D1 rows its
 // Server-Timing reports, the twins it made or ended; and what the account's object counts for

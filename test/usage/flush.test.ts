@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, call, storedUsage, until, usageOf, usageTotal } from "../fixtures";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { until } from "../support/waiting";
+import { storedUsage, usageOf, usageTotal } from "./helpers";
 
 // How counts travel (docs/usage.md "How it is kept"): an isolate keeps them and hands them to the account's object when
 // USAGE_FLUSH_SECONDS have passed since the first of them (half a second in the tests), or

@@ -1,18 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bucketKey, fullCounts, hourOf, USAGE_FIELDS } from "../../src/base/usage";
-import {
-	addStoredUsage,
-	bootstrap,
-	call,
-	createUser,
-	expectError,
-	fingerprint,
-	inImplementation,
-	storedUsage,
-	userWith,
-	usageOf,
-} from "../fixtures";
+import { call, expectError, fingerprint } from "../support/requests";
+import { bootstrap, createUser, userWith } from "../support/accounts";
+import { inImplementation } from "../support/objects";
+import { addStoredUsage, storedUsage, usageOf } from "./helpers";
 
 // The query of get_account_usage and get_user_usage (docs/usage.md "Reading it"): ge and le, hour and day buckets and
 // their keys, the bounds, and who may be asked about.

@@ -1,19 +1,19 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { failingNetwork } from "../support/faults";
 import {
-	bootstrap,
-	call,
 	CLIENT_SECRET,
 	consume,
-	failingNetwork,
 	messagesFor,
 	pathOf,
 	received,
 	receiver,
 	storedSubscription,
 	subscribeRecording,
-} from "../fixtures";
+} from "../support/webhooks";
 
 // The documented recipe, written from the README and not from the service's code: the hash is
 // keyed BLAKE2b-256 over the compact JSON of the message without `hash`, key = UTF-8 of

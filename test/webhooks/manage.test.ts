@@ -1,20 +1,18 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { call, expectError } from "../support/requests";
+import { bootstrap, userWith } from "../support/accounts";
+import { loggedErrors } from "../support/faults";
 import {
-	bootstrap,
-	call,
 	confirmationUrl,
 	consume,
-	expectError,
-	loggedErrors,
 	pathOf,
 	received,
 	receiver,
 	recordingQueue,
 	storedSubscription,
 	subscribeRecording,
-	userWith,
-} from "../fixtures";
+} from "../support/webhooks";
 
 const base = "/notifications/webhooks/subscriptions";
 

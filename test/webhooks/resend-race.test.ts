@@ -1,16 +1,16 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { attemptConfirmation } from "../../src/notifications/attempt";
+import { call } from "../support/requests";
+import { bootstrap } from "../support/accounts";
 import {
-	bootstrap,
-	call,
 	consume,
 	received,
 	receiver,
 	recordingQueue,
 	storedSubscription,
 	subscribeRecording,
-} from "../fixtures";
+} from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -2,20 +2,12 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { OUTBOX_KEEP_SECONDS } from "../../src/notifications/outbox-drain";
 import { RETRY_WINDOW } from "../../src/notifications/retry-schedule";
-import {
-	bootstrap,
-	call,
-	consume,
-	expectError,
-	failingNetwork,
-	pathOf,
-	received,
-	receiver,
-	release,
-	storedSubscription,
-	subscribeRecording,
-	until,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { until } from "../support/waiting";
+import { failingNetwork } from "../support/faults";
+import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
+import { release } from "./helpers";
 
 const deliveries = async (secret: string, uuid: string) =>
 	(await call("GET", `/notifications/webhooks/subscriptions/${uuid}/deliveries`, { secret })).body.deliveries;

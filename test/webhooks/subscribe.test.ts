@@ -1,17 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	consume,
-	expectError,
-	fetchWithEnv,
-	pathOf,
-	received,
-	receiver,
-	recordingQueue,
-	subscribeRecording,
-	userWith,
-} from "../fixtures";
+import { call, expectError, fetchWithEnv } from "../support/requests";
+import { bootstrap, userWith } from "../support/accounts";
+import { consume, pathOf, received, receiver, recordingQueue, subscribeRecording } from "../support/webhooks";
 
 const subscribe = (secret: string, body: unknown, policy = "any") =>
 	call("POST", "/notifications/webhooks", {

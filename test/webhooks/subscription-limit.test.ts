@@ -2,7 +2,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CONFIRMATION_COUNTED_SECONDS, PRUNED_AFTER_SECONDS } from "../../src/db/subscriptions";
 import { MAX_SUBSCRIPTIONS_PAGE } from "../../src/operations/webhook-subscriptions";
-import { type Account, bootstrap, call, clockPast, expectError, recordingQueue, storedSubscription } from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { type Account, bootstrap } from "../support/accounts";
+import { clockPast } from "../support/waiting";
+import { recordingQueue, storedSubscription } from "../support/webhooks";
 
 // MAX_SUBSCRIPTIONS bounds the confirmation messages an account has the service send: each one
 // (subscribe or resend) counts for a day, whatever becomes of its subscription; a live

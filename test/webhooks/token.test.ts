@@ -1,17 +1,9 @@
 import { blake2b } from "@noble/hashes/blake2.js";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-	bootstrap,
-	call,
-	consume,
-	expectError,
-	pathOf,
-	received,
-	receiver,
-	storedSubscription,
-	subscribeRecording,
-} from "../fixtures";
+import { call, expectError } from "../support/requests";
+import { bootstrap } from "../support/accounts";
+import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
 
 const OLD_SECRET = "Client-secret_16";
 const NEW_SECRET = "New-client-sec16";

@@ -1,0 +1,56 @@
+// Failures a test makes on purpose: faults injected into D1 (its sessions too), network failures
+// of the requests the Worker and its objects send, and console.error recorded instead of printed
+// for a test that makes the service log a failure. Each spy is undone when its test ends.
+import { onTestFinished, vi } from "vitest";
+
+// A fault injected into D1 reaches its sessions too (the Worker runs each request in one).
+export function sessionsToo(target: D1Database, property: string | symbol, wrap: (db: D1Database) => D1Database) {
+	if (property !== "withSession") return undefined;
+	return (constraint?: string) => wrap(target.withSession(constraint) as unknown as D1Database);
+}
+
+// D1 whose batches fail after their first statement has run: D1 runs a batch as one
+// transaction, so nothing of it may remain.
+export function failingBatches(db: D1Database): D1Database {
+	return new Proxy(db, {
+		get(target, property) {
+			const session = sessionsToo(target, property, failingBatches);
+			if (session) return session;
+			if (property === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					target.batch([statements[0], target.prepare("SELECT * FROM injected_fault"), ...statements.slice(1)]);
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
+// console.error, recorded instead of printed, for a test that makes the service log a failure on
+// purpose and checks what it logged. Restored when the test ends.
+export function loggedErrors() {
+	const spy = vi.spyOn(console, "error").mockImplementation(() => undefined);
+	onTestFinished(() => spy.mockRestore());
+	return spy;
+}
+
+// The next `times` requests the Worker or its objects (they run in this isolate) send to `url`
+// fail as the network fails them: "lost" at once, as a dropped connection, "hang" when the
+// request's own signal gives up, as a receiver that never answers. Not made on a real
+// connection, whose failure the runtime also reports as an uncaught exception of its own,
+// which reads as a failed test. Other requests go out as usual. Undone when the test ends.
+export function failingNetwork(url: string, how: "lost" | "hang", times = Number.POSITIVE_INFINITY) {
+	const real = globalThis.fetch;
+	let left = times;
+	const spy = vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+		const target = new URL(input instanceof Request ? input.url : input).href;
+		if (target !== new URL(url).href || left <= 0) return real(input, init);
+		left--;
+		if (how === "lost") return Promise.reject(new Error("Network connection lost."));
+		return new Promise((_, reject) =>
+			init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true }),
+		);
+	});
+	onTestFinished(() => spy.mockRestore());
+	return spy;
+}
