@@ -11,6 +11,7 @@ import {
 	docPath,
 	expireUpload,
 	patterned,
+	bucketReadingWhole,
 	putFile,
 	sha256Hex,
 	uploaded,
@@ -268,7 +269,11 @@ describe("attach_twin_doc", () => {
 				controller.close();
 			},
 		});
-		expectError(await putFile(empty.url, stream, { "content-length": "9" }), 400, 400101);
+		expectError(
+			await putFile(empty.url, stream, { "content-length": "9" }, { DOCS: bucketReadingWhole(env.DOCS).bucket }),
+			400,
+			400101,
+		);
 		expectError(await attach(admin.secret, twin, { empty: { handler: empty.handler } }), 409, 409171);
 		// Once the file is there it attaches.
 		expect((await putFile(empty.url, patterned(9))).status).toBe(200);

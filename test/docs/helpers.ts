@@ -3,7 +3,7 @@
 // them, read or changed directly.
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { call, randomAddress } from "../support/requests";
+import { call, fetchWithEnv, randomAddress } from "../support/requests";
 
 // `length` bytes from a xorshift generator: the same for a seed on every run, different from
 // one seed to another and from one position to the next, so that a misplaced or dropped chunk
@@ -37,10 +37,12 @@ export type Transfer = { status: number; headers: Headers; body: any; bytes: Uin
 export async function transfer(
 	url: string,
 	init: RequestInit & { headers?: Record<string, string> },
+	env?: Partial<Record<keyof Env, unknown>>,
 ): Promise<Transfer> {
 	const headers = new Headers(init.headers);
 	if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", randomAddress());
-	const response = await exports.default.fetch(new Request(url, { ...init, headers }));
+	const request = new Request(url, { ...init, headers });
+	const response = await (env ? fetchWithEnv(request, env) : exports.default.fetch(request));
 	const bytes = new Uint8Array(await response.arrayBuffer());
 	// An answer of the service, or a downloaded doc that was uploaded as JSON (its bytes may be any).
 	const json = response.headers.get("content-type")?.startsWith("application/json") && bytes.length > 0;
@@ -66,8 +68,9 @@ export function putFile(
 	url: string,
 	body: Uint8Array | ReadableStream<Uint8Array> | null,
 	headers: Record<string, string> = {},
+	env?: Partial<Record<keyof Env, unknown>>,
 ) {
-	return transfer(url, { method: "PUT", body, headers });
+	return transfer(url, { method: "PUT", body, headers }, env);
 }
 
 // The GET of a download URL.
@@ -149,4 +152,28 @@ export async function expireUpload(handler: string) {
 		.bind(Date.now() / 1000 - 1, handler)
 		.run();
 	expect(meta.changes).toBe(1);
+}
+
+// R2 as the Worker meets it, for a PUT whose stream breaks on purpose (a body that ends short of
+// its Content-Length, a PUT that lost its URL): the stand-in reads the stream whole first and
+// rejects as R2 does when it breaks, and otherwise stores the bytes in the real bucket. (A broken
+// stream that reaches the local R2 simulator makes it report an uncaught rejection of its own.)
+// `attempted` and `deleted` say what the Worker tried to put and then deleted.
+export function bucketReadingWhole(bucket: R2Bucket) {
+	const attempted: string[] = [];
+	const deleted: string[] = [];
+	const stand: Partial<R2Bucket> = {
+		put: (async (key: string, value: Parameters<R2Bucket["put"]>[1]) => {
+			attempted.push(key);
+			const bytes = value instanceof ReadableStream ? new Uint8Array(await new Response(value).arrayBuffer()) : value;
+			return bucket.put(key, bytes);
+		}) as R2Bucket["put"],
+		async delete(keys: string | string[]) {
+			deleted.push(...(Array.isArray(keys) ? keys : [keys]));
+			return bucket.delete(keys);
+		},
+		head: (key: string) => bucket.head(key),
+		get: ((key: string, options?: R2GetOptions) => bucket.get(key, options)) as R2Bucket["get"],
+	};
+	return { bucket: stand as R2Bucket, attempted, deleted };
 }

@@ -9,6 +9,7 @@ import {
 	docBytes,
 	docPath,
 	patterned,
+	bucketReadingWhole,
 	putFile,
 	sha256Hex,
 	uploaded,
@@ -344,11 +345,20 @@ describe("upload_to_cache", () => {
 		const admin = await bootstrap();
 		const created = await uploadUrl(admin.secret);
 		// Sizes nothing else in the bucket has, to look for what a failed PUT might leave.
-		const short = await putFile(created.url, chunks(patterned(12_341, 1)), { "content-length": "12343" });
+		const r2 = bucketReadingWhole(env.DOCS);
+		const short = await putFile(
+			created.url,
+			chunks(patterned(12_341, 1)),
+			{ "content-length": "12343" },
+			{ DOCS: r2.bucket },
+		);
 		expectError(short, 400, 400101);
 		expect(short.body.details).toEqual([expect.objectContaining({ path: "body" })]);
-		const long = await putDirect(created.url, chunks(patterned(12_347, 2)), 12_345);
+		const long = await putDirect(created.url, chunks(patterned(12_347, 2)), 12_345, { DOCS: r2.bucket });
 		expectError(long, 400, 400101);
+		// Each PUT tried its object, and deleted it when the body broke.
+		expect(r2.attempted).toHaveLength(2);
+		expect(r2.deleted).toEqual(r2.attempted);
 		for (const size of [12_341, 12_343, 12_345, 12_347]) expect(await anObjectOfSize(size)).toBe(false);
 		expect(await uploadObject(created.handler)).toBeNull();
 		expect(await docBytes(admin.account)).toBe(0);
@@ -590,9 +600,11 @@ describe("an upload in flight", () => {
 		const alive = { everyMs: 0, check: async () => checks[asked++] ?? false };
 		const parts = Array.from({ length: 6 }, (_, i) => patterned(100, i + 1));
 		const key = `objects/${crypto.randomUUID()}`;
-		const stored = await storeStreaming(env.DOCS, key, chunks(...parts), 600, alive);
+		const r2 = bucketReadingWhole(env.DOCS);
+		const stored = await storeStreaming(r2.bucket, key, chunks(...parts), 600, alive);
 		expect(stored).toEqual({ ok: false, lost: true });
 		expect(asked).toBe(3);
+		expect(r2.deleted).toEqual([key]);
 		expect(await env.DOCS.head(key)).toBeNull();
 		// Alive throughout: stored whole.
 		const kept = await storeStreaming(env.DOCS, key, chunks(...parts), 600, { everyMs: 0, check: async () => true });
