@@ -12,9 +12,20 @@ const URL_BASE = `http://127.0.0.1:${PORT}`;
 
 describe("npm start and npm run bootstrap", () => {
 	let server: ChildProcess;
+	// What npm start printed, line by line.
+	const printed: string[] = [];
 
 	beforeAll(async () => {
-		server = spawn("npm", ["start", "--", "--port", String(PORT)], { detached: true, stdio: "ignore" });
+		server = spawn("npm", ["start", "--", "--port", String(PORT)], {
+			detached: true,
+			stdio: ["ignore", "pipe", "ignore"],
+		});
+		let partial = "";
+		server.stdout?.on("data", (chunk: Buffer) => {
+			const lines = (partial + chunk.toString("utf8")).split("\n");
+			partial = lines.pop() ?? "";
+			printed.push(...lines);
+		});
 		for (let i = 0; i < 120; i++) {
 			if (
 				await fetch(`${URL_BASE}/whoami`).then(
@@ -42,6 +53,20 @@ describe("npm start and npm run bootstrap", () => {
 		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
 		expect(await client.get("/whoami")).toEqual({ account: created.account, user: created.user, role: created.role });
 	}, 60_000);
+
+	it("prints one line for its migrations and one line per request, the service's own", async () => {
+		const response = await fetch(`${URL_BASE}/whoami`, { headers: { authorization: created.secret } });
+		const trace = response.headers.get("x-request-id")!;
+		for (let i = 0; i < 50 && !printed.some((line) => line.includes(trace)); i++) {
+			await new Promise((resolve) => setTimeout(resolve, 100));
+		}
+		expect(printed.filter((line) => line.includes(trace))).toEqual([expect.stringContaining('"route":"/whoami"')]);
+		// wrangler's own line for the same requests is dropped.
+		expect(printed.filter((line) => /\bGET \/whoami 200\b/.test(line))).toEqual([]);
+		expect(
+			printed.filter((line) => /D1 migrations? to the local database|local database is up to date/.test(line)),
+		).toHaveLength(1);
+	}, 30_000);
 
 	// The typed client (client/), generated from the document the running service serves.
 	it("serves what the typed client expects: twins, a scan page by page, ledger lists, refusals", async () => {
