@@ -15,12 +15,6 @@ import { messageHash, signingKeys, standardWebhookHeaders } from "./signing";
 // seconds, or the dead-letter queue (the schedule is used up).
 export type Settlement = { action: "done" } | { action: "retry"; delay: number } | { action: "dead" };
 
-// The attempt number of a job on its `attempts`-th arrival from the queue. A job the delivery
-// object handed back to the queue (see delivery-object.ts) carries how many came before.
-export function attemptNumber(job: { after?: number }, attempts: number) {
-	return (job.after ?? 0) + attempts;
-}
-
 // One delivery attempt of a confirmation message, recorded in the subscription's deliveries.
 export async function attemptConfirmation(env: Env, job: ConfirmationJob, attempt: number): Promise<Settlement> {
 	const db = database(env.DB);

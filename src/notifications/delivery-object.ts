@@ -1,8 +1,8 @@
-import { type Settlement, attemptConfirmation, attemptNotification } from "./attempt";
+import { now } from "../base/time";
+import { attemptConfirmation, attemptNotification, type Settlement } from "./attempt";
 import type { WebhookJob } from "./jobs";
 import { DELIVERY_TIMEOUT_MS } from "./post";
 import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./retry-schedule";
-import { now } from "../base/time";
 
 // How long the queue consumer waits for an attempt before leaving it to this object. A queue
 // invocation ends only when its slowest message does, and the next batch waits for it (the
@@ -10,7 +10,18 @@ import { now } from "../base/time";
 // grows), so an attempt that is not over by then must not keep the batch.
 export const HANDOVER_MS = 2000;
 
-type Pending = { job: WebhookJob; attempt: number };
+// When the queue delivers a message again whose attempt is still running here: by then the
+// attempt has ended (it gives up after DELIVERY_TIMEOUT_MS), and its settlement waits.
+export const WAIT_SECONDS = Math.ceil(DELIVERY_TIMEOUT_MS / 1000) + 5;
+
+// What the object keeps of its message between the queue's deliveries: how many attempts were
+// made (an attempt counts once started, so one lost with the object is not made twice under
+// one number), and the settlement of an attempt that outlasted the consumer's wait, which the
+// queue's next delivery takes.
+type State = { made: number; settled?: { settlement: Settlement; at: number } };
+const STATE = "state";
+// An object from before kept an attempt it had taken over from the queue here, for its alarm.
+const LEGACY_PENDING = "pending";
 
 // An attempt that failed on our side (D1, the configuration), not the receiver's, settles as a
 // retry on the schedule's next delay: the object never rejects a call, so nothing is lost on
@@ -26,75 +37,62 @@ async function attemptJob(env: Env, job: WebhookJob, attempt: number): Promise<S
 	}
 }
 
-// One object per message (named by its uuid). It runs that message's attempts; an attempt
-// still running when the consumer stops waiting is finished here, and this object queues what
-// follows it, as the consumer would have.
+// One object per message (named by its uuid): it makes that message's attempts, one at a time,
+// and numbers them. The queue owns every retry (docs/notifications.md "Webhooks"): each
+// delivery of the message asks this object for a settlement, and the consumer acknowledges,
+// retries with the answered delay, or dead-letters. An attempt still running when the consumer
+// stops waiting goes on here; the consumer retries the message after WAIT_SECONDS, and that
+// delivery takes the attempt's settlement, so a hanging receiver holds up nobody else.
 export class DeliveryObject {
-	private current?: { attempt: number; result: Promise<Settlement>; handedOver: boolean };
+	// The attempt running in this object now, if any.
+	private running?: Promise<Settlement>;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
 		protected env: Env,
 	) {}
 
-	// Runs attempt `attempt` (or joins it if it is already running) and answers its settlement,
-	// or "handed-over" if it is still running after HANDOVER_MS: from then on, it is this
-	// object's to settle.
-	async run(job: WebhookJob, attempt: number): Promise<Settlement | "handed-over"> {
-		// The same attempt again (the queue may deliver a message twice) joins the running one.
-		if (this.current?.attempt !== attempt) {
-			const result = attemptJob(this.env, job, attempt);
-			const current = { attempt, result, handedOver: false };
-			this.current = current;
-			// Runs after run() below has marked a lost race: the timer's win and the mark happen in
-			// one turn, before the attempt's I/O can settle it.
-			result.then(
-				(settlement) => {
-					if (current.handedOver) return this.follow({ job, attempt }, settlement);
-				},
-				() => undefined,
-			);
+	async run(job: WebhookJob): Promise<Settlement> {
+		const stored = await this.ctx.storage.get<State>(STATE);
+		// A job handed back to the queue says how many attempts came before it.
+		const state: State = { ...stored, made: Math.max(stored?.made ?? 0, job.after ?? 0) };
+		// The settlement of an attempt that outlasted the consumer's wait: the queue takes it now.
+		if (state.settled) {
+			const { settlement, at } = state.settled;
+			const left = settlement.action === "retry" ? Math.ceil(at + settlement.delay - now()) : 0;
+			if (left >= 1) return { action: "retry", delay: left };
+			await this.ctx.storage.put<State>(STATE, { made: state.made });
+			if (settlement.action !== "retry") return settlement;
 		}
-		if (this.current.handedOver) return "handed-over";
-		const current = this.current;
+		// An attempt still running here (the queue delivered the message again, or twice).
+		if (this.running) return { action: "retry", delay: WAIT_SECONDS };
+		const attempt = state.made + 1;
+		await this.ctx.storage.put<State>(STATE, { made: attempt });
+		const running = attemptJob(this.env, job, attempt);
+		this.running = running;
 		let timeout: ReturnType<typeof setTimeout> | null = null;
-		const timer = new Promise<"handed-over">((resolve) => {
-			timeout = setTimeout(() => resolve("handed-over"), HANDOVER_MS);
+		const waited = new Promise<"outlasted">((resolve) => {
+			timeout = setTimeout(() => resolve("outlasted"), HANDOVER_MS);
 		});
-		const answer = await Promise.race([current.result, timer]).finally(() =>
-			clearTimeout(timeout as ReturnType<typeof setTimeout>),
-		);
-		if (answer === "handed-over") {
-			current.handedOver = true;
-			// If this object goes away before the attempt ends, the alarm makes another one.
-			await this.ctx.storage.put<Pending>("pending", { job, attempt });
-			await this.ctx.storage.setAlarm(Date.now() + DELIVERY_TIMEOUT_MS + 60_000);
+		const answer = await Promise.race([running, waited]).finally(() => clearTimeout(timeout));
+		if (answer !== "outlasted") {
+			this.running = undefined;
+			return answer;
 		}
-		return answer;
+		// Kept for the queue's next delivery of the message, WAIT_SECONDS from now.
+		void running.then(async (settlement) => {
+			this.running = undefined;
+			await this.ctx.storage.put<State>(STATE, { made: attempt, settled: { settlement, at: now() } });
+		});
+		return { action: "retry", delay: WAIT_SECONDS };
 	}
 
+	// An object from before the queue owned every retry may hold an attempt it took over, with
+	// an alarm for it: the job goes back to the queue, which owns it from then on.
 	async alarm() {
-		const pending = await this.ctx.storage.get<Pending>("pending");
+		const pending = await this.ctx.storage.get<{ job: WebhookJob; attempt: number }>(LEGACY_PENDING);
 		if (!pending) return;
-		this.current = undefined;
-		await this.follow(pending, await attemptJob(this.env, pending.job, pending.attempt));
-	}
-
-	// What the consumer does with a settled message, done with a new queue message instead.
-	private async follow(pending: Pending, settlement: Settlement) {
-		const { job, attempt } = pending;
-		try {
-			if (settlement.action === "retry") {
-				await this.env.WEBHOOKS.send({ ...job, after: attempt }, { delaySeconds: settlement.delay });
-			} else if (settlement.action === "dead") {
-				await this.env.WEBHOOK_DEAD_LETTERS.send(job);
-			}
-			await this.ctx.storage.delete("pending");
-			await this.ctx.storage.deleteAlarm();
-		} catch (error) {
-			// Left stored: the alarm tries the attempt again.
-			console.error(JSON.stringify({ delivery: job.message, attempt, error: String(error) }));
-			await this.ctx.storage.setAlarm(Date.now() + RETRY_SCHEDULE[0] * 1000).catch(() => undefined);
-		}
+		await this.env.WEBHOOKS.send({ ...pending.job, after: pending.attempt - 1 });
+		await this.ctx.storage.delete(LEGACY_PENDING);
 	}
 }

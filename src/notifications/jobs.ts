@@ -6,7 +6,8 @@ export type ConfirmationJob = {
 	kind: "confirmation";
 	subscription: string;
 	message: string;
-	// Attempts made before this job was queued (a slow attempt's follow-up); absent means none.
+	// Attempts made before this job was queued: a job a delivery object from before handed back
+	// to the queue (delivery-object.ts); absent means none. Its object counts on from there.
 	after?: number;
 	// When the message was first queued: its retry window starts here. A follow-up keeps it.
 	since?: number;

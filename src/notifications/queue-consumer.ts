@@ -1,32 +1,29 @@
 import { database } from "../db/client";
 import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
-import { attemptNumber } from "./attempt";
-import { RETRY_SCHEDULE, retryDelay, windowLeft } from "./retry-schedule";
+import { RETRY_SCHEDULE } from "./retry-schedule";
 import type { WebhookJob } from "./jobs";
 
 export const DEAD_LETTER_QUEUE = "twin-webhooks-dlq";
 
 // Each message is attempted in its own delivery object (delivery-object.ts), all of the
-// batch at once, and acknowledged, retried or dead-lettered on its own. An attempt that takes
-// longer than the hand-over time is left to its object, so a hanging receiver holds neither
-// its batch nor the batches behind it.
+// batch at once, and acknowledged, retried or dead-lettered on its own: the queue owns every
+// retry, the object numbers the attempts and says what comes next. An attempt that takes longer
+// than the hand-over time goes on in its object, and the message comes back for its settlement,
+// so a hanging receiver holds neither its batch nor the batches behind it.
 export async function consumeWebhookJobs(batch: MessageBatch<WebhookJob>, env: Env) {
 	await Promise.all(
 		batch.messages.map(async (message) => {
-			const attempt = attemptNumber(message.body, message.attempts);
 			try {
-				const settlement = await env.DELIVERIES.getByName(message.body.message).run(message.body, attempt);
-				if (settlement === "handed-over" || settlement.action === "done") return message.ack();
+				const settlement = await env.DELIVERIES.getByName(message.body.message).run(message.body);
+				if (settlement.action === "done") return message.ack();
 				if (settlement.action === "retry") return message.retry({ delaySeconds: settlement.delay });
 				await env.WEBHOOK_DEAD_LETTERS.send(message.body);
 				message.ack();
 			} catch (error) {
-				// D1, the object or the configuration failed us, not the receiver: try again later.
+				// The object could not be reached: the message comes back on the schedule's first delay.
 				console.error(JSON.stringify({ queue: batch.queue, message: message.id, error: String(error) }));
-				message.retry({
-					delaySeconds: retryDelay(attempt, null, windowLeft(message.body.since, now())) ?? RETRY_SCHEDULE[0],
-				});
+				message.retry({ delaySeconds: RETRY_SCHEDULE[0] });
 			}
 		}),
 	);

@@ -1,6 +1,7 @@
 // Queue delays between attempts, after attempt 1, 2, ...: about 23.7 hours in all, each within
-// the platform's 12-hour cap. wrangler.toml's max_retries equals its length, so the attempt
-// after the last entry that fails goes to the dead-letter queue.
+// the platform's 12-hour cap. After the attempt that follows the last entry, the consumer sends
+// the message to the dead-letter queue (wrangler.toml's max_retries leaves room for the returns
+// of attempts that outlast the consumer's wait).
 export const RETRY_SCHEDULE = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800] as const;
 export const MAX_QUEUE_DELAY = 43_200;
 

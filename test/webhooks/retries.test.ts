@@ -1,12 +1,23 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { OUTBOX_KEEP_SECONDS } from "../../src/notifications/outbox-drain";
 import { RETRY_WINDOW } from "../../src/notifications/retry-schedule";
 import { call, expectError } from "../support/requests";
 import { bootstrap } from "../support/accounts";
-import { until } from "../support/waiting";
+import { clockPast, until } from "../support/waiting";
+import { inImplementation } from "../support/objects";
+import { WAIT_SECONDS } from "../../src/notifications/delivery-object";
 import { failingNetwork } from "../support/faults";
-import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
+import {
+	consume,
+	pathOf,
+	received,
+	receiver,
+	recordingQueue,
+	storedSubscription,
+	subscribeRecording,
+} from "../support/webhooks";
 import { release } from "./helpers";
 
 const deliveries = async (secret: string, uuid: string) =>
@@ -177,7 +188,7 @@ describe("the delivery record", () => {
 });
 
 describe("a hanging receiver", () => {
-	it("is left to its delivery object, which records the timeout and requeues the message", {
+	it("goes on in its delivery object while the queue retries the message, whose next delivery takes the settlement", {
 		timeout: 40_000,
 	}, async () => {
 		const admin = await bootstrap();
@@ -185,8 +196,9 @@ describe("a hanging receiver", () => {
 		const callback = `${receiver()}/r/${crypto.randomUUID()}/ok`;
 		failingNetwork(callback, "hang", 1);
 		const { res, job } = await subscribeRecording(admin, { callback_url: callback });
-		// The consumer stops waiting long before the 10-second timeout and acknowledges it.
-		expect(await consume(job)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		// The consumer stops waiting long before the 10-second timeout: the queue owns the message
+		// and brings it back once the attempt has had time to end.
+		expect(await consume(job)).toMatchObject({ explicitAcks: [], retryDelays: [WAIT_SECONDS] });
 		const uuid = res.body.subscription.uuid;
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0 });
 		// The object records the attempt when its 10 seconds are up, on its own: nothing to await.
@@ -205,11 +217,14 @@ describe("a hanging receiver", () => {
 			}),
 		]);
 		expect(await storedSubscription(uuid)).toMatchObject({ status: "pending", attempts: 1 });
-		// What the object queued for attempt 2 is attempted by the same object, and delivered.
-		expect(await consume({ ...job, after: 1 }, 1)).toMatchObject({
-			retryMessages: [],
-			explicitAcks: [expect.any(String)],
-		});
+		// The queue's next delivery takes that settlement: before its 5 s are up, it waits the rest;
+		// after, it makes attempt 2 in the same object, which delivers.
+		const early = await consume(job, 2);
+		expect(early.explicitAcks).toEqual([]);
+		expect(early.retryDelays[0]).toBeGreaterThanOrEqual(1);
+		expect(early.retryDelays[0]).toBeLessThanOrEqual(5);
+		await clockPast(list[0].next_attempt_ts);
+		expect(await consume(job, 3)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
 		expect(
 			(await deliveries(admin.secret, uuid)).map((d: { attempt: number; outcome: string }) => [d.attempt, d.outcome]),
 		).toEqual([
@@ -263,22 +278,38 @@ describe("a hanging receiver", () => {
 });
 
 describe("a delivery object that went away mid-attempt", () => {
-	it("makes the attempt again from its alarm, and queues what follows", async () => {
-		const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+	it("counts the lost attempt, and makes the next one on the queue's next delivery", async () => {
 		const admin = await bootstrap();
 		const id = crypto.randomUUID();
 		const { res, job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${id}/ok` });
-		// What run() leaves behind when it hands an attempt over, without the attempt itself.
+		// What the object keeps once it has started attempt 3, without the attempt itself.
 		const stub = env.DELIVERIES.getByName(job.message);
+		await runInDurableObject(stub, (_instance, state) => state.storage.put("state", { made: 3 }));
+		expect(await consume(job, 4)).toMatchObject({ retryMessages: [], explicitAcks: [expect.any(String)] });
+		expect(await received(id)).toHaveLength(1);
+		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([
+			expect.objectContaining({ attempt: 4, outcome: "delivered" }),
+		]);
+	});
+
+	it("hands an attempt an object from before had taken over back to the queue, from its alarm", async () => {
+		const admin = await bootstrap();
+		const { job } = await subscribeRecording(admin, { callback_url: `${receiver()}/r/${crypto.randomUUID()}/ok` });
+		const stub = env.DELIVERIES.getByName(job.message);
+		const queue = recordingQueue();
+		await inImplementation(stub, (instance) => {
+			(instance as unknown as { env: Env }).env = { ...env, WEBHOOKS: queue.binding as unknown as Queue };
+		});
 		await runInDurableObject(stub, async (_instance, state) => {
 			await state.storage.put("pending", { job, attempt: 3 });
 			await state.storage.setAlarm(Date.now() + 60_000);
 		});
 		expect(await runDurableObjectAlarm(stub)).toBe(true);
-		expect(await received(id)).toHaveLength(1);
-		expect(await deliveries(admin.secret, res.body.subscription.uuid)).toEqual([
-			expect.objectContaining({ attempt: 3, outcome: "delivered" }),
-		]);
+		// Two attempts came before the one it had taken over: the queue makes that one again.
+		expect(queue.jobs).toEqual([{ ...job, after: 2 }]);
 		expect(await runInDurableObject(stub, (_instance, state) => state.storage.get("pending"))).toBeUndefined();
+		await inImplementation(stub, (instance) => {
+			(instance as unknown as { env: Env }).env = env;
+		});
 	});
 });
