@@ -293,7 +293,7 @@ export class AccountObject {
 	async alarm() {
 		const legacy = await this.ctx.storage.get<string>(LEGACY_KEYS[0]!);
 		if (legacy !== undefined) {
-			for (const name of Object.values(TIMER)) await this.timers.by(name, legacy, 0);
+			for (const name of Object.values(TIMER)) await this.timers.by(name, legacy, now());
 			await this.ctx.storage.delete(LEGACY_KEYS);
 		}
 		await this.timers.run();
