@@ -1,17 +1,10 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
-import { findCredential, findCredentialOfUser, findFederatedCredential, findIssuedCredential } from "../db/auth";
+import { findCredential, findCredentialOfUser } from "../db/auth";
 import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
-import {
-	CHALLENGE as challenge,
-	checkCredential,
-	checkFederated,
-	checkIssued,
-	type CredentialFound,
-	type Standing,
-} from "../policy/credential";
+import { CHALLENGE as challenge, checkCredential, type CredentialFound, type Standing } from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
 import { verifyStreamToken } from "../base/stream-token";
 
@@ -82,15 +75,12 @@ function callerFrom(presented: Presented, standing: Standing): Caller {
 // The rows a credential rests on, read in one D1 query whatever its kind, and checked.
 async function standingOf(d1: D1Database, presented: Presented, at: number): Promise<Caller> {
 	if (presented.type === "secret") return callerOf(presented, await findCredential(d1, presented.hash), at);
-	const { basis, sub } = presented.claims;
-	switch (basis.kind) {
-		case "secret":
-			return callerOf(presented, await findCredential(d1, basis.sec), at);
-		case "issued":
-			return callerFrom(presented, checkIssued(await findIssuedCredential(d1, basis.sec, sub), basis, at));
-		case "federated":
-			return callerFrom(presented, checkFederated(await findFederatedCredential(d1, basis.link), basis, at));
-	}
+	const { basis, sub, acc } = presented.claims;
+	if (basis.kind === "secret") return callerOf(presented, await findCredential(d1, basis.sec), at);
+	// A token issued for a user or given by an exchange: read as a stream token of one is (the
+	// module comes with the first such token an isolate meets).
+	const { standingOfBinding } = await import("../operations/standing");
+	return callerFrom(presented, await standingOfBinding(d1, basis, { user: sub, account: acc }, at));
 }
 
 // `streamToken`: the operation also takes a stream token in its `access_token` parameter
