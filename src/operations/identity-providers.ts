@@ -125,6 +125,21 @@ async function checkKeys(
 const providerParams = z.strictObject({ provider: uuid });
 const ADMIN_ONLY = "Only the account's administrator (its role allows everything and has no rule) may call it.";
 
+// Every field, optional: an update gives any of them, a create the two it requires besides.
+const changes = {
+	issuer: z.optional(fields.issuer),
+	audiences: z.optional(fields.audiences),
+	algorithms: z.optional(fields.algorithms),
+	jwks_uri: z.optional(fields.jwks_uri),
+	jwks: z.optional(fields.jwks),
+	clock_skew: z.optional(fields.clock_skew),
+	subject_claim: z.optional(fields.subject_claim),
+	dict_claims: z.optional(fields.dict_claims),
+	provisioning: z.optional(fields.provisioning),
+	token_validity: z.optional(fields.token_validity),
+	exp_extension: z.optional(fields.exp_extension),
+};
+
 export const createIdentityProvider = defineOperation({
 	name: "create_identity_provider",
 	summary: "Trust an OpenID Connect issuer to sign the account's users in",
@@ -139,19 +154,7 @@ export const createIdentityProvider = defineOperation({
 	auth: "secret",
 	status: 201,
 	response: providerRecord,
-	body: z.strictObject({
-		issuer: fields.issuer,
-		audiences: fields.audiences,
-		algorithms: z.optional(fields.algorithms),
-		jwks_uri: z.optional(fields.jwks_uri),
-		jwks: z.optional(fields.jwks),
-		clock_skew: z.optional(fields.clock_skew),
-		subject_claim: z.optional(fields.subject_claim),
-		dict_claims: z.optional(fields.dict_claims),
-		provisioning: z.optional(fields.provisioning),
-		token_validity: z.optional(fields.token_validity),
-		exp_extension: z.optional(fields.exp_extension),
-	}),
+	body: z.strictObject({ ...changes, issuer: fields.issuer, audiences: fields.audiences }),
 	async run({ body }, ctx) {
 		const keys = await checkKeys(
 			{ jwks: (body.jwks ?? null) as JwkSet | null, jwks_uri: body.jwks_uri ?? null },
@@ -194,20 +197,6 @@ export const getIdentityProvider = defineOperation({
 		return recordOf(found);
 	},
 });
-
-const changes = {
-	issuer: z.optional(fields.issuer),
-	audiences: z.optional(fields.audiences),
-	algorithms: z.optional(fields.algorithms),
-	jwks_uri: z.optional(fields.jwks_uri),
-	jwks: z.optional(fields.jwks),
-	clock_skew: z.optional(fields.clock_skew),
-	subject_claim: z.optional(fields.subject_claim),
-	dict_claims: z.optional(fields.dict_claims),
-	provisioning: z.optional(fields.provisioning),
-	token_validity: z.optional(fields.token_validity),
-	exp_extension: z.optional(fields.exp_extension),
-};
 
 export const updateIdentityProvider = defineOperation({
 	name: "update_identity_provider",
