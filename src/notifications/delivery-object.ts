@@ -80,10 +80,13 @@ export class DeliveryObject {
 			return answer;
 		}
 		// Kept for the queue's next delivery of the message, WAIT_SECONDS from now.
-		void running.then(async (settlement) => {
-			this.running = undefined;
-			await this.ctx.storage.put<State>(STATE, { made: attempt, settled: { settlement, at: now() } });
-		});
+		void running
+			.then(async (settlement) => {
+				this.running = undefined;
+				await this.ctx.storage.put<State>(STATE, { made: attempt, settled: { settlement, at: now() } });
+			})
+			// Lost, the settlement is an attempt lost with the object: the next delivery makes the next.
+			.catch((error) => console.error(JSON.stringify({ delivery: job.message, attempt, error: String(error) })));
 		return { action: "retry", delay: WAIT_SECONDS };
 	}
 
