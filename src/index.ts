@@ -10,6 +10,7 @@ import type { WebhookJob } from "./notifications/jobs";
 import { authenticated, type RequestState } from "./http/pipeline";
 import { countUsage } from "./account/usage-client";
 import { requestCounts } from "./base/usage";
+import { checkedShards, Sessions } from "./db/shards";
 
 export { AccountDO, DeliveryDO, StreamDO } from "./objects";
 
@@ -31,11 +32,13 @@ async function respond(
 	seen: Seen,
 ) {
 	try {
-		// One D1 session per request, begun at the primary: the credential check sees every
-		// revocation, and the request's later reads may come from a replica at least as new
-		// (see "Global callers" in docs/design.md).
-		const d1 = env.DB.withSession("first-primary");
-		seen.state = { requestId, meter, d1, stages: [{ name: "receive", at: Date.now() }] };
+		// A Worker on a bad SHARDS map reads and writes nothing (500241).
+		checkedShards(env);
+		// One D1 session per request and database, begun at the primary: the credential check
+		// sees every revocation, and the request's later reads may come from a replica at least
+		// as new (see "Global callers" in docs/design.md).
+		const shards = new Sessions(env, meter);
+		seen.state = { requestId, meter, shards, stages: [{ name: "receive", at: Date.now() }] };
 		return await router.fetch(request, env, ctx, seen.state);
 	} catch (error) {
 		if (error instanceof ApiError) {
@@ -60,6 +63,17 @@ async function subcodeOf(response: Response): Promise<number | undefined> {
 	return typeof body?.subcode === "number" ? body.subcode : undefined;
 }
 
+// One `DB_k=<bookmark>` per database the request read or wrote: the caller's home first, then
+// binding order (docs/design.md, "Global callers: D1 read replicas").
+function bookmarkHeader(meter: D1Meter, shards: Sessions): string | undefined {
+	const bookmarks = meter.bookmarks();
+	const order = shards.all();
+	const bindings = Object.keys(bookmarks).sort((a, b) =>
+		a === shards.home ? -1 : b === shards.home ? 1 : order.indexOf(a) - order.indexOf(b),
+	);
+	return bindings.length ? bindings.map((binding) => `${binding}=${bookmarks[binding]}`).join(", ") : undefined;
+}
+
 export default {
 	async fetch(request, env, ctx) {
 		const startedAt = Date.now();
@@ -73,7 +87,7 @@ export default {
 		response.headers.set("server-timing", meter.serverTiming());
 		// Only for a caller whose credential authenticated: to anyone else the shared database's
 		// position would tell how much other accounts write (docs/design.md, "Global callers: D1 read replicas").
-		const bookmark = meter.latestBookmark();
+		const bookmark = seen.state && bookmarkHeader(meter, seen.state.shards);
 		if (bookmark && authenticated(seen.state)) response.headers.set("x-d1-bookmark", bookmark);
 		// A request of a user counts in its account's usage with what Server-Timing reports,
 		// after the answer is built, off its path (buffered, see account/usage-client.ts); a

@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { sibling } from "../base/shards";
 import * as rows from "../db/docs";
 import type { DocRow, UploadRow } from "../db/docs";
 import { ApiError } from "../base/errors";
@@ -211,7 +212,7 @@ export async function attachDocs(
 		});
 	}
 	const docs: DocRow[] = names.map((name, i) => ({
-		uuid: crypto.randomUUID(),
+		uuid: sibling(caller.account),
 		twin,
 		name,
 		account: caller.account,

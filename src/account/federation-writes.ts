@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { sibling } from "../base/shards";
 import * as federation from "../db/federation";
 import { findRole } from "../db/roles";
 import { countUsers } from "../db/users";
@@ -44,7 +45,7 @@ export async function createProvider(db: Database, caller: Caller, input: Provid
 	}
 	const at = now();
 	return federation.insertProvider(db, {
-		uuid: crypto.randomUUID(),
+		uuid: sibling(caller.account),
 		account: caller.account,
 		...input,
 		created_ts: at,
@@ -120,7 +121,7 @@ export async function createLink(
 	if (await federation.findUserLink(db, caller.account, user, link.provider))
 		throw new ApiError("conflict", { description: "The user is already linked at this provider" });
 	return federation.insertLink(db, {
-		uuid: crypto.randomUUID(),
+		uuid: sibling(caller.account),
 		account: caller.account,
 		user,
 		provider: link.provider,
@@ -167,9 +168,9 @@ export async function provision(db: Database, p: Provisioning, maxUsers: number)
 		});
 	}
 	const at = now();
-	const user = crypto.randomUUID();
+	const user = sibling(p.account);
 	const link = {
-		uuid: crypto.randomUUID(),
+		uuid: sibling(p.account),
 		account: p.account,
 		user,
 		provider: p.provider,

@@ -16,6 +16,8 @@ export type CallerId = Pick<Caller, "account" | "user" | "dict" | "credential">;
 // notification messages on. A feature's methods (facets/) and background steps take it.
 export type Host = {
 	env: Env;
+	// The database holding the account's rows (docs/scaling.md).
+	home(): D1Database;
 	storage: DurableObjectStorage;
 	timers: Timers;
 	usage: UsageStore;

@@ -1,4 +1,5 @@
 import type { BatchItem } from "drizzle-orm/batch";
+import { sibling } from "../base/shards";
 import type { Database } from "../db/client";
 import * as db_ from "../db/indexes";
 import type { IndexDefinition, IndexTableRow } from "../db/indexes";
@@ -312,7 +313,7 @@ export async function createTables(
 			continue;
 		}
 		const row: IndexTableRow = {
-			uuid: crypto.randomUUID(),
+			uuid: sibling(caller.account),
 			account: caller.account,
 			name,
 			...definition,

@@ -31,6 +31,7 @@ import { CLOSE } from "../notifications/streams/frames";
 import * as stickers from "./sticker-writes";
 import { UsageStore } from "./usage-store";
 import { type Bucket, bucketed, type UsageRow } from "../base/usage";
+import { homeDatabase, homeOf } from "../db/shards";
 
 // Objects from before the schedule (timers.ts) kept their account under this key, and the
 // earliest sticker expiry under the other: their first alarm runs every step once.
@@ -84,7 +85,7 @@ export class AccountObject {
 		this.cursors = new CursorStore(ctx.storage.sql);
 		this.lines = new Journal(ctx.storage.sql);
 		this.usage = new UsageStore(ctx.storage.sql);
-		this.catalog = new indexes.IndexCatalog(() => database(env.DB));
+		this.catalog = new indexes.IndexCatalog(() => database(this.home()));
 		this.timers = new Timers(ctx.storage, {
 			[TIMER.outbox]: async (account) => ((await this.drain(account)) ? drainRetryAt(now()) : undefined),
 			[TIMER.cursors]: async () => this.cursors.sweepStep(now()),
@@ -98,6 +99,7 @@ export class AccountObject {
 			get env() {
 				return object.env;
 			},
+			home: () => this.home(),
 			storage: ctx.storage,
 			timers: this.timers,
 			usage: this.usage,
@@ -159,7 +161,7 @@ export class AccountObject {
 		);
 		return this.tellStreams(write, async () => {
 			if (changes.role === undefined && changes.description === undefined) return undefined;
-			const now = await writes.currentCaller(database(this.env.DB), { account: caller.account, user });
+			const now = await writes.currentCaller(database(this.home()), { account: caller.account, user });
 			if (!decide(now.statement, "stream_notifications").allowed)
 				return { account: caller.account, user, code: CLOSE.permissionEnded };
 			const { role, statement, rules, description } = now;
@@ -204,6 +206,18 @@ export class AccountObject {
 		return outcome;
 	}
 
+	// The account this object is named by (its uuid), and the database holding its rows
+	// (docs/scaling.md): the object never moves, its rows may.
+	private account(): string {
+		const name = this.ctx.id.name;
+		if (name === undefined) throw new Error("The account's object was reached without its name");
+		return name;
+	}
+
+	private home(): D1Database {
+		return homeDatabase(this.env, this.account());
+	}
+
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
 	// A caller the Worker checked reads in a session that continues the request's: from a
 	// replica at least as new as the check, or the primary. A credential the Worker did not
@@ -217,7 +231,8 @@ export class AccountObject {
 		return this.answer(meter, async (at): Promise<ScanAnswer> => {
 			const { caller: claimed, hash } = credential;
 			const d1 = meter.wrap(
-				this.env.DB.withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"),
+				this.home().withSession(hash === undefined ? (bookmark ?? "first-primary") : "first-primary"),
+				homeOf(this.env, this.account()),
 			);
 			// The cursor is only looked at, not used, until the credential holds.
 			const found = cursor === undefined ? undefined : this.cursors.find(cursor, ownerOf(claimed, request), at);
@@ -304,7 +319,7 @@ export class AccountObject {
 		// Every message handed to the queue counts as the account's, whoever's write made it.
 		const queued = (messages: number) => this.usage.add(now(), null, { task_publish_topic_count: messages });
 		const run = this.draining.then(() =>
-			drainOutbox(database(this.env.DB), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account),
+			drainOutbox(database(this.home()), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account),
 		);
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {
@@ -345,7 +360,7 @@ export class AccountObject {
 			checkStatement(writer, write.action);
 			if (!isVisible(writer, write.twin, at)) throw new ApiError("not_found", { description: "No such twin" });
 			// A writer that may not see the whole ledger must not see what its rows cost either.
-			const indexDb = writer.rules.entry === null ? db : database(this.env.DB);
+			const indexDb = writer.rules.entry === null ? db : database(this.home());
 			const index = (ledger: indexes.LedgerInput) =>
 				indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
 			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, {
@@ -382,7 +397,7 @@ export class AccountObject {
 	private serialized<T>(work: (db: Database, meter: D1Meter) => Promise<T>): Promise<Outcome<T>> {
 		const run = this.tail.then(() => {
 			const meter = new D1Meter();
-			return this.answer(meter, () => work(database(meter.wrap(this.env.DB)), meter));
+			return this.answer(meter, () => work(database(meter.wrap(this.home(), homeOf(this.env, this.account()))), meter));
 		});
 		this.tail = run.catch(() => undefined);
 		return run;

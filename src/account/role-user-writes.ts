@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { sibling } from "../base/shards";
 import { countRoles, deleteUnheldRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
 import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
@@ -62,7 +63,7 @@ export async function createRole(db: Database, caller: Caller, input: RoleInput,
 	}
 	const at = now();
 	return insertRole(db, {
-		uuid: crypto.randomUUID(),
+		uuid: sibling(caller.account),
 		account: caller.account,
 		...input,
 		created_ts: at,
@@ -110,7 +111,7 @@ export async function deleteRole(db: Database, caller: Caller, uuid: string) {
 
 export async function createUser(db: Database, caller: Caller, input: UserInput, limits: Limits) {
 	const role = await grantableRole(db, caller, input.role);
-	const uuid = crypto.randomUUID();
+	const uuid = sibling(caller.account);
 	requireManageable(caller, { uuid, role, description: input.description }, "The new user");
 	if ((await countUsers(db, caller.account)) >= limits.users) {
 		throw new ApiError("user_limit", {

@@ -257,7 +257,7 @@ export function earliestExpiry(input: StickerInput, at: number): number {
 // Messages the expiries published that the drain could not hand on leave the drain due.
 export async function expiryStep(host: Host, account: string): Promise<number | undefined> {
 	const outcome = await host.serialized(async () => {
-		const db = database(host.env.DB);
+		const db = database(host.home());
 		const fanOut = Number(host.env.MAX_SUBSCRIPTIONS);
 		let left = false;
 		for (;;) {

@@ -48,9 +48,12 @@ export function timingSafeEqualText(a: string, b: string): boolean {
 	return crypto.subtle.timingSafeEqual(left, right);
 }
 
-// A User Secret: 48 random bytes as 64 characters of URL-safe base64. Only the hash is stored.
-export async function newUserSecret() {
-	const secret = randomBase64Url(48);
+// A User Secret: 48 random bytes as 64 characters of URL-safe base64, the first of them its
+// account's bucket (docs/scaling.md). Only the hash is stored.
+export async function newUserSecret(bucket: number) {
+	const bytes = crypto.getRandomValues(new Uint8Array(48));
+	bytes[0] = bucket;
+	const secret = base64Url(bytes);
 	return { secret, hash: await sha256Hex(secret), fingerprint: secret.slice(-4) };
 }
 

@@ -9,28 +9,46 @@ import { selectedColumns } from "./columns";
 // same name would collapse into one key and shift every value after it, so raw() counts the
 // columns the statement selects and refuses rows with fewer keys: give one of them an alias.
 
-// `bookmark`: the newest D1 session bookmark the work saw (see "Global callers" in docs/design.md).
-export type D1Cost = { queries: number; rowsRead: number; rowsWritten: number; ms: number; bookmark?: string | null };
+// `bookmarks`: the newest D1 session bookmark the work saw, per database binding (see "Global
+// callers" in docs/design.md).
+export type D1Cost = {
+	queries: number;
+	rowsRead: number;
+	rowsWritten: number;
+	ms: number;
+	bookmarks?: Record<string, string>;
+};
 
-export class D1Meter implements D1Cost {
+export class D1Meter {
 	queries = 0;
 	rowsRead = 0;
 	rowsWritten = 0;
 	ms = 0;
-	private readonly sessions: D1DatabaseSession[] = [];
-	private latest: string | null = null;
+	private readonly sessions: [string, D1DatabaseSession][] = [];
+	private readonly latest = new Map<string, string>();
 
 	add(cost: Partial<D1Cost>) {
 		this.queries += cost.queries ?? 0;
 		this.rowsRead += cost.rowsRead ?? 0;
 		this.rowsWritten += cost.rowsWritten ?? 0;
 		this.ms += cost.ms ?? 0;
-		this.latest = newest(this.latest, cost.bookmark ?? null);
+		for (const [binding, bookmark] of Object.entries(cost.bookmarks ?? {})) this.note(binding, bookmark);
 	}
 
-	// Bookmarks sort oldest to newest as strings.
-	latestBookmark(): string | null {
-		return this.sessions.reduce((latest, session) => newest(latest, session.getBookmark()), this.latest);
+	private note(binding: string, bookmark: string | null) {
+		const kept = newest(this.latest.get(binding) ?? null, bookmark);
+		if (kept !== null) this.latest.set(binding, kept);
+	}
+
+	// The newest bookmark seen of each database. Bookmarks sort oldest to newest as strings.
+	bookmarks(): Record<string, string> {
+		for (const [binding, session] of this.sessions) this.note(binding, session.getBookmark());
+		return Object.fromEntries(this.latest);
+	}
+
+	// The newest bookmark of one database, or null.
+	latestBookmark(binding: string): string | null {
+		return this.bookmarks()[binding] ?? null;
 	}
 
 	record(meta: D1Meta | undefined) {
@@ -76,17 +94,17 @@ export class D1Meter implements D1Cost {
 
 	snapshot(): D1Cost {
 		const { queries, rowsRead, rowsWritten, ms } = this;
-		return { queries, rowsRead, rowsWritten, ms, bookmark: this.latestBookmark() };
+		return { queries, rowsRead, rowsWritten, ms, bookmarks: this.bookmarks() };
 	}
 
 	serverTiming(): string {
 		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten}"`;
 	}
 
-	// A session is wrapped like the database itself; its bookmark is followed.
-	wrap(db: D1Database | D1DatabaseSession): D1Database {
+	// A session is wrapped like the database itself; its bookmark is followed under its binding.
+	wrap(db: D1Database | D1DatabaseSession, binding = "DB_0"): D1Database {
 		const meter = this;
-		if ("getBookmark" in db) this.sessions.push(db);
+		if ("getBookmark" in db) this.sessions.push([binding, db]);
 		return new Proxy(db, {
 			get(target, property) {
 				if (property === "prepare") return (query: string) => new MeteredStatement(target.prepare(query), meter, query);

@@ -7,6 +7,8 @@ import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
 import { CHALLENGE as challenge, checkCredential, type CredentialFound, type Standing } from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
 import { verifyStreamToken } from "../base/stream-token";
+import { bucketOfSecret, FIRST_SHARD } from "../base/shards";
+import { bindingOfBucket, type Sessions } from "../db/shards";
 
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{64}$/;
 
@@ -22,12 +24,13 @@ function credentialFrom(request: Request): string | null {
 // base64url segments) whose signature and expiry hold. A secret, or a token made from one, leads
 // to one stored secret by its hash; a token issued for a user or given by an exchange to what
 // its claims name (TokenBasis). The two shapes cannot be taken for each other; anything else is 401.
-export type Presented = { type: "secret"; hash: string } | { type: "token"; claims: TokenClaims };
+// A secret's first byte names its account's bucket (docs/scaling.md).
+export type Presented = { type: "secret"; hash: string; bucket: number } | { type: "token"; claims: TokenClaims };
 
 export async function presentedCredential(request: Request, env: Env): Promise<Presented> {
 	const text = credentialFrom(request);
 	if (!text) throw new ApiError("missing_credential", { headers: challenge });
-	if (SECRET_SHAPE.test(text)) return { type: "secret", hash: await sha256Hex(text) };
+	if (SECRET_SHAPE.test(text)) return { type: "secret", hash: await sha256Hex(text), bucket: bucketOfSecret(text)! };
 	if (!looksLikeJwt(text) || !env.TOKEN_KEY || env.TOKEN_KEY.length < MIN_TOKEN_KEY_LENGTH) {
 		throw new ApiError("unknown_credential", { headers: challenge });
 	}
@@ -72,10 +75,21 @@ function callerFrom(presented: Presented, standing: Standing): Caller {
 	};
 }
 
-// The rows a credential rests on, read in one D1 query whatever its kind, and checked.
-async function standingOf(d1: D1Database, presented: Presented, at: number): Promise<Caller> {
-	if (presented.type === "secret") return callerOf(presented, await findCredential(d1, presented.hash), at);
+// A secret's row: in the database of the bucket its first byte names, else on DB_0, where the
+// secrets of accounts from before sharding are (and a wrong one costs that query too).
+async function secretRow(shards: Sessions, presented: Presented & { type: "secret" }) {
+	const binding = bindingOfBucket(shards.env, presented.bucket);
+	const found = await findCredential(shards.of(binding), presented.hash);
+	if (found || binding === FIRST_SHARD) return found;
+	return findCredential(shards.of(FIRST_SHARD), presented.hash);
+}
+
+// The rows a credential rests on, read in one D1 query whatever its kind (in its account's
+// database, at its primary), and checked.
+async function standingOf(shards: Sessions, presented: Presented, at: number): Promise<Caller> {
+	if (presented.type === "secret") return callerOf(presented, await secretRow(shards, presented), at);
 	const { basis, sub, acc } = presented.claims;
+	const d1 = shards.for(acc);
 	if (basis.kind === "secret") return callerOf(presented, await findCredential(d1, basis.sec), at);
 	// A token issued for a user or given by an exchange: read as a stream token of one is (the
 	// module comes with the first such token an isolate meets).
@@ -87,25 +101,25 @@ async function standingOf(d1: D1Database, presented: Presented, at: number): Pro
 // (stream_notifications, for browsers), instead of the header, never beside it.
 export async function authenticate(
 	request: Request,
-	d1: D1Database,
-	env: Env,
+	shards: Sessions,
 	accepts: { streamToken?: true } = {},
 ): Promise<Caller> {
 	const streamToken = accepts.streamToken ? new URL(request.url).searchParams.get("access_token") : null;
-	if (streamToken !== null) return authenticateStream(request, streamToken, d1, env);
-	return standingOf(d1, await presentedCredential(request, env), now());
+	if (streamToken !== null) return authenticateStream(request, streamToken, shards);
+	return standingOf(shards, await presentedCredential(request, shards.env), now());
 }
 
 // A stream token: its mac first (a forgery reads nothing), then its expiry, then what it rests
 // on as it is now. One made with a secret or a plain User Token names the user's secret by when
 // it was made: the user's one secret must still be that one.
-async function authenticateStream(request: Request, token: string, d1: D1Database, env: Env): Promise<Caller> {
+async function authenticateStream(request: Request, token: string, shards: Sessions): Promise<Caller> {
 	if (request.headers.has("authorization")) {
 		const message = "Give the credential in the Authorization header or in access_token, not both";
 		throw new ApiError("validation", { description: message, details: [{ path: "access_token", message }] });
 	}
-	const claim = await verifyStreamToken(env.WEBHOOK_KEY, token);
+	const claim = await verifyStreamToken(shards.env.WEBHOOK_KEY, token);
 	if (!claim) throw new ApiError("unknown_credential", { headers: challenge });
+	const d1 = shards.for(claim.account);
 	const at = now();
 	if (claim.validityMs <= at * 1000) throw new ApiError("expired_credential", { headers: challenge });
 	const stream = { exp: claim.validityMs / 1000, dict: claim.dict };

@@ -20,11 +20,14 @@ import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { fingerprintOf, keepsReplay, presentedKey, quotaOf, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
+import { homeOf, type Sessions } from "../db/shards";
+import { FIRST_SHARD } from "../base/shards";
 
 export type RequestState = {
 	requestId: string;
 	meter: D1Meter;
-	d1: D1DatabaseSession;
+	// Its sessions of the databases it touches (db/shards.ts).
+	shards: Sessions;
 	// The request's steps as the Worker clock saw them (it moves only across I/O), for trace.
 	stages: Stage[];
 	// Who the request was authenticated as, once it was (a secret, a User Token or a stream
@@ -57,18 +60,19 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 		const operation = await load();
 		state.route = { operation: operation.name, path };
 		const url = new URL(request.url);
-		const d1 = state.meter.wrap(state.d1);
+		const { shards } = state;
 		const body = operation.body === "stream" ? undefined : await readBody(request);
 		if (operation.checksCredential) {
-			const answer = await runOnGuess(operation, request, env, url, state, d1, body);
+			const answer = await runOnGuess(operation, request, env, url, state, body);
 			if (answer) return answer;
 		}
 		let claim: Claim | undefined;
 		let key: string | undefined;
 		if (operation.auth === "secret") {
 			const caller = await countingFailures(env, request, () =>
-				authenticate(request, d1, env, { streamToken: operation.streamToken }),
+				authenticate(request, shards, { streamToken: operation.streamToken }),
 			);
+			shards.home = homeOf(env, caller.account);
 			mark(state, "authenticate");
 			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
@@ -89,6 +93,10 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			// Every route without a credential takes a secret value in its URL (a PIN, a token).
 			await spendAttempt(env.SECRET_ATTEMPTS, request);
 		}
+		// A route without a credential names its account in the path: its home is that account's.
+		const named = request.params?.account;
+		if (shards.home === undefined && typeof named === "string") shards.home = homeOf(env, named);
+		const d1 = shards.of(shards.home ?? FIRST_SHARD);
 		const ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, claim);
 		try {
 			const input = await readInput(operation, request, url, body, ctx);
@@ -133,6 +141,7 @@ function contextOf({ env, url, method, meter, d1, state }: Runtime, claim: Claim
 	return {
 		env,
 		d1,
+		shards: state.shards,
 		url,
 		meter,
 		caller: claim?.caller,
@@ -205,7 +214,6 @@ async function runOnGuess(
 	env: Env,
 	url: URL,
 	state: RequestState,
-	d1: D1Database,
 	body: Uint8Array | undefined,
 ) {
 	const presented = await presentedCredential(request, env).catch(() => undefined);
@@ -219,6 +227,8 @@ async function runOnGuess(
 		// The same checks as on the usual path, on the row as last seen; the object reads it again.
 		caller = callerOf(presented, found, now());
 		caller.dict = dictOf(request, caller.credential!);
+		state.shards.home = homeOf(env, caller.account);
+		const d1 = state.shards.of(state.shards.home);
 		ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, { caller, hash });
 		input = await readInput(operation, request, url, body, ctx);
 	} catch {

@@ -1,4 +1,5 @@
 import { type Database, database } from "../db/client";
+import { homeDatabase } from "../db/shards";
 import { recordAttempt } from "../db/deliveries";
 import { logLine } from "../db/log";
 import { findMessage, markDelivered } from "../db/outbox";
@@ -17,7 +18,7 @@ export type Settlement = { action: "done" } | { action: "retry"; delay: number }
 
 // One delivery attempt of a confirmation message, recorded in the subscription's deliveries.
 export async function attemptConfirmation(env: Env, job: ConfirmationJob, attempt: number): Promise<Settlement> {
-	const db = database(env.DB);
+	const db = database(homeDatabase(env, job.subscription));
 	const row = await findSubscription(db, job.subscription);
 	// Gone, replaced by a resend, delivered before (a message can arrive twice), or no longer
 	// pending: there is nothing left to deliver.
@@ -116,7 +117,7 @@ async function confirmationBody(env: Env, row: SubscriptionRow, at: number, key:
 // One delivery attempt of a notification, signed with the subscription's current keys and
 // recorded in its deliveries. It never changes the subscription's status.
 export async function attemptNotification(env: Env, job: NotificationJob, attempt: number): Promise<Settlement> {
-	const db = database(env.DB);
+	const db = database(homeDatabase(env, job.subscription));
 	const row = await findMessage(db, job.message);
 	// Delivered before (a queue message can arrive twice).
 	if (row && row.delivered_ts !== null) return { action: "done" };

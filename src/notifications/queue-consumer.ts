@@ -1,4 +1,5 @@
 import { database } from "../db/client";
+import { homeDatabase } from "../db/shards";
 import { findSubscription, markFailed } from "../db/subscriptions";
 import { now } from "../base/time";
 import { RETRY_SCHEDULE } from "./retry-schedule";
@@ -33,8 +34,9 @@ export async function consumeWebhookJobs(batch: MessageBatch<WebhookJob>, env: E
 // last outcome. A notification's last attempt is already in its deliveries, and it fails no
 // subscription.
 export async function consumeDeadLetters(batch: MessageBatch<WebhookJob>, env: Env) {
-	const db = database(env.DB);
 	for (const message of batch.messages) {
+		// The subscription's rows are in its publisher's database, which its id names.
+		const db = database(homeDatabase(env, message.body.subscription));
 		if (message.body.kind === "notification") {
 			message.ack();
 			continue;

@@ -1,5 +1,7 @@
 import * as z from "zod/mini";
 import { newUserSecret } from "../base/crypto";
+import { bucketedId, sibling } from "../base/shards";
+import { newAccountBucket } from "../db/shards";
 import { insertAccount } from "../db/accounts";
 import { now } from "../base/time";
 import { defineOperation } from "./operation";
@@ -21,11 +23,13 @@ export const createAccount = defineOperation({
 	body: z.strictObject({ name: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(128))) }),
 	async run({ body }, ctx) {
 		const at = now();
-		const account = crypto.randomUUID();
-		const role = crypto.randomUUID();
-		const user = crypto.randomUUID();
-		const { secret, hash, fingerprint } = await newUserSecret();
-		await insertAccount(dbOf(ctx), {
+		// The account's bucket is in every id it makes, and its secret's first byte.
+		const bucket = newAccountBucket(ctx.env);
+		const account = bucketedId(bucket);
+		const role = sibling(account);
+		const user = sibling(account);
+		const { secret, hash, fingerprint } = await newUserSecret(bucket);
+		await insertAccount(dbOf({ d1: ctx.shards.for(account) }), {
 			account: { uuid: account, created_ts: at, updated_ts: at },
 			role: {
 				uuid: role,

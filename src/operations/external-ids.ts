@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { linkableUser } from "../account/federation-writes";
 import { ApiError } from "../base/errors";
+import { homeDatabase } from "../db/shards";
 import { database, dbOf } from "../db/client";
 import { findProvider, listUserLinks } from "../db/federation";
 import { MAX_IDENTITY_PROVIDERS_CEILING } from "../base/limits";
@@ -65,8 +66,14 @@ export const createUserExternalId = defineOperation({
 			throw new ApiError("not_found", { description: "No such identity provider" });
 		let linked = body.subject;
 		if (body.subject_token !== undefined)
-			linked = (await verifyIdToken(database(ctx.env.DB), ctx.caller.account, body.subject_token, body.provider))
-				.subject;
+			linked = (
+				await verifyIdToken(
+					database(homeDatabase(ctx.env, ctx.caller.account)),
+					ctx.caller.account,
+					body.subject_token,
+					body.provider,
+				)
+			).subject;
 		const link = { provider: body.provider, subject: linked!, proven: body.subject_token !== undefined };
 		return accountClient(ctx, ctx.caller.account).createLink(ctx.caller, params.user, link);
 	},

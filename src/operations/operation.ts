@@ -1,6 +1,7 @@
 import type { z } from "zod/mini";
 import type { ErrorCode } from "../base/errors";
 import type { D1Meter } from "../db/meter";
+import type { Sessions } from "../db/shards";
 import type { Caller, Claim } from "../base/caller";
 import type { OperationName } from "../policy/names";
 
@@ -14,9 +15,13 @@ export type AuthKind = "secret" | "admin" | "none" | "capability" | "exchange";
 
 export type Context = {
 	env: Env;
-	// The request's D1 session, metered: the database handlers query through (db/client.ts's
-	// dbOf gives them its drizzle).
+	// The request's D1 session of its home database (the caller's account's, or the account its
+	// URL names), metered: the database handlers query through (db/client.ts's dbOf gives them
+	// its drizzle).
 	d1: D1Database;
+	// The request's sessions of every database: a row of another account is read where its id
+	// says it lives (db/shards.ts).
+	shards: Sessions;
 	url: URL;
 	meter: D1Meter;
 	// The request's id (its trace), its method (HEAD on a route that takes it, which answers as

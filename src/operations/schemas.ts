@@ -20,7 +20,16 @@ export const DESCRIPTION_KEY = /^[a-z_][0-9a-z_]{0,63}$/;
 export const TOPIC = /^[0-9A-Za-z-]{3,48}$/;
 export const topic = z.string().check(z.regex(TOPIC, "Must be 3 to 48 letters, digits or '-'"));
 
-export const uuid = z.uuid({ version: "v4", error: "Must be a UUID" });
+// Version 4 (an account from before sharding and its rows) or version 8 (one made since, whose
+// first octet is its bucket: docs/scaling.md).
+export const uuid = withMeta(
+	z
+		.string()
+		.check(
+			z.regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[48][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i, { error: "Must be a UUID" }),
+		),
+	{ format: "uuid" },
+);
 
 // Any JSON value. z.json() is recursive; the metadata tells the API document to describe it
 // as "any JSON value" rather than spell the recursion out (see http/openapi.ts). It is

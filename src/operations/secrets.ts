@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { newUserSecret, randomPin, sha256Hex } from "../base/crypto";
+import { secretBucket } from "../db/shards";
 import { findSecret, redeemPin } from "../db/secrets";
 import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
@@ -74,7 +75,7 @@ export const createUserSecret = defineOperation({
 		if (!uuid.safeParse(account).success || !/^[A-Z0-9]{8,64}$/.test(pin)) {
 			throw new ApiError("pin_not_found");
 		}
-		const { secret, hash, fingerprint } = await newUserSecret();
+		const { secret, hash, fingerprint } = await newUserSecret(secretBucket(ctx.env, account));
 		const row = await redeemPin(dbOf(ctx), await pinHash(account, pin), { hash, fingerprint }, now());
 		if (!row) throw new ApiError("pin_not_found");
 		// The secret it replaces ends, and the streams it opened with it.

@@ -3,7 +3,8 @@ import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import type { Binding, Caller } from "../base/caller";
 import { signStreamToken, type StreamBinding } from "../base/stream-token";
-import { database, dbOf } from "../db/client";
+import { homeDatabase, homeOf } from "../db/shards";
+import { database } from "../db/client";
 import { checkStatement } from "../policy/credential";
 import { recheck } from "./standing";
 import { madeUntil } from "../policy/token";
@@ -113,17 +114,25 @@ function requireStreaming(caller: Caller) {
 
 // Step 4 of the order (after the credential, the statement and the query): another account's
 // topics need its grant, every one of them.
-async function requireAccess(ctx: Context, caller: Caller, publisher: string, topics: string[], db = dbOf(ctx)) {
+// The grant is in the publisher's database.
+async function requireAccess(
+	ctx: Context,
+	caller: Caller,
+	publisher: string,
+	topics: string[],
+	db = database(ctx.shards.for(publisher)),
+) {
 	if (publisher !== caller.account && !(await topicsGranted({ ...ctx, caller }, publisher, topics, db)))
 		throw new ApiError("topic_not_granted");
 }
 
 // The credential's rows, the statement and the access again, read at the primary.
 async function checkedAgain(ctx: Context, caller: Caller, publisher: string, topics: string[]): Promise<Caller> {
-	const primary = ctx.meter.wrap(ctx.env.DB.withSession("first-primary"));
-	const fresh = await recheck(primary, caller, now());
+	const at = (account: string) =>
+		ctx.meter.wrap(homeDatabase(ctx.env, account).withSession("first-primary"), homeOf(ctx.env, account));
+	const fresh = await recheck(at(caller.account), caller, now());
 	checkStatement(fresh, "stream_notifications");
-	await requireAccess(ctx, fresh, publisher, topics, database(primary));
+	await requireAccess(ctx, fresh, publisher, topics, database(at(publisher)));
 	return fresh;
 }
 

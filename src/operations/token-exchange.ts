@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
+import { homeDatabase } from "../db/shards";
 import { database } from "../db/client";
 import { findLinkedUser } from "../db/federation";
 import { exchangeValidity, provisionedName } from "../policy/federation";
@@ -67,7 +68,7 @@ export const exchangeUserToken = defineOperation({
 	}),
 	async run({ body }, ctx) {
 		// Unmetered until the token holds: see verifyIdToken.
-		const db = database(ctx.env.DB);
+		const db = database(homeDatabase(ctx.env, body.account));
 		const { provider, subject, dict, exp, payload } = await verifyIdToken(db, body.account, body.subject_token);
 		let linked:
 			| {

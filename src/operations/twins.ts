@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { sibling } from "../base/shards";
 import {
 	findTwin,
 	insertTwinWithin,
@@ -21,6 +22,7 @@ import { description, descriptionPatch, queryBoolean, ruleText, twinRecord, uuid
 import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { ifMatch } from "./preconditions";
 import { dbOf } from "../db/client";
+import { homeOf } from "../db/shards";
 
 const twinParams = z.strictObject({ twin: uuid });
 
@@ -91,7 +93,7 @@ export const createTwin = defineOperation({
 	body: z.strictObject({ description: z.optional(description) }),
 	async run({ body }, ctx) {
 		const at = now();
-		const twin = crypto.randomUUID();
+		const twin = sibling(ctx.caller.account);
 		const limit = Number(ctx.env.MAX_TWINS);
 		const created = await insertTwinWithin(
 			dbOf(ctx),
@@ -207,7 +209,7 @@ export const scanTwins = defineOperation({
 	checksCredential: true,
 	async run({ query }, ctx) {
 		const { cursor, ...request } = query;
-		const bookmark = ctx.meter.latestBookmark();
+		const bookmark = ctx.meter.latestBookmark(homeOf(ctx.env, ctx.claim.caller.account));
 		const answer = await accountClient(ctx, ctx.claim.caller.account).scan(ctx.claim, cursor, request, bookmark);
 		if (answer.stale) throw new StaleGuess();
 		return new JsonText(answer.page);

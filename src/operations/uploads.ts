@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { sibling } from "../base/shards";
 import { accountClient } from "../account/client";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
@@ -43,7 +44,7 @@ export const createUploadUrl = defineOperation({
 			});
 		}
 		const validity_ts = lastingAtMost(asked, madeUntil(ctx.caller.credential!));
-		const handler = crypto.randomUUID();
+		const handler = sibling(ctx.caller.account);
 		// 192 random bits; only its hash is stored.
 		const token = randomBase64Url(24);
 		await accountClient(ctx, ctx.caller.account).createUpload(ctx.caller, {

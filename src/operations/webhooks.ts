@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { sibling } from "../base/shards";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { grantHolds, isGranted } from "../db/grants";
 import {
@@ -118,7 +119,8 @@ export const webhookSubscribe = defineOperation({
 		}
 		const at = now();
 		const lastsUntil = madeUntil(ctx.caller.credential!);
-		const uuid = crypto.randomUUID();
+		// The subscription lives in its publisher's database, which its id names.
+		const uuid = sibling(publisher);
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);

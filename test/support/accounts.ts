@@ -1,5 +1,6 @@
 // Accounts, users and roles: an account made through the admin route, users with the role or the
 // rules a test needs and a working secret, roles made through the API or written straight into D1.
+import { dbOf, idOf } from "./shards";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
@@ -31,10 +32,11 @@ export async function createUser(admin: Account, role = admin.role, name = "some
 // A role written straight into D1, past the API: no grant check, no journal line in the
 // account's object. For tests that need a role whose making is not what they test.
 export async function insertRole(account: string, statement: Statement) {
-	const uuid = crypto.randomUUID();
-	await env.DB.prepare(
-		"INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts) VALUES (?, ?, ?, ?, ?, 0, 0)",
-	)
+	const uuid = idOf(account);
+	await dbOf(account)
+		.prepare(
+			"INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts) VALUES (?, ?, ?, ?, ?, 0, 0)",
+		)
 		.bind(
 			uuid,
 			account,

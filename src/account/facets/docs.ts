@@ -20,7 +20,7 @@ export function docFacet(host: Host) {
 	// not count.
 	const tidyingAfter = async <T>(account: string, write: Promise<T>): Promise<T> => {
 		const value = await write;
-		const next = await docs.tidyDocs(database(host.env.DB), host.env.DOCS, account, now());
+		const next = await docs.tidyDocs(database(host.home()), host.env.DOCS, account, now());
 		if (next !== undefined) await host.timers.by(TIMER.docs, account, next);
 		return value;
 	};

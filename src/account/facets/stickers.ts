@@ -9,7 +9,7 @@ import * as stickers from "../sticker-writes";
 // timer is set before the put commits, so a crash right after the commit still finds it set.
 export function stickerFacet(host: Host) {
 	const context = (account: string): stickers.StickerContext => ({
-		plain: database(host.env.DB),
+		plain: database(host.home()),
 		fanOut: Number(host.env.MAX_SUBSCRIPTIONS),
 		beforeCommit: () => host.armDrain(account),
 	});

@@ -1,0 +1,13 @@
+import { env } from "cloudflare:workers";
+import { homeDatabase } from "../../src/db/shards";
+import { sibling } from "../../src/base/shards";
+
+// The D1 database holding the rows of the account `id` belongs to (an account uuid, or the id
+// of any row it made): tests that read or write D1 past the API find it as the Worker does.
+export const dbOf = (id: string): D1Database => homeDatabase(env, id);
+
+// Every shard the tests' configuration declares.
+export const allShards = (): D1Database[] => [env.DB_0, env.DB_1];
+
+// A new id of the account `of`, as the account's writes make them (the same bucket).
+export const idOf = (of: string) => sibling(of);
