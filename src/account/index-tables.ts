@@ -1,6 +1,7 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import { sibling } from "../base/shards";
-import type { Database } from "../db/client";
+import { type Database, database } from "../db/client";
+import { homeOf, shardDatabase } from "../db/shards";
 import * as db_ from "../db/indexes";
 import type { IndexDefinition, IndexTableRow } from "../db/indexes";
 import { runBatch } from "../db/ledgers";
@@ -236,6 +237,7 @@ export async function buildStep(
 	after: string,
 	at: number,
 	limits: IndexLimits,
+	env: Env,
 ): Promise<string | null> {
 	const table = (await catalog.all(db, account)).find((t) => t.row.uuid === uuid);
 	if (!table) return null;
@@ -254,9 +256,10 @@ export async function buildStep(
 		}
 		return null;
 	}
+	const owners = await twinOwners(env, twins);
 	const values = new Map<string, { owner: string; values: Record<string, Json> }>();
 	for (const entry of await db_.entriesOf(db, account, twins)) {
-		const ledger = values.get(entry.twin) ?? { owner: entry.owner ?? "", values: {} };
+		const ledger = values.get(entry.twin) ?? { owner: owners.get(entry.twin) ?? "", values: {} };
 		ledger.values[entry.name] = JSON.parse(entry.value) as Json;
 		values.set(entry.twin, ledger);
 	}
@@ -459,7 +462,7 @@ export async function indexStep(
 		const builds = (await host.storage.get<Builds>(INDEX_BUILDS)) ?? {};
 		const [uuid, build] = Object.entries(builds)[0] ?? [];
 		if (uuid && build) {
-			const next = await buildStep(db, catalog, account, uuid, build.after, now(), limits);
+			const next = await buildStep(db, catalog, account, uuid, build.after, now(), limits, host.env);
 			if (next === null) delete builds[uuid];
 			else builds[uuid] = { ...build, after: next };
 			await host.storage.put(INDEX_BUILDS, builds);
@@ -472,4 +475,14 @@ export async function indexStep(
 		return Object.keys(builds).length > 0 || ((await host.storage.get<Drops>(INDEX_DROPS)) ?? []).length > 0;
 	});
 	return !outcome.ok || outcome.value ? now() : undefined;
+}
+
+// The owners of twins, each read in the database holding the twin (its owner's: docs/scaling.md).
+async function twinOwners(env: Env, twins: string[]): Promise<Map<string, string>> {
+	const held = new Map<string, string[]>();
+	for (const twin of twins) held.set(homeOf(env, twin), [...(held.get(homeOf(env, twin)) ?? []), twin]);
+	const found = await Promise.all(
+		[...held].map(([binding, uuids]) => db_.ownersOf(database(shardDatabase(env, binding)), uuids)),
+	);
+	return new Map(found.flat().map((row) => [row.uuid, row.owner]));
 }

@@ -74,11 +74,25 @@ export async function deleteIdentity(db: Database, twin: string, account: string
 	return row;
 }
 
-export type ResolvedRow = IdentityRow & {
-	part: "own" | "foreign";
+// An attachment of the identity resolve_twin_identity looks for: the `own` account's, or
+// another account's public one.
+export type AttachmentRow = IdentityRow & { part: "own" | "foreign" };
+
+// What resolve_twin_identity reads of an attachment's twin, in the twin owner's database.
+export type ResolvedTwin = {
+	uuid: string;
 	owner: string;
 	status: "alive" | "terminated";
+	updated_ts: number;
 	// Null when the read leaves the twin's description out.
+	description: string | null;
+	creation_certificate: string | null;
+	termination_certificate: string | null;
+};
+
+export type ResolvedRow = AttachmentRow & {
+	owner: string;
+	status: "alive" | "terminated";
 	description: string | null;
 	creation_certificate: string | null;
 	termination_certificate: string | null;
@@ -89,48 +103,41 @@ export type ResolvedRow = IdentityRow & {
 // account's ids by twin, then other accounts' public ids by account and twin.
 export type ResolvePosition = { part: "own" | "foreign"; account: string; twin: string };
 
-const identityColumns = sql.raw(`i.twin, i.account, i.identity, i.validity_ts, i.visibility, i.created_ts, i.updated_ts,
-	t.owner, t.status, t.updated_ts AS twin_updated_ts`);
-const twinJson = sql.raw("t.description, t.creation_certificate, t.termination_certificate");
-const noTwinJson = sql.raw("NULL AS description, NULL AS creation_certificate, NULL AS termination_certificate");
+const attachmentColumns = sql.raw("twin, account, identity, validity_ts, visibility, created_ts, updated_ts");
 
-// resolve_twin_identity: up to `limit` attachments of one identity after `after`, with their
-// twins, in one statement through the identity indexes, each part in its index's order (no
-// sort of the matches, no temporary table): the `own` account's ids by twin, and, when
-// `foreign` is given, other accounts' public ids (or the listed accounts') by account and twin;
-// other accounts' private ids are never read. Descriptions, up to 32 KiB each, are read only
-// when asked for. Answers the own part first. The caller decides which rows the reader sees
-// and counts the read through D1Meter.sighted.
-export async function resolveIdentity(
+// The `own` account's attachments of an identity after `after`, by twin, through the identity
+// index (no sort, no temporary table), in that account's database.
+export function ownAttachments(db: Database, identity: string, own: string, after: string, limit: number) {
+	return db.all(sql`SELECT 'own' AS part, ${attachmentColumns} FROM twin_identities
+		WHERE identity = ${identity} AND account = ${own} AND twin > ${after}
+		ORDER BY twin LIMIT ${limit}`) as Promise<AttachmentRow[]>;
+}
+
+// Other accounts' public attachments of an identity (or the listed accounts'), by account and
+// twin, after `after`, in one database; other accounts' private ids are never read.
+export function foreignAttachments(
 	db: Database,
-	query: {
-		identity: string;
-		own: string | null;
-		foreign: { only: string[] | null; except: string } | null;
-		descriptions: boolean;
-	},
-	after: ResolvePosition | null,
+	identity: string,
+	foreign: { only: string[] | null; except: string },
+	after: { account: string; twin: string } | null,
 	limit: number,
-): Promise<ResolvedRow[]> {
-	const columns = sql`${identityColumns}, ${query.descriptions ? twinJson : noTwinJson}`;
-	const parts = [];
-	if (query.own && after?.part !== "foreign") {
-		parts.push(sql`SELECT * FROM (SELECT 'own' AS part, ${columns} FROM twin_identities i JOIN twins t ON t.uuid = i.twin
-			WHERE i.identity = ${query.identity} AND i.account = ${query.own} AND i.twin > ${after?.twin ?? ""}
-			ORDER BY i.twin LIMIT ${limit})`);
-	}
-	const { foreign } = query;
-	if (foreign && foreign.only?.length !== 0) {
-		const accounts = foreign.only
-			? sql`AND i.account IN (SELECT value FROM json_each(${JSON.stringify(foreign.only)}))`
-			: sql``;
-		const from = after?.part === "foreign" ? sql`AND (i.account, i.twin) > (${after.account}, ${after.twin})` : sql``;
-		parts.push(sql`SELECT * FROM (SELECT 'foreign' AS part, ${columns} FROM twin_identities i JOIN twins t ON t.uuid = i.twin
-			WHERE i.identity = ${query.identity} AND i.visibility IS NOT NULL AND i.account <> ${foreign.except} ${accounts} ${from}
-			ORDER BY i.account, i.twin LIMIT ${limit})`);
-	}
-	if (parts.length === 0) return [];
-	const rows = (await db.all(sql.join(parts, sql` UNION ALL `))) as ResolvedRow[];
-	const order = (row: ResolvedRow) => `${row.part === "own" ? 0 : 1}/${row.account}/${row.twin}`;
-	return rows.sort((x, y) => (order(x) < order(y) ? -1 : order(x) > order(y) ? 1 : 0)).slice(0, limit);
+) {
+	const accounts = foreign.only
+		? sql`AND account IN (SELECT value FROM json_each(${JSON.stringify(foreign.only)}))`
+		: sql``;
+	const from = after ? sql`AND (account, twin) > (${after.account}, ${after.twin})` : sql``;
+	return db.all(sql`SELECT 'foreign' AS part, ${attachmentColumns} FROM twin_identities
+		WHERE identity = ${identity} AND visibility IS NOT NULL AND account <> ${foreign.except} ${accounts} ${from}
+		ORDER BY account, twin LIMIT ${limit}`) as Promise<AttachmentRow[]>;
+}
+
+// The twins of a page's attachments held in one database. Descriptions, up to 32 KiB each, are
+// read only when asked for. It runs for an empty list too: a page that skipped a database
+// would count one query less in Server-Timing.
+export function resolvedTwins(db: Database, uuids: string[], descriptions: boolean) {
+	const json = descriptions
+		? sql.raw("description, creation_certificate, termination_certificate")
+		: sql.raw("NULL AS description, NULL AS creation_certificate, NULL AS termination_certificate");
+	return db.all(sql`SELECT uuid, owner, status, updated_ts, ${json} FROM twins
+		WHERE uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`) as Promise<ResolvedTwin[]>;
 }

@@ -122,34 +122,27 @@ export function rowPage(db: Database, key: RowKey, after: string, count: number)
 		.limit(count);
 }
 
-// A page of rows as rowPage reads it, each judged by `verdict`: a twin rule compiled to SQL over
-// the columns of the row's twin (1, 0 or NULL, rules/compile.ts), read by the twin's primary
-// key. A row whose twin the rule hides (0, or a twin that is gone) comes back as its twin's
-// uuid alone, its properties left in D1; the twin's columns come back only where SQL could not
-// decide (NULL) and the Worker must. Every row examined reads its twin, hidden or not.
-export type JudgedRow = {
+// Each twin of a page judged by `verdict`: a twin rule compiled to SQL over the twin's columns
+// (1, 0 or NULL, rules/compile.ts), read by the twin's primary key in the database holding it
+// (its owner's: docs/scaling.md). The twin's columns come back only where SQL could not decide
+// (NULL) and the Worker must. It runs for an empty list too: a page that skipped a database
+// would count one query less in Server-Timing.
+export type TwinVerdict = {
 	twin: string;
-	properties: string | null;
-	updated_ts: number;
 	verdict: number | null;
 	owner: string | null;
 	status: string | null;
 	description: string | null;
 };
 
-export function judgedRowPage(db: Database, key: RowKey, after: string, count: number, verdict: string) {
-	const page = sql`SELECT ${indexRows.twin}, ${indexRows.properties}, ${indexRows.updated_ts} FROM ${indexRows}
-		WHERE ${indexRows.table} = ${key.table} AND ${indexRows.generation} = ${key.generation} AND ${indexRows.twin} > ${after}
-		ORDER BY ${indexRows.twin} LIMIT ${count}`;
-	// The verdict reads the twin's columns unqualified (uuid, owner, status, description), which
-	// only the twins side of the join has.
-	const judged = sql`SELECT r.twin, r.properties, r.updated_ts, t.owner, t.status, t.description,
-		CASE WHEN t.uuid IS NULL THEN 0 ELSE (${sql.raw(verdict)}) END AS verdict
-		FROM (${page}) AS r LEFT JOIN twins AS t ON t.uuid = r.twin`;
-	return db.all<JudgedRow>(sql`SELECT twin, CASE WHEN verdict IS NOT 0 THEN properties END AS properties, updated_ts, verdict,
+export function twinVerdicts(db: Database, uuids: string[], verdict: string) {
+	// The verdict reads the twin's columns unqualified (uuid, owner, status, description).
+	const judged = sql`SELECT uuid AS twin, owner, status, description, (${sql.raw(verdict)}) AS verdict
+		FROM twins WHERE uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`;
+	return db.all<TwinVerdict>(sql`SELECT twin, verdict,
 		CASE WHEN verdict IS NULL THEN owner END AS owner, CASE WHEN verdict IS NULL THEN status END AS status,
 		CASE WHEN verdict IS NULL THEN description END AS description
-		FROM (${judged}) ORDER BY twin`);
+		FROM (${judged})`);
 }
 
 // The next ledgers of an account after `after`, in twin order, with their sizes: what a build
@@ -164,11 +157,17 @@ export function ledgersAfter(db: Database, account: string, after: string, limit
 		.limit(limit);
 }
 
-// The entries of those ledgers, with each twin's owner.
+// The entries of those ledgers.
 export function entriesOf(db: Database, account: string, twins: string[]) {
-	return db.all<{ twin: string; owner: string | null; name: string; value: string }>(sql`
-		SELECT e.twin, t.owner, e.name, e.value FROM ${ledgerEntries} e LEFT JOIN twins t ON t.uuid = e.twin
+	return db.all<{ twin: string; name: string; value: string }>(sql`
+		SELECT e.twin, e.name, e.value FROM ${ledgerEntries} e
 		WHERE e.account = ${account} AND e.twin IN (SELECT value FROM json_each(${JSON.stringify(twins)}))`);
+}
+
+// The owners of twins held in one database.
+export function ownersOf(db: Database, uuids: string[]) {
+	return db.all<{ uuid: string; owner: string }>(sql`
+		SELECT uuid, owner FROM twins WHERE uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
 }
 
 export async function hasLedgers(db: Database, account: string): Promise<boolean> {

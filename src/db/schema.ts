@@ -277,9 +277,9 @@ export const webhookDeliveries = sqliteTable(
 export const twinIdentities = sqliteTable(
 	"twin_identities",
 	{
-		twin: text("twin")
-			.notNull()
-			.references(() => twins.uuid),
+		// No foreign key to twins: another account's identities on a twin live in that account's
+		// database, the twin in its owner's (docs/scaling.md).
+		twin: text("twin").notNull(),
 		account: text("account").notNull(),
 		identity: text("identity").notNull(),
 		validity_ts: real("validity_ts"),

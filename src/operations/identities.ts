@@ -12,7 +12,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { decodedOnce, mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
-import { dbOf } from "../db/client";
+import { dbFor, dbOf, everyDb } from "../db/client";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
@@ -151,10 +151,20 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
 	// The rows it may not see cost nothing in Server-Timing, as if they were absent.
 	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
-	const rows = await ctx.meter.sighted(
-		() => listPublicIdentities(dbOf(ctx), twin.uuid, only, MAX_IDENTITIES_PER_TWIN),
-		sees,
-	);
+	// Each account's identities are in its own database: one account's, or every database's,
+	// merged in the order one database would give them.
+	const read = async () => {
+		const dbs = only === null ? everyDb(ctx) : [dbFor(ctx, only)];
+		const lists = await Promise.all(
+			dbs.map((db) => listPublicIdentities(db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN)),
+		);
+		const key = (row: IdentityRow) => `${row.account}/${row.identity}`;
+		return lists
+			.flat()
+			.sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0))
+			.slice(0, MAX_IDENTITIES_PER_TWIN);
+	};
+	const rows = await ctx.meter.sighted(read, sees);
 	for (const row of rows) {
 		foreign[row.account] ??= {};
 		foreign[row.account]![row.identity] = listed(row);

@@ -5,14 +5,7 @@ import { sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
 import { MAX_INDEXES_TABLES_CEILING } from "../base/limits";
-import {
-	findIndexTable,
-	type IndexTableRow,
-	judgedRowPage,
-	listIndexTables,
-	type RowKey,
-	rowPage,
-} from "../db/indexes";
+import { findIndexTable, type IndexTableRow, twinVerdicts, listIndexTables, type RowKey, rowPage } from "../db/indexes";
 import { TWIN_COLUMNS } from "../db/twins";
 import { now } from "../base/time";
 import { compileRule } from "../rules/compile";
@@ -29,6 +22,7 @@ import { defineOperation } from "./operation";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
 import { dbOf } from "../db/client";
+import { homeOf } from "../db/shards";
 
 // Indexes tables (docs/indexes.md): typed rows kept from the account's own ledgers, one per twin
 // whose ledger passes the table's rule, current when a ledger write answers. Definitions are
@@ -226,8 +220,8 @@ function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scop
 }
 
 // A page of rows as the caller may see them: all of them without a twin rule; with one, the
-// rule decides in D1 where it can (rows of hidden twins come back without their properties),
-// and here where it cannot, each row within its share of one work budget (past it the row is
+// rule decides in D1, in the database of each row's twin, where it can (a row of a hidden twin
+// is answered without its properties), and here where it cannot, each row within its share of one work budget (past it the row is
 // hidden: a page shows less, never more, and no row's cost moves another's verdict).
 async function readPage(
 	ctx: SecretContext,
@@ -240,15 +234,31 @@ async function readPage(
 	if (!rule) return rowPage(dbOf(ctx), key, after, count);
 	const at = now();
 	const verdict = compileRule(rule, { ...scopeOf(caller, at), budget: new Budget(WORK_UNITS) }, TWIN_COLUMNS);
-	const rows = await judgedRowPage(dbOf(ctx), key, after, count, verdict);
+	const page = await rowPage(dbOf(ctx), key, after, count);
+	// Each twin is judged in its owner's database; every database is asked, with the twins it
+	// holds, so what a page costs does not tell where its twins are.
+	const held = new Map<string, string[]>();
+	for (const row of page) {
+		const binding = homeOf(ctx.env, row.twin);
+		held.set(binding, [...(held.get(binding) ?? []), row.twin]);
+	}
+	const judged = await Promise.all(
+		ctx.shards
+			.all()
+			.map((binding) => twinVerdicts(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], verdict)),
+	);
+	const verdicts = new Map(judged.flat().map((row) => [row.twin, row]));
 	const share = Math.floor(WORK_UNITS / count);
-	return rows.map((row) => {
-		if (row.verdict !== null) return row;
+	return page.map((row) => {
+		// A twin that is gone is hidden.
+		const judgedTwin = verdicts.get(row.twin) ?? { verdict: 0, owner: null, status: null, description: null };
+		if (judgedTwin.verdict === 0) return { ...row, properties: null };
+		if (judgedTwin.verdict !== null) return row;
 		const twin = {
 			uuid: row.twin,
-			owner: row.owner ?? "",
-			status: row.status ?? "",
-			description: JSON.parse(row.description ?? "{}") as Json,
+			owner: judgedTwin.owner ?? "",
+			status: judgedTwin.status ?? "",
+			description: JSON.parse(judgedTwin.description ?? "{}") as Json,
 		};
 		return isVisible(caller, twin, at, new Budget(share, 0)) ? row : { ...row, properties: null };
 	});

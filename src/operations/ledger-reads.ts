@@ -19,7 +19,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { queryBoolean } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
-import { dbOf } from "../db/client";
+import { dbFor } from "../db/client";
 
 // Reads of any ledger on a twin the caller sees. The whole ledger (at most 64 KiB) is read
 // and filtered here, so which names a request asks for changes nothing of what it costs, and
@@ -35,7 +35,8 @@ async function visibleEntries(ctx: Context & { caller: Caller }, params: Params,
 	let sight!: EntrySight;
 	const visible = await ctx.meter.sighted(
 		async () => {
-			const all = (await readLedger(dbOf(ctx), twin.uuid, ledger)).map(storedOf);
+			// The ledger's rows are in its account's database.
+			const all = (await readLedger(dbFor(ctx, ledger), twin.uuid, ledger)).map(storedOf);
 			sight = new EntrySight(
 				ctx.caller,
 				twinView(twin),
@@ -147,7 +148,7 @@ export const getTwinLedgerEntryHistory = defineOperation({
 		const rows = await ctx.meter.sighted(
 			async () => {
 				const page = await readHistory(
-					dbOf(ctx),
+					dbFor(ctx, ledger),
 					{ twin: twin.uuid, account: ledger, names },
 					range,
 					after,

@@ -1,5 +1,12 @@
 import * as z from "zod/mini";
-import { type ResolvedRow, type ResolvePosition, resolveIdentity } from "../db/identities";
+import {
+	type AttachmentRow,
+	foreignAttachments,
+	ownAttachments,
+	type ResolvedRow,
+	type ResolvePosition,
+	resolvedTwins,
+} from "../db/identities";
 import { readsRoot } from "../rules/ast";
 import { canSeeIdentity, isExpired } from "../rules/identities";
 import { ruleOf } from "../rules/stored";
@@ -10,10 +17,11 @@ import type { Caller } from "../base/caller";
 import { MAX_PAGE_BYTES } from "../account/scan";
 import { cursorIn, cursorOut, openCursor, sealCursor } from "./paging";
 import { identityParam } from "./identities";
-import { defineOperation } from "./operation";
+import { type Context, defineOperation } from "./operation";
 import { commaList, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
 import { MAX_DESCRIPTION_BYTES } from "../base/limits";
-import { dbOf } from "../db/client";
+import { dbFor, dbOf } from "../db/client";
+import { homeOf } from "../db/shards";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.
 export const MAX_RESOLVED = 1000;
@@ -83,12 +91,7 @@ export const resolveTwinIdentity = defineOperation({
 		const budget = new Budget(WORK_UNITS);
 		let examined: ResolvedRow[] = [];
 		const read = async () =>
-			(examined = await resolveIdentity(
-				dbOf(ctx),
-				{ identity: params.identity, own, foreign, descriptions },
-				after,
-				limit,
-			));
+			(examined = await resolveIdentity(ctx, { identity: params.identity, own, foreign, descriptions }, after, limit));
 		// Expired identities no longer identify; the others as the reader's sight decides.
 		const sees = (row: ResolvedRow) => !isExpired(row, at) && canSeeIdentity(reader, row, twinOf(row), at, budget);
 		// Each attachment costs its index entry and its twin.
@@ -107,3 +110,72 @@ export const resolveTwinIdentity = defineOperation({
 		return { twins: [...twins.values()].filter((twin) => isVisible(ctx.caller, twin, at, budget)), cursor };
 	},
 });
+
+type ResolveQuery = {
+	identity: string;
+	own: string | null;
+	foreign: { only: string[] | null; except: string } | null;
+	descriptions: boolean;
+};
+
+const positionOf = (row: AttachmentRow) => `${row.part === "own" ? 0 : 1}/${row.account}/${row.twin}`;
+
+// Up to `limit` attachments of one identity after `after`, with their twins: the `own`
+// account's by twin, then, when `foreign` is given, other accounts' public ones (or the listed
+// accounts') by account and twin. Each account's attachments are in its database and each twin
+// in its owner's (docs/scaling.md): the own part reads its account's database, the foreign part
+// the listed accounts' databases or, for every account, each database; the twins are read from
+// every database, each with those it holds, so the queries a page makes depend on the query
+// alone, never on where the rows it examined live.
+async function resolveIdentity(
+	ctx: Context,
+	query: ResolveQuery,
+	after: ResolvePosition | null,
+	limit: number,
+): Promise<ResolvedRow[]> {
+	const reads: Promise<AttachmentRow[]>[] = [];
+	if (query.own && after?.part !== "foreign")
+		reads.push(ownAttachments(dbFor(ctx, query.own), query.identity, query.own, after?.twin ?? "", limit));
+	const { foreign } = query;
+	if (foreign && foreign.only?.length !== 0) {
+		const from = after?.part === "foreign" ? after : null;
+		const bindings = foreign.only ? [...new Set(foreign.only.map((a) => homeOf(ctx.env, a)))] : ctx.shards.all();
+		for (const binding of bindings)
+			reads.push(foreignAttachments(dbOf({ d1: ctx.shards.of(binding) }), query.identity, foreign, from, limit));
+	}
+	if (reads.length === 0) return [];
+	const rows = (await Promise.all(reads))
+		.flat()
+		.sort((x, y) => (positionOf(x) < positionOf(y) ? -1 : positionOf(x) > positionOf(y) ? 1 : 0))
+		.slice(0, limit);
+	const held = new Map<string, string[]>();
+	for (const row of rows) {
+		const binding = homeOf(ctx.env, row.twin);
+		held.set(binding, [...(held.get(binding) ?? []), row.twin]);
+	}
+	const twins = await Promise.all(
+		ctx.shards
+			.all()
+			.map((binding) =>
+				resolvedTwins(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], query.descriptions),
+			),
+	);
+	const found = new Map(twins.flat().map((twin) => [twin.uuid, twin]));
+	// Twins are never deleted: every attachment finds its twin.
+	return rows.flatMap((row) => {
+		const twin = found.get(row.twin);
+		if (!twin) return [];
+		const { owner, status, description, creation_certificate, termination_certificate } = twin;
+		return [
+			{
+				...row,
+				owner,
+				status,
+				description,
+				creation_certificate,
+				termination_certificate,
+				twin_updated_ts: twin.updated_ts,
+			},
+		];
+	});
+}

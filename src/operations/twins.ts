@@ -21,7 +21,7 @@ import { defineOperation, JsonText, StaleGuess } from "./operation";
 import { description, descriptionPatch, queryBoolean, ruleText, twinRecord, uuid, uuidOut } from "./schemas";
 import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { ifMatch } from "./preconditions";
-import { dbOf } from "../db/client";
+import { dbFor, dbOf } from "../db/client";
 import { homeOf } from "../db/shards";
 
 const twinParams = z.strictObject({ twin: uuid });
@@ -36,7 +36,7 @@ export function twinView(twin: TwinRow) {
 export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, aliveOnly = false): Promise<TwinRow> {
 	const at = now();
 	const sees = (row: TwinRow) => isVisible(caller, row, at) && !(aliveOnly && row.status === "terminated");
-	const twin = await ctx.meter.sightedOne(() => findTwin(dbOf(ctx), uuid), sees);
+	const twin = await ctx.meter.sightedOne(() => findTwin(dbFor(ctx, uuid), uuid), sees);
 	if (twin) return twin;
 	throw new ApiError("not_found", { description: "No such twin" });
 }
@@ -155,8 +155,9 @@ export const updateTwin = defineOperation({
 	async run({ params, headers, body, merge }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const write = writeOf(ctx, twin, headers["if-match"]);
+		// In the twin's database: its owner's (a write of another account matches nothing there).
 		const written = await writeDescription(
-			dbOf(ctx),
+			dbFor(ctx, twin.uuid),
 			write,
 			{ merge, description: body.description },
 			now(),
@@ -180,7 +181,7 @@ export const terminateTwin = defineOperation({
 	async run({ params, headers }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const write = writeOf(ctx, twin, headers["if-match"]);
-		const written = await markTerminated(dbOf(ctx), write, now());
+		const written = await markTerminated(dbFor(ctx, twin.uuid), write, now());
 		if ("row" in written) return written.row;
 		throw refusal(written.current, write);
 	},
