@@ -98,3 +98,14 @@ export async function userWithRules(
 		secret: await issueSecret(admin, user.body.uuid),
 	};
 }
+
+// An account placed on one database: NEW_ACCOUNTS names the only binding create_account may put
+// it on, as an operator would to stop a full database taking accounts (docs/scaling.md).
+export async function bootstrapOn(binding: string): Promise<Account> {
+	const res = await call("POST", "/admin/accounts", {
+		headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+		env: { NEW_ACCOUNTS: binding },
+	});
+	expect(res.status).toBe(201);
+	return res.body;
+}
