@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-([0-9a-f])[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 // sharding, whose rows all live on DB_0).
 export function bucketOfId(id: string): number | undefined {
 	const match = UUID.exec(id);
-	if (!match || match[1] !== "8") return undefined;
+	if (match?.[1] !== "8") return undefined;
 	return Number.parseInt(id.slice(0, 2), 16);
 }
 
