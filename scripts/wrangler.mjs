@@ -35,11 +35,28 @@ export function wranglerDone(args, options = {}) {
 	});
 }
 
-// Applies the local D1 migrations quietly: wrangler reprints its table of migrations after
-// each one it applies, a thousand lines on a first start. Resolves to how many it applied;
-// on a failure, rejects with everything wrangler printed.
-export function applyMigrations({ persistTo } = {}) {
-	const args = ["d1", "migrations", "apply", "DB", "--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
+// Applies the local D1 migrations quietly to each shard (DB_0, DB_1, ...; by default every one
+// wrangler.toml declares), one after another: wrangler reprints its table of migrations after
+// each one it applies, a thousand lines on a first start. Resolves to how many it applied to
+// each binding; on a failure, rejects with the binding and everything wrangler printed.
+export async function applyMigrations({ persistTo, bindings } = {}) {
+	bindings ??= await declaredBindings();
+	const applied = {};
+	for (const binding of bindings) applied[binding] = await applyTo(binding, persistTo);
+	return applied;
+}
+
+// wrangler.toml's shards, read only when asked: reading it loads wrangler's own config reader.
+async function declaredBindings() {
+	const [{ readConfig }, { declaredShards }] = await Promise.all([
+		import("./deploy/config.mjs"),
+		import("./shards.mjs"),
+	]);
+	return declaredShards(readConfig());
+}
+
+function applyTo(binding, persistTo) {
+	const args = ["d1", "migrations", "apply", binding, "--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
 	return new Promise((resolve, reject) => {
 		const child = wrangler(args, { stdio: ["ignore", "pipe", "pipe"] });
 		let out = "";
@@ -47,10 +64,24 @@ export function applyMigrations({ persistTo } = {}) {
 		child.stderr.on("data", (chunk) => (out += chunk));
 		child.on("error", reject);
 		child.on("exit", (code) => {
-			if (code !== 0) return reject(new Error(`wrangler d1 migrations apply exited with ${code}:\n${out}`));
+			if (code !== 0) return reject(new Error(`wrangler d1 migrations apply ${binding} exited with ${code}:\n${out}`));
 			resolve(countMigrations(out));
 		});
 	});
+}
+
+// The one line `npm start` prints for applyMigrations' answer: one count when every shard took
+// the same, else each shard's.
+export function describeMigrations(applied) {
+	const bindings = Object.keys(applied);
+	const counts = Object.values(applied);
+	const plural = (n) => `${n} D1 migration${n === 1 ? "" : "s"}`;
+	if (counts.every((n) => n === 0)) return `Every local database is up to date (${bindings.join(", ")})`;
+	const databases = `the local database${bindings.length === 1 ? "" : "s"}`;
+	if (counts.every((n) => n === counts[0]))
+		return `Applied ${plural(counts[0])} to ${databases} ${bindings.join(", ")}`;
+	const each = bindings.map((binding) => `${applied[binding] || "none"} to ${binding}`).join(", ");
+	return `Applied D1 migrations to ${databases}: ${each}`;
 }
 
 // The distinct migration files named in wrangler's tables; none when it had nothing to apply.

@@ -72,7 +72,8 @@ const ORDINARY = "ordinary scan (count=1000, details, match site)";
 
 const server = await startDevServer({ port: PORT, persistTo: STATE, inspectorPort: PORT + 1000 });
 try {
-	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
+	// DB_0: the seeded accounts have version-4 uuids (seed.mjs), which belong to the first shard.
+	await wranglerDone(["d1", "execute", "DB_0", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
 		stdio: ["ignore", "ignore", "inherit"],
 	});
 

@@ -88,7 +88,8 @@ const server = await startDevServer({
 });
 try {
 	// The server applied the migrations; the seed goes into the same local database.
-	await wranglerDone(["d1", "execute", "DB", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
+	// DB_0: the seeded accounts have version-4 uuids (seed.mjs), which belong to the first shard.
+	await wranglerDone(["d1", "execute", "DB_0", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
 		stdio: ["ignore", "ignore", "inherit"],
 	});
 	const headers = { authorization: secret };

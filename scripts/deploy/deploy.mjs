@@ -1,9 +1,9 @@
 // `npm run deploy [-- --public-url https://registry.example.com]`: deploys the Worker to the
 // Cloudflare account `wrangler login` reaches, creating what is missing first. It asks wrangler
 // what exists, lets plan.mjs decide, then runs the steps: the missing queues, the remote D1
-// migrations and `wrangler deploy`, which creates the database and the bucket when absent and
-// uploads any required secret the Worker lacks, generated here and printed once. Run again, it
-// finds everything and deploys the code (docs/deploying.md).
+// migrations of every shard (DB_0, DB_1, ...) and `wrangler deploy`, which creates the databases
+// and the bucket when absent and uploads any required secret the Worker lacks, generated here
+// and printed once. Run again, it finds everything and deploys the code (docs/deploying.md).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,15 +12,18 @@ import { parseCli } from "../cli.mjs";
 import { quietEnv, wrangler, wranglerDone } from "../wrangler.mjs";
 import { readConfig } from "./config.mjs";
 import { chooseAccount, needsSubdomain, planDeploy, queuesOf } from "./plan.mjs";
+import { checkShards } from "../shards.mjs";
 
 const { values } = parseCli({
 	usage: `
 usage: npm run deploy [-- --public-url URL]
 
 Deploys the Worker to the Cloudflare account \`npx wrangler login\` reaches, creating first what
-it lacks: the D1 database, the R2 bucket, the queues and the required secrets (generated and
-printed once); then applies the remote D1 migrations and deploys. Run again, it deploys the
-code and changes nothing else (docs/deploying.md).
+it lacks: the D1 databases, the R2 bucket, the queues and the required secrets (generated and
+printed once); then applies the remote D1 migrations to every shard (DB_0, DB_1, ...) and
+deploys. It refuses a SHARDS that does not map every bucket to a declared binding, and a
+binding still named DB. Run again, it deploys the code and changes nothing else
+(docs/deploying.md).
 
   --public-url URL   the service's public origin (default: the Worker's workers.dev origin)
   -h, --help         this text
@@ -86,6 +89,8 @@ async function workersSubdomain(account) {
 }
 
 async function main() {
+	// A map the Worker could not run with stops the deploy before wrangler is asked anything.
+	checkShards(config);
 	const whoami = await ask(["whoami", "--json"]);
 	if (whoami.code !== 0)
 		throw new Error(

@@ -2,9 +2,10 @@
 // already holds. Nothing here reaches the network or the disk: deploy.mjs asks wrangler for the
 // facts and runs the steps, and the unit tests hand in made-up facts. The steps are wrangler's
 // own arguments, in the order they run.
+import { checkShards } from "../shards.mjs";
 
-// The DB binding's migrations, against the database wrangler finds by its name.
-const MIGRATE = ["d1", "migrations", "apply", "DB", "--remote"];
+// A shard's migrations, against the database wrangler finds by its binding's database_name.
+const migrate = (binding) => ["d1", "migrations", "apply", binding, "--remote"];
 
 // Every queue the Worker sends to or reads from; a consumer's dead-letter queue is one too.
 export function queuesOf(config) {
@@ -49,11 +50,14 @@ export function publicOrigin(config, publicUrl, subdomain) {
 	return `https://${config.name}.${subdomain}.workers.dev`;
 }
 
+// Refuses, before anything is asked or done, a wrangler.toml whose SHARDS the Worker could not
+// run with (it would answer every request 500241) or that still declares the binding DB.
 // facts: queues (names that exist), secrets (names the Worker has; null when there is no Worker
 // yet), databases (names of the account's D1 databases), subdomain (the account's workers.dev
 // label, when needsSubdomain asked for it). Returns { steps, secrets, origin }: `secrets` are the
 // required ones to generate, uploaded with the deploy step.
 export function planDeploy(config, facts, { publicUrl } = {}) {
+	const shards = checkShards(config);
 	const origin = publicOrigin(config, publicUrl, facts.subdomain);
 	const secrets = (config.secrets?.required ?? []).filter((name) => !facts.secrets?.includes(name));
 	const steps = queuesOf(config)
@@ -61,11 +65,20 @@ export function planDeploy(config, facts, { publicUrl } = {}) {
 		.map((queue) => ["queues", "create", queue]);
 	const deploy = ["deploy", ...(origin ? ["--var", `PUBLIC_URL:${origin}`] : [])];
 	// A database that exists is migrated before the code that needs the new schema goes out;
-	// the old code meets only additions for those seconds. A first deploy must create the
-	// database first, which only `wrangler deploy` does here: the new Worker meets an empty
-	// database until the migrations finish, while nobody holds its admin token yet.
-	const database = config.d1_databases?.find((d) => d.binding === "DB")?.database_name;
-	const exists = facts.databases.includes(database);
-	steps.push(...(exists ? [MIGRATE, deploy] : [deploy, MIGRATE]));
+	// the old code meets only additions for those seconds. A database that does not exist yet
+	// (every shard's on a first deploy, a shard's just declared) only `wrangler deploy` creates
+	// here, so its migrations follow: the new Worker meets it empty until they finish. On a first
+	// deploy nobody holds the admin token yet; a shard added later is best declared with no
+	// bucket mapped to it, so nothing reads it before its tables are there (docs/deploying.md,
+	// "Adding a shard later").
+	const exists = (binding) => {
+		const name = config.d1_databases.find((d) => d.binding === binding).database_name;
+		return name !== undefined && facts.databases.includes(name);
+	};
+	steps.push(
+		...shards.filter(exists).map(migrate),
+		deploy,
+		...shards.filter((binding) => !exists(binding)).map(migrate),
+	);
 	return { steps, secrets, origin };
 }

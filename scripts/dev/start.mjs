@@ -1,30 +1,44 @@
-// `npm start [-- --port N]`, or `npm run dev`: local D1 migrations, an ADMIN_TOKEN, a WEBHOOK_KEY
-// and a TOKEN_KEY in .dev.vars on first start, then `wrangler dev` on 127.0.0.1 with every binding
-// simulated locally and PUBLIC_URL set to that local origin, which it also leaves in .wrangler/
-// for the other dev scripts (served.mjs).
+// `npm start [-- --port N]`, or `npm run dev`: a check of SHARDS, the D1 migrations on every local
+// shard, an ADMIN_TOKEN, a WEBHOOK_KEY and a TOKEN_KEY in .dev.vars on first start, then
+// `wrangler dev` on 127.0.0.1 with every binding simulated locally and PUBLIC_URL set to that
+// local origin, which it also leaves in .wrangler/ for the other dev scripts (served.mjs).
 import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseCli } from "../cli.mjs";
 import { DEV_VARS, readDevVars } from "./dev-vars.mjs";
 import { clearServed, writeServed } from "./served.mjs";
-import { applyMigrations, quietEnv, wrangler } from "../wrangler.mjs";
+import { applyMigrations, describeMigrations, quietEnv, wrangler } from "../wrangler.mjs";
+import { readConfig } from "../deploy/config.mjs";
+import { checkShards } from "../shards.mjs";
 
 const { values } = parseCli({
 	usage: `
 usage: npm start [-- --port N]      (or npm run dev)
 
 Serves the Worker on http://127.0.0.1:8787 (or port N) with local D1, Durable Objects, Queues
-and R2: applies the D1 migrations to the local database, writes a random ADMIN_TOKEN,
-WEBHOOK_KEY and TOKEN_KEY into .dev.vars the first time, and runs \`wrangler dev\`. Each
-request prints the service's own JSON log line. \`npm run bootstrap\` and the other dev
-scripts find the port it serves on.
+and R2: refuses a SHARDS that does not map every bucket to a declared D1 binding, applies the
+D1 migrations to the local database of every shard (DB_0, DB_1, ...), writes a random
+ADMIN_TOKEN, WEBHOOK_KEY and TOKEN_KEY into .dev.vars the first time, and runs
+\`wrangler dev\`. Each request prints the service's own JSON log line. \`npm run bootstrap\`
+and the other dev scripts find the port it serves on.
 
   --port N      the port (default: 8787)
   -h, --help    this text
 `,
 	options: { port: { type: "string", default: "8787" } },
 });
+
+// Before anything else: a Worker on a SHARDS that misses a bucket, maps one twice or names an
+// undeclared binding answers every request 500241. The map checked is the one wrangler dev
+// runs with, .dev.vars' over wrangler.toml's.
+let shards;
+try {
+	shards = checkShards(readConfig(), readDevVars().SHARDS);
+} catch (error) {
+	console.error(error.message);
+	process.exit(1);
+}
 
 // WEBHOOK_KEY seals stored webhook secrets: kept across starts, or they could not be opened.
 // TOKEN_KEY signs User Tokens: kept too, so that tokens live across a restart.
@@ -35,12 +49,7 @@ for (const name of ["ADMIN_TOKEN", "WEBHOOK_KEY", "TOKEN_KEY"]) {
 }
 
 try {
-	const applied = await applyMigrations();
-	console.log(
-		applied
-			? `Applied ${applied} D1 migration${applied === 1 ? "" : "s"} to the local database`
-			: "The local database is up to date",
-	);
+	console.log(describeMigrations(await applyMigrations({ bindings: shards })));
 } catch (error) {
 	console.error(error.message);
 	process.exit(1);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findServer, readServed, writeServed } from "../../scripts/dev/served.mjs";
 import { planChromium } from "../../scripts/test/chromium.mjs";
 import { portFrom } from "../../scripts/test/dev-server.mjs";
-import { countMigrations } from "../../scripts/wrangler.mjs";
+import { countMigrations, describeMigrations } from "../../scripts/wrangler.mjs";
 
 // The scripts a user runs through npm: every `node scripts/....mjs` of package.json's scripts.
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -22,10 +22,15 @@ const userScripts = [
 ].sort();
 
 type Run = { code: number; stdout: string; stderr: string };
-async function run(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+async function run(
+	script: string,
+	args: string[],
+	env: Record<string, string | undefined> = {},
+	cwd = ROOT,
+): Promise<Run> {
 	try {
 		const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(ROOT, script), ...args], {
-			cwd: ROOT,
+			cwd,
 			env: { ...process.env, ...env },
 			timeout: 30_000,
 		});
@@ -242,5 +247,36 @@ describe("npm start's migrations", () => {
 			"│ 0000_init.sql │\n│ 0001_subscriptions.sql │\n│ 0000_init.sql │ ✅ │\n│ 0001_subscriptions.sql │ ✅ │";
 		expect(countMigrations(table)).toBe(2);
 		expect(countMigrations("✅ No migrations to apply!")).toBe(0);
+	});
+
+	it("are told in one line for every shard: one count when all took the same, else each shard's", () => {
+		expect(describeMigrations({ DB_0: 28, DB_1: 28 })).toBe(
+			"Applied 28 D1 migrations to the local databases DB_0, DB_1",
+		);
+		expect(describeMigrations({ DB_0: 1 })).toBe("Applied 1 D1 migration to the local database DB_0");
+		expect(describeMigrations({ DB_0: 0, DB_1: 28 })).toBe(
+			"Applied D1 migrations to the local databases: none to DB_0, 28 to DB_1",
+		);
+		expect(describeMigrations({ DB_0: 0, DB_1: 0 })).toBe("Every local database is up to date (DB_0, DB_1)");
+	});
+});
+
+// npm start checks the SHARDS wrangler dev would run with, .dev.vars' over wrangler.toml's.
+describe("npm start's shards", () => {
+	it("refuses a SHARDS that leaves a bucket unmapped, naming the fault, and does nothing", async () => {
+		const dir = mkdtempSync(join(tmpdir(), "start-"));
+		try {
+			const { writeFileSync } = await import("node:fs");
+			const devVars = "SHARDS=0-127:DB_0\n";
+			writeFileSync(join(dir, ".dev.vars"), devVars);
+			const { code, stdout, stderr } = await run("scripts/dev/start.mjs", [], {}, dir);
+			expect(code).toBe(1);
+			expect(stderr).toBe("SHARDS is invalid: bucket 128 is not mapped\n");
+			expect(stdout).toBe("");
+			// No secret written, no migration applied.
+			expect(readFileSync(join(dir, ".dev.vars"), "utf8")).toBe(devVars);
+		} finally {
+			rmSync(dir, { recursive: true, force: true });
+		}
 	});
 });
