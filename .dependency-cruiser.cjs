@@ -5,6 +5,7 @@
 //   objects.ts            the Worker's entry: may import everything
 //   http/                 the request pipeline, router, auth, API document
 //   operations/           one file per resource: defineOperation handlers
+//   shards/               moving a bucket of accounts between D1 databases: its object
 //   account/              the account's object (AccountDO): its serialized writes, the guards
 //                         around them, scan pages and cursors, and the typed client to call it
 //   notifications/        everything that delivers a message to a receiver: the outbox drain,
@@ -46,8 +47,10 @@ module.exports = {
 		// The account's object runs the serialized writes and scans with rules, policy and db,
 		// deletes the R2 objects its writes let go of, and hands the messages a write committed to the notification outbox drain.
 		layer("account", ["base", "rules", "policy", "db", "storage", "notifications"]),
-		// Handlers reach the object, the database and the pure layers; never http/.
-		layer("operations", ["base", "rules", "policy", "db", "storage", "notifications", "account"]),
+		// A bucket's move reads and writes rows of every table, as rows, on every shard.
+		layer("shards", ["base", "db"]),
+		// Handlers reach the objects, the database and the pure layers; never http/.
+		layer("operations", ["base", "rules", "policy", "db", "storage", "notifications", "account", "shards"]),
 		// The HTTP layer serves operations; it never reaches past them into the object.
 		layer("http", ["base", "rules", "policy", "db", "operations"]),
 		{

@@ -64,3 +64,11 @@ export const StreamDO = lazyObject(
 	["fetch", "append", "webSocketMessage", "webSocketClose", "alarm", "revoke", "apply", "ungranted", "notePublisher"],
 );
 export type StreamDO = InstanceType<typeof StreamDO>;
+
+export const MoveDO = lazyObject(() => import("./shards/move-object").then((m) => m.MoveObject), [
+	"start",
+	"status",
+	"abort",
+	"alarm",
+]);
+export type MoveDO = InstanceType<typeof MoveDO>;

@@ -331,6 +331,22 @@ const table: Route[] = [
 	},
 	{ method: "GET", path: "/log", load: () => import("./operations/log").then((m) => m.getLog) },
 	{ method: "POST", path: "/admin/accounts", load: () => import("./operations/accounts").then((m) => m.createAccount) },
+	{ method: "GET", path: "/admin/shards", load: () => import("./operations/shards").then((m) => m.getShards) },
+	{
+		method: "POST",
+		path: "/admin/shards/moves",
+		load: () => import("./operations/shards").then((m) => m.createShardMove),
+	},
+	{
+		method: "GET",
+		path: "/admin/shards/moves/:bucket",
+		load: () => import("./operations/shards").then((m) => m.getShardMove),
+	},
+	{
+		method: "DELETE",
+		path: "/admin/shards/moves/:bucket",
+		load: () => import("./operations/shards").then((m) => m.deleteShardMove),
+	},
 ];
 
 export const routes: Route[] = table.map((route) => ({ ...route, load: loadOnce(route.load) }));

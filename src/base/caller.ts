@@ -13,6 +13,9 @@ export type Principal = {
 	statement: Statement;
 	rules: RoleRules;
 	description: Description;
+	// The account's bucket is moving between databases: its writes answer 503241 until the
+	// move ends (docs/scaling.md, "Moving a bucket").
+	moving?: true;
 };
 
 export type TokenOption = "create" | "refresh";
@@ -56,6 +59,6 @@ export type Caller = Principal & { dict?: Description | null; credential?: Crede
 export type Claim = { caller: Caller; hash?: string };
 
 export function principalOf(caller: Caller): Principal {
-	const { account, user, role, statement, rules, description } = caller;
-	return { account, user, role, statement, rules, description };
+	const { account, user, role, statement, rules, description, moving } = caller;
+	return { account, user, role, statement, rules, description, ...(moving ? { moving } : {}) };
 }

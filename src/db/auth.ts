@@ -1,10 +1,16 @@
 import type { Description, RoleRules, Statement } from "./schema";
 
+// Whether the caller's account's bucket is moving between databases (docs/scaling.md, "Moving a
+// bucket"): the move's row is on every shard, so the credential query reads it where it runs.
+// Accounts from before sharding (version-4 ids) never move.
+const MOVING = `(SELECT state FROM bucket_moves WHERE prefix = substr(users.account, 1, 2)
+	AND substr(users.account, 15, 1) = '8') AS moving`;
+
 // One query resolves a secret to its user and role, so authentication costs one D1 round trip.
 // It runs on every authenticated request, so its text is fixed here rather than rebuilt by the
 // query builder each time (that cost more CPU than the rest of a minimal request together).
 const SELECT = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules,
-	users.description, user_secrets.validity_ts, user_secrets.fingerprint, user_secrets.created_ts, user_secrets.hash
+	users.description, ${MOVING}, user_secrets.validity_ts, user_secrets.fingerprint, user_secrets.created_ts, user_secrets.hash
 	FROM user_secrets
 	JOIN users ON users.uuid = user_secrets.user
 	JOIN roles ON roles.uuid = users.role`;
@@ -16,7 +22,7 @@ const CREDENTIAL_OF_USER = `${SELECT} WHERE user_secrets.user = ? LIMIT 1`;
 // its hash, and on the target's secret as it is now (none is an answer too): one query, as a
 // secret's. The principal is the target's.
 const ISSUED = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules, users.description,
-	issuer.validity_ts, issuer.fingerprint, issuer.hash, issuer.user AS actor, issuer.account AS actor_account,
+	${MOVING}, issuer.validity_ts, issuer.fingerprint, issuer.hash, issuer.user AS actor, issuer.account AS actor_account,
 	target.hash AS target_hash, target.validity_ts AS target_validity_ts
 	FROM user_secrets AS issuer
 	JOIN users ON users.uuid = ?2
@@ -26,7 +32,7 @@ const ISSUED = `SELECT users.account, users.uuid AS user, users.role, roles.stat
 
 // A token an exchange gave rests on its link (by uuid) and the link's provider as it is now.
 const FEDERATED = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules, users.description,
-	links.provider, links.subject, identity_providers.updated_ts AS provider_updated_ts
+	${MOVING}, links.provider, links.subject, identity_providers.updated_ts AS provider_updated_ts
 	FROM user_external_ids AS links
 	JOIN identity_providers ON identity_providers.uuid = links.provider
 	JOIN users ON users.uuid = links.user
@@ -40,6 +46,7 @@ type PrincipalRow = {
 	statement: string;
 	rules: string;
 	description: string;
+	moving: string | null;
 };
 type IssuedRow = PrincipalRow & {
 	validity_ts: number | null;
@@ -59,6 +66,7 @@ const principalOf = (row: PrincipalRow) => ({
 	statement: JSON.parse(row.statement) as Statement,
 	rules: JSON.parse(row.rules) as RoleRules,
 	description: JSON.parse(row.description) as Description,
+	...(row.moving ? { moving: true as const } : {}),
 });
 
 export async function findIssuedCredential(d1: D1Database, sec: string, target: string) {
@@ -89,6 +97,7 @@ export type CredentialRow = {
 	statement: string;
 	rules: string;
 	description: string;
+	moving: string | null;
 	validity_ts: number | null;
 	fingerprint: string;
 	created_ts: number;

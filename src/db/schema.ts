@@ -592,3 +592,16 @@ export const userExternalIds = sqliteTable(
 		uniqueIndex("user_external_ids_user").on(t.user, t.provider),
 	],
 );
+
+// A bucket moving between databases (docs/scaling.md, "Moving a bucket"): one row per moving
+// bucket, written on every shard so that the credential query of any request reads it in the
+// database it already asks (no round trip of its own). `prefix` is the bucket as the first two
+// hex digits of its ids. While a row exists, writes to the bucket's rows answer 503241.
+export const bucketMoves = sqliteTable("bucket_moves", {
+	bucket: integer("bucket").primaryKey(),
+	prefix: text("prefix").notNull().unique(),
+	source: text("source").notNull(),
+	target: text("target").notNull(),
+	state: text("state", { enum: ["copying", "copied", "finishing", "aborting"] }).notNull(),
+	started_ts: real("started_ts").notNull(),
+});

@@ -21,7 +21,8 @@ import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { fingerprintOf, keepsReplay, presentedKey, quotaOf, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
 import { homeOf, type Sessions } from "../db/shards";
-import { FIRST_SHARD } from "../base/shards";
+import { bucketOfId, FIRST_SHARD } from "../base/shards";
+import { isMoving } from "../db/moves";
 
 export type RequestState = {
 	requestId: string;
@@ -76,6 +77,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "authenticate");
 			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
+			refuseIfMoving(caller, request.method);
 			mark(state, "statement");
 			key = presentedKey(request, operation);
 			caller.dict = dictOf(request, caller.credential!);
@@ -97,6 +99,8 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 		const named = request.params?.account;
 		if (shards.home === undefined && typeof named === "string") shards.home = homeOf(env, named);
 		const d1 = shards.of(shards.home ?? FIRST_SHARD);
+		if (typeof named === "string" && writesWithoutCredential(operation, request.method))
+			await refuseIfBucketMoves(d1, named);
 		const ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, claim);
 		try {
 			const input = await readInput(operation, request, url, body, ctx);
@@ -124,6 +128,27 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			throw error;
 		}
 	};
+}
+
+// While the account's bucket moves between databases, its reads are served from where its rows
+// are and its writes wait (docs/scaling.md, "Moving a bucket").
+export const MOVE_RETRY_SECONDS = 5;
+function refuseIfMoving(caller: Caller, method: string) {
+	if (caller.moving && method !== "GET" && method !== "HEAD")
+		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
+}
+
+// The routes whose proof is in the URL and that write: a PIN's redemption, a webhook token's
+// confirm, refresh and unsubscribe (the confirm a GET), an upload's PUT. A download only reads.
+const writesWithoutCredential = (operation: Operation, method: string) =>
+	operation.auth === "none" || (operation.auth === "capability" && method !== "GET" && method !== "HEAD");
+
+// Such a route names its account in the path, and no credential query reads the move's row:
+// it is read on its own, before anything is written.
+async function refuseIfBucketMoves(d1: D1Database, account: string) {
+	const bucket = bucketOfId(account);
+	if (bucket !== undefined && (await isMoving(d1, bucket)))
+		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
 }
 
 function countAs(state: RequestState, operation: Operation, caller: Caller) {

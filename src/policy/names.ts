@@ -89,6 +89,10 @@ export const OPERATION_NAMES = [
 	"get_account_usage",
 	"get_user_usage",
 	"create_account",
+	"get_shards",
+	"create_shard_move",
+	"get_shard_move",
+	"delete_shard_move",
 ] as const;
 
 export type OperationName = (typeof OPERATION_NAMES)[number];
