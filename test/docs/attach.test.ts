@@ -18,6 +18,7 @@ import {
 	uploadObject,
 	uploadUrl,
 } from "./helpers";
+import { dbOf, idOf } from "../support/shards";
 
 // attach_twin_doc (docs/files.md "Uploading and attaching"): the record it answers, the names it takes, and every refusal
 // in its order, each consuming nothing.
@@ -486,10 +487,11 @@ describe("attach_twin_doc", () => {
 			409171,
 		);
 		// ...then the hash, before the name, the count and the bytes.
-		await env.DB.prepare(
-			"INSERT INTO docs (uuid, twin, name, account, object, size, hash, storage_class, description, created_ts, updated_ts) VALUES (?, ?, 'z', ?, ?, 1, ?, 'access_optimized', NULL, 1, 1)",
-		)
-			.bind(crypto.randomUUID(), twin, admin.account, `objects/${crypto.randomUUID()}`, "0".repeat(64))
+		await dbOf(twin)
+			.prepare(
+				"INSERT INTO docs (uuid, twin, name, account, object, size, hash, storage_class, description, created_ts, updated_ts) VALUES (?, ?, 'z', ?, ?, 1, ?, 'access_optimized', NULL, 1, 1)",
+			)
+			.bind(idOf(admin.account), twin, admin.account, `objects/${crypto.randomUUID()}`, "0".repeat(64))
 			.run();
 		expectError(await attach(admin.secret, twin, { z: { handler: full.handler, hash: wrongHash } }), 400, 400171);
 		expectError(await attach(admin.secret, twin, { z: { handler: full.handler } }), 409, 409101);

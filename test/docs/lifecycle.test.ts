@@ -22,6 +22,7 @@ import {
 	uploadUrl,
 	expireUpload,
 } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // What happens to the bytes over time (docs/files.md): the account's alarm releases expired
 // uploads and deletes their objects; deleting a doc or an upload deletes its object at once,
@@ -30,7 +31,10 @@ import {
 
 const garbageOf = async (account: string) =>
 	(
-		await env.DB.prepare("SELECT object FROM doc_garbage WHERE account = ?").bind(account).all<{ object: string }>()
+		await dbOf(account)
+			.prepare("SELECT object FROM doc_garbage WHERE account = ?")
+			.bind(account)
+			.all<{ object: string }>()
 	).results.map((row) => row.object);
 
 // A DOCS bucket whose deletes fail, as R2 may; everything else works.

@@ -1,27 +1,29 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, d1Cost, expectError } from "../support/requests";
 import { bootstrap, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { docPath } from "./helpers";
+import { dbOf, idOf } from "../support/shards";
 
 // Each account attaches up to MAX_TWIN_DOCS docs to a twin (docs/files.md), so a twin may hold
 // more than one answer of get_twin_docs: a page examines 1000 names, and `cursor` comes while
 // more follow.
 
-// `count` docs of `account` on `twin`, written straight into D1, named `<prefix><i>`.
+// `count` docs of `account` on `twin`, written straight into D1 (the twin owner's), named
+// `<prefix><i>`.
 async function seedDocs(twin: string, account: string, prefix: string, count: number) {
-	const statement = env.DB.prepare(
+	const db = dbOf(twin);
+	const statement = db.prepare(
 		`INSERT INTO docs (uuid, twin, name, account, object, size, hash, storage_class, description, created_ts, updated_ts)
 		VALUES (?, ?, ?, ?, ?, 1, ?, 'access_optimized', NULL, 1, 1)`,
 	);
 	const names = Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(4, "0")}`);
 	for (let i = 0; i < count; i += 500) {
-		await env.DB.batch(
+		await db.batch(
 			names
 				.slice(i, i + 500)
 				.map((name) =>
-					statement.bind(crypto.randomUUID(), twin, name, account, `objects/${crypto.randomUUID()}`, "0".repeat(64)),
+					statement.bind(idOf(account), twin, name, account, `objects/${crypto.randomUUID()}`, "0".repeat(64)),
 				),
 		);
 	}

@@ -17,6 +17,7 @@ import {
 	uploadUrl,
 } from "./helpers";
 import { storeStreaming } from "../../src/storage/objects";
+import { dbOf } from "../support/shards";
 
 // create_upload_url, invalidate_upload_url and upload_to_cache (docs/files.md "Uploading and attaching"): the URL and its
 // handler, who may use a handler, the PUT's refusals and what each leaves behind.
@@ -95,7 +96,8 @@ describe("create_upload_url", () => {
 		expect(validity_ts).toBeGreaterThanOrEqual(before + 3600 - 1);
 		expect(validity_ts).toBeLessThanOrEqual(nowSeconds() + 3600);
 		// The token itself is not stored, only its hash.
-		const row = await env.DB.prepare("SELECT * FROM uploads WHERE handler = ?")
+		const row = await dbOf(handler)
+			.prepare("SELECT * FROM uploads WHERE handler = ?")
 			.bind(handler)
 			.first<Record<string, unknown>>();
 		expect(row).toMatchObject({
@@ -143,7 +145,12 @@ describe("create_upload_url", () => {
 		expect(past.body.details).toEqual([expect.objectContaining({ path: "validity_ts" })]);
 		// None of the refusals made a URL.
 		expect(
-			(await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n,
+			(
+				await dbOf(admin.account)
+					.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?")
+					.bind(admin.account)
+					.first()
+			)?.n,
 		).toBe(0);
 	});
 
@@ -155,7 +162,12 @@ describe("create_upload_url", () => {
 			expect(res.body.description).toContain("PUBLIC_URL");
 		}
 		expect(
-			(await env.DB.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?").bind(admin.account).first())?.n,
+			(
+				await dbOf(admin.account)
+					.prepare("SELECT count(*) AS n FROM uploads WHERE account = ?")
+					.bind(admin.account)
+					.first()
+			)?.n,
 		).toBe(0);
 	});
 
@@ -217,7 +229,8 @@ describe("upload_to_cache", () => {
 		const stored = await env.DOCS.get(key!);
 		expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(bytes);
 		expect(await docBytes(admin.account)).toBe(bytes.length);
-		const row = await env.DB.prepare("SELECT state, size, hash FROM uploads WHERE handler = ?")
+		const row = await dbOf(created.handler)
+			.prepare("SELECT state, size, hash FROM uploads WHERE handler = ?")
 			.bind(created.handler)
 			.first();
 		expect(row).toEqual({ state: "uploaded", size: bytes.length, hash: put.body.hash });
@@ -564,7 +577,8 @@ describe("an upload in flight", () => {
 			expect(claimed.ok).toBe(true);
 			expectError(await putFile(created.url, patterned(10)), 409, 409176);
 			expect(await docBytes(admin.account)).toBe(length);
-			const aged = await env.DB.prepare("UPDATE uploads SET lease_ts = ? WHERE handler = ? AND state = 'receiving'")
+			const aged = await dbOf(created.handler)
+				.prepare("UPDATE uploads SET lease_ts = ? WHERE handler = ? AND state = 'receiving'")
 				.bind(Date.now() / 1000 - 1, created.handler)
 				.run();
 			expect(aged.meta.changes).toBe(1);
@@ -574,7 +588,8 @@ describe("an upload in flight", () => {
 		it("is released by the account's alarm once its lease has passed, long before the URL expires", async () => {
 			const { admin, created } = await deadPut(777);
 			await fireAccountAlarm(admin.account);
-			const row = await env.DB.prepare("SELECT state, object, size, lease_ts FROM uploads WHERE handler = ?")
+			const row = await dbOf(created.handler)
+				.prepare("SELECT state, object, size, lease_ts FROM uploads WHERE handler = ?")
 				.bind(created.handler)
 				.first();
 			expect(row).toEqual({ state: "pending", object: null, size: null, lease_ts: null });

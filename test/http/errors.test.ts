@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BASE, call, expectError, fetchWithEnv } from "../support/requests";
 import { bootstrap, userWith } from "../support/accounts";
 import { loggedErrors } from "../support/faults";
+import { onShardOf } from "../support/shards";
 
 describe("error envelope", () => {
 	it("answers 404 with the envelope for an unknown route, authenticated or not", async () => {
@@ -88,7 +89,7 @@ describe("error envelope", () => {
 		const logged = loggedErrors();
 		const admin = await bootstrap();
 		const request = new Request(`${BASE}/whoami`, { headers: { authorization: admin.secret } });
-		const response = await fetchWithEnv(request, { DB: undefined });
+		const response = await fetchWithEnv(request, onShardOf(admin.account, undefined));
 		expect(response.status).toBe(500);
 		const body = await response.json();
 		expect(body).toEqual({

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap, member } from "../support/accounts";
@@ -6,6 +5,7 @@ import { newTwin, walk } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
 import { loggedErrors, sessionsToo } from "../support/faults";
 import { outboxOf, confirmedSubscription, recordingQueue, receiver } from "../support/webhooks";
+import { dbOf, onShardOf } from "../support/shards";
 
 const keyed = (key: string, headers: Record<string, string> = {}) => ({ "idempotency-key": key, ...headers });
 
@@ -103,7 +103,8 @@ describe("Idempotency-Key", () => {
 		const [first, again] = [await send(), await send()];
 		expect(again.headers.get("idempotent-replayed")).toBeNull();
 		expect(again.body.subscription.uuid).not.toBe(first.body.subscription.uuid);
-		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
+		const stored = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(stored?.n).toBe(0);
@@ -164,9 +165,10 @@ describe("Idempotency-Key", () => {
 		// The first request's claim, as it stands while its handler runs.
 		const body = JSON.stringify({});
 		const first = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
-		await env.DB.prepare(
-			"UPDATE idempotency_keys SET status = NULL, body = NULL, trace = 'another-request', created_ts = ? WHERE account = ? AND key = 'slow'",
-		)
+		await dbOf(admin.account)
+			.prepare(
+				"UPDATE idempotency_keys SET status = NULL, body = NULL, trace = 'another-request', created_ts = ? WHERE account = ? AND key = 'slow'",
+			)
 			.bind(Date.now() / 1000, admin.account)
 			.run();
 		const res = await call("POST", "/twins", { secret: admin.secret, body, headers: keyed("slow") });
@@ -177,15 +179,17 @@ describe("Idempotency-Key", () => {
 
 	it("lets the same request take over a claim whose request died, once its lease is over", async () => {
 		const admin = await bootstrap();
-		await env.DB.prepare(
-			"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts) SELECT ?, 'died', fingerprint, 'dead-request', ? FROM (SELECT '' AS fingerprint)",
-		)
+		await dbOf(admin.account)
+			.prepare(
+				"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts) SELECT ?, 'died', fingerprint, 'dead-request', ? FROM (SELECT '' AS fingerprint)",
+			)
 			.bind(admin.account, Date.now() / 1000 - 301)
 			.run();
 		// Another fingerprint: the claim stands for another request, whatever its age.
 		expectError(await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") }), 422, 422101);
 		const fingerprint = await requestFingerprint(admin, "POST", "/twins", "{}");
-		await env.DB.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'")
+		await dbOf(admin.account)
+			.prepare("UPDATE idempotency_keys SET fingerprint = ? WHERE account = ? AND key = 'died'")
 			.bind(fingerprint, admin.account)
 			.run();
 		const taken = await call("POST", "/twins", { secret: admin.secret, body: {}, headers: keyed("died") });
@@ -211,7 +215,7 @@ describe("Idempotency-Key", () => {
 			secret: admin.secret,
 			body: {},
 			headers: keyed("early"),
-			env: { DB: failingAfterFirstBatch(env.DB) },
+			env: onShardOf(admin.account, failingAfterFirstBatch(dbOf(admin.account))),
 		});
 		expectError(failed, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining(failed.headers.get("x-request-id") as string));
@@ -251,7 +255,8 @@ describe("Idempotency-Key", () => {
 			),
 		);
 		expect(pins[0].body.pin).not.toBe(pins[1].body.pin);
-		const stored = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
+		const stored = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE account = ?")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(stored?.n).toBe(0);
@@ -260,7 +265,8 @@ describe("Idempotency-Key", () => {
 	it("keeps a key 24 hours: past them the key is free for any request", async () => {
 		const admin = await bootstrap();
 		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("day") });
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
+		await dbOf(admin.account)
+			.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
 			.bind(admin.account)
 			.run();
 		const later = await call("POST", "/twins", {
@@ -278,12 +284,14 @@ describe("Idempotency-Key", () => {
 		await call("POST", "/twins", { secret: admin.secret, body: { description: { n: 1 } }, headers: keyed("late") });
 		// 150 older expired keys: a claim prunes the 100 oldest, and "late" is not among them.
 		const old = Math.floor(Date.now() / 1000) - 2 * 86_400;
-		await env.DB.prepare(
-			"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts, status, body) SELECT ?, 'old-' || value, 'f', 't', ? + value, 201, '{}' FROM json_each(?)",
-		)
+		await dbOf(admin.account)
+			.prepare(
+				"INSERT INTO idempotency_keys (account, key, fingerprint, trace, created_ts, status, body) SELECT ?, 'old-' || value, 'f', 't', ? + value, 201, '{}' FROM json_each(?)",
+			)
 			.bind(admin.account, old, JSON.stringify(Array.from({ length: 150 }, (_, i) => i)))
 			.run();
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = ? WHERE account = ? AND key = 'late'")
+		await dbOf(admin.account)
+			.prepare("UPDATE idempotency_keys SET created_ts = ? WHERE account = ? AND key = 'late'")
 			.bind(old + 1000, admin.account)
 			.run();
 		const later = await call("POST", "/twins", {
@@ -300,7 +308,8 @@ describe("Idempotency-Key", () => {
 describe("the account's quota of kept answers", () => {
 	// The account's quota row as D1 holds it.
 	const quotaOf = (account: string) =>
-		env.DB.prepare("SELECT keys, bytes FROM idempotency_quota WHERE account = ?")
+		dbOf(account)
+			.prepare("SELECT keys, bytes FROM idempotency_quota WHERE account = ?")
 			.bind(account)
 			.first<{ keys: number; bytes: number }>();
 	const post = (
@@ -328,7 +337,8 @@ describe("the account's quota of kept answers", () => {
 		expect((await call("POST", "/twins", { secret: admin.secret, body: {}, env: quota })).status).toBe(201);
 		expect((await post((await bootstrap()).secret, "k4", quota)).status).toBe(201);
 		// The refusal was not kept: once the window frees a place, the same key runs.
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ? AND key = 'k1'")
+		await dbOf(admin.account)
+			.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ? AND key = 'k1'")
 			.bind(admin.account)
 			.run();
 		const later = await post(admin.secret, "k4", quota);
@@ -360,7 +370,8 @@ describe("the account's quota of kept answers", () => {
 		await post(admin.secret, "good", {});
 		expect((await quotaOf(admin.account))?.keys).toBe(1);
 		// Pruning an expired answer takes it out of the count.
-		await env.DB.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
+		await dbOf(admin.account)
+			.prepare("UPDATE idempotency_keys SET created_ts = created_ts - 86401 WHERE account = ?")
 			.bind(admin.account)
 			.run();
 		await post(admin.secret, "next", {});

@@ -1,10 +1,10 @@
-import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { ledger } from "../support/ledgers";
 import { failingBatches } from "../support/faults";
+import { dbOf, onShardOf } from "../support/shards";
 
 // The request log lines the Worker wrote during a test, read from console.log and console.error.
 let lines: Record<string, unknown>[] = [];
@@ -107,7 +107,11 @@ describe("the request log", () => {
 
 	it("adds the error and its stack to a 5xx line, on console.error", async () => {
 		const admin = await bootstrap();
-		const res = await call("POST", "/twins", { secret: admin.secret, body: {}, env: { DB: failingBatches(env.DB) } });
+		const res = await call("POST", "/twins", {
+			secret: admin.secret,
+			body: {},
+			env: onShardOf(admin.account, failingBatches(dbOf(admin.account))),
+		});
 		expect(res.status).toBe(500);
 		expect(lineOf(res)).toMatchObject({
 			status: 500,

@@ -1,8 +1,8 @@
 // What the identities tests (and a policy test that hides identities) share: an identity's path,
 // identities attached through the API, and identities written straight into D1 in bulk.
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "../support/requests";
+import { dbOf } from "../support/shards";
 
 export const idPath = (twin: string, identity?: string) =>
 	`/twins/${twin}/identities${identity === undefined ? "" : `/${encodeURIComponent(identity)}`}`;
@@ -22,11 +22,12 @@ export async function seedIdentities(
 	account: string,
 	rows: { twin: string; identity: string; visibility?: string | null }[],
 ) {
-	const statement = env.DB.prepare(
+	const db = dbOf(account);
+	const statement = db.prepare(
 		"INSERT INTO twin_identities (twin, account, identity, validity_ts, visibility, created_ts, updated_ts) VALUES (?, ?, ?, NULL, ?, 1, 1)",
 	);
 	for (let i = 0; i < rows.length; i += 500) {
-		await env.DB.batch(
+		await db.batch(
 			rows.slice(i, i + 500).map((r) => statement.bind(r.twin, account, r.identity, r.visibility ?? null)),
 		);
 	}

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BUILD_BYTES, BUILD_LEDGERS, BUILD_WORK_UNITS, buildStep, IndexCatalog } from "../../src/account/index-tables";
 import { database } from "../../src/db/client";
@@ -20,6 +19,7 @@ import {
 	oldIndexRows,
 	queryIndex,
 } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // Builds (docs/indexes.md "Changing, truncating, deleting"): a new generation is filled by the
 // account's alarm from its ledgers, in bounded steps queued between writes; old rows go in the
@@ -484,7 +484,7 @@ describe("a build step", () => {
 		await createIndexes(admin.secret, { t: indexDefinition(rule, { n: ["integer", "{LEDGER[n]}"] }) });
 		const twins = await seededLedgers(admin.account, count, ledgers);
 		const { uuid } = await indexTableRow(admin.account, "t");
-		const db = database(env.DB);
+		const db = database(dbOf(admin.account));
 		const catalog = new IndexCatalog(() => db);
 		const limits = { tables: 10, rows: 100_000 };
 		const stops: (string | null)[] = [];

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap } from "../support/accounts";
@@ -7,6 +6,7 @@ import { addEntries } from "../support/ledgers";
 import { clockPast, until } from "../support/waiting";
 import { objectEnv } from "../support/objects";
 import { createIndexes, INDEXES, indexDefinition, indexPath, indexTable, queryIndex } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // Definitions of Indexes tables (docs/indexes.md "Definitions", the create/get/update/delete
 // routes): what a definition may say, the record's shape, the per-table texts of a create.
@@ -585,13 +585,15 @@ describe("delete_indexes_table", () => {
 		const admin = await bootstrap();
 		await createIndexes(admin.secret, { t: simple() });
 		for (let i = 0; i < 3; i++) await addEntries(admin.secret, await newTwin(admin.secret), { a: { value: i } });
-		const { uuid } = (await env.DB.prepare("SELECT uuid FROM index_tables WHERE account = ? AND name = 't'")
+		const { uuid } = (await dbOf(admin.account)
+			.prepare("SELECT uuid FROM index_tables WHERE account = ? AND name = 't'")
 			.bind(admin.account)
 			.first<{ uuid: string }>()) as { uuid: string };
 		expect((await call("DELETE", indexPath("t"), { secret: admin.secret })).status).toBe(200);
 		await until(
 			async () =>
-				(await env.DB.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ?')
+				(await dbOf(uuid)
+					.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ?')
 					.bind(uuid)
 					.first<{ n: number }>())!.n,
 			(n) => n === 0,

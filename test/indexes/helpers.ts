@@ -7,6 +7,7 @@ import { expect } from "vitest";
 import type { AccountDO } from "../../src/objects";
 import { call } from "../support/requests";
 import { until } from "../support/waiting";
+import { dbOf } from "../support/shards";
 
 export const INDEXES = "/account/services/indexes";
 
@@ -87,7 +88,8 @@ export async function indexRowsByTwin(secret: string, name: string, query: Recor
 
 // The uuid and current generation of an account's table, read from D1.
 export async function indexTableRow(account: string, name: string) {
-	const row = await env.DB.prepare("SELECT uuid, generation FROM index_tables WHERE account = ? AND name = ?")
+	const row = await dbOf(account)
+		.prepare("SELECT uuid, generation FROM index_tables WHERE account = ? AND name = ?")
 		.bind(account, name)
 		.first<{ uuid: string; generation: number }>();
 	if (!row) throw new Error(`no index table ${name}`);
@@ -102,19 +104,21 @@ export async function seedIndexRows(
 	rows: { twin: string; properties: Record<string, unknown> }[],
 ) {
 	const { uuid, generation } = await indexTableRow(account, name);
-	const statement = env.DB.prepare(
+	const db = dbOf(account);
+	const statement = db.prepare(
 		'INSERT INTO index_rows ("table", generation, twin, properties, size, updated_ts) VALUES (?, ?, ?, ?, ?, 1)',
 	);
 	const bound = rows.map(({ twin, properties }) => {
 		const text = JSON.stringify(properties);
 		return statement.bind(uuid, generation, twin, text, new TextEncoder().encode(text).length);
 	});
-	for (let i = 0; i < bound.length; i += 500) await env.DB.batch(bound.slice(i, i + 500));
+	for (let i = 0; i < bound.length; i += 500) await db.batch(bound.slice(i, i + 500));
 }
 
 // How many rows a table (by uuid) has in D1 below a generation: the old ones the alarm deletes.
 export async function oldIndexRows(uuid: string, below: number) {
-	return (await env.DB.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ? AND generation < ?')
+	return (await dbOf(uuid)
+		.prepare('SELECT count(*) AS n FROM index_rows WHERE "table" = ? AND generation < ?')
 		.bind(uuid, below)
 		.first<{ n: number }>())!.n;
 }

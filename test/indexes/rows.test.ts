@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { type Account, bootstrap, userWithRules } from "../support/accounts";
@@ -8,6 +7,7 @@ import { clockPast } from "../support/waiting";
 import { failingBatches, loggedErrors } from "../support/faults";
 import { objectEnv } from "../support/objects";
 import { createIndexes, indexDefinition, indexPath, indexRowsByTwin, indexTable } from "./helpers";
+import { dbOf, onShardOf } from "../support/shards";
 
 // Rows (docs/indexes.md "How rows are kept", "Definitions"): each ledger write of the account
 // brings its twin's row of every table to the ledger as written, in the write's own batch; the
@@ -256,7 +256,7 @@ describe("a refused write changes no row", () => {
 		const { admin, twin, unchanged } = await withRow();
 		const logged = loggedErrors();
 		const other = await newTwin(admin.secret);
-		const undo = await objectEnv(admin.account, { DB: failingBatches(env.DB) });
+		const undo = await objectEnv(admin.account, onShardOf(admin.account, failingBatches(dbOf(admin.account))));
 		const failed = await call("PATCH", ledger(twin), {
 			secret: admin.secret,
 			body: { entries: { rpm: { value: 2 }, state: { value: "off" } } },

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { writeLedger } from "../../src/account/ledger-writes";
@@ -7,6 +6,7 @@ import { bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
 import { failingBatches } from "../support/faults";
+import { dbOf } from "../support/shards";
 
 describe("a ledger write failing in D1", () => {
 	it("leaves entries and history as they were", async () => {
@@ -15,7 +15,10 @@ describe("a ledger write failing in D1", () => {
 		await addEntries(admin.secret, twin, { a: { value: 1, history: "INF" }, b: { value: 2 } });
 		const before = (await call("GET", ledger(twin), { secret: admin.secret })).body;
 		const history = async () =>
-			(await env.DB.prepare("SELECT count(*) AS n FROM ledger_history WHERE twin = ?").bind(twin).first("n")) as number;
+			(await dbOf(twin)
+				.prepare("SELECT count(*) AS n FROM ledger_history WHERE twin = ?")
+				.bind(twin)
+				.first("n")) as number;
 		const kept = await history();
 
 		const writer = {
@@ -27,7 +30,7 @@ describe("a ledger write failing in D1", () => {
 			rules: { twin: null, entry: null, identity: null },
 		};
 		const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
-		const db = database(failingBatches(env.DB));
+		const db = database(failingBatches(dbOf(admin.account)));
 		const base = { action: "update_twin_ledger_entry" as const, twin: twinView, writer, conditions: {} };
 		await expect(
 			writeLedger(db, { ...base, kind: "update", entries: { a: { value: 5 }, b: { value: 6 } } }, 2e9),

@@ -1,10 +1,10 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap, userWith } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
 import { clockPast } from "../support/waiting";
+import { dbOf } from "../support/shards";
 
 describe("ledger entries of the caller's own ledger", () => {
 	it("adds, reads, updates and deletes entries with their timestamps", async () => {
@@ -231,22 +231,19 @@ describe("ledger entries of the caller's own ledger", () => {
 	it("deletes a ledger of thousands of small entries in one call", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		const insert = env.DB.prepare(
+		const db = dbOf(admin.account);
+		const insert = db.prepare(
 			`INSERT INTO ledger_entries (twin, account, name, value, size, entry_created_ts, entry_updated_ts, value_changed_ts)
 			VALUES (?, ?, ?, '0', ?, 1, 1, 1)`,
 		);
 		const names = Array.from({ length: 3000 }, (_, i) => `e${i}`);
 		for (let i = 0; i < names.length; i += 500) {
-			await env.DB.batch(
-				names.slice(i, i + 500).map((name) => insert.bind(twin, admin.account, name, name.length + 4)),
-			);
+			await db.batch(names.slice(i, i + 500).map((name) => insert.bind(twin, admin.account, name, name.length + 4)));
 		}
 		const deleted = await call("DELETE", ledger(twin), { secret: admin.secret });
 		expect(deleted.status).toBe(200);
 		expect(Object.keys(deleted.body.entries)).toHaveLength(3000);
-		expect(await env.DB.prepare("SELECT count(*) AS n FROM ledger_entries WHERE twin = ?").bind(twin).first("n")).toBe(
-			0,
-		);
+		expect(await db.prepare("SELECT count(*) AS n FROM ledger_entries WHERE twin = ?").bind(twin).first("n")).toBe(0);
 	});
 
 	it("names the operations in role statements", async () => {
@@ -275,7 +272,8 @@ describe("ledger entries of the caller's own ledger", () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { a: { value: 1 } });
-		const { results } = await env.DB.prepare("SELECT account, name, value, size FROM ledger_entries WHERE twin = ?")
+		const { results } = await dbOf(twin)
+			.prepare("SELECT account, name, value, size FROM ledger_entries WHERE twin = ?")
 			.bind(twin)
 			.all();
 		expect(results).toEqual([{ account: admin.account, name: "a", value: "1", size: 5 }]);

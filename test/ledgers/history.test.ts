@@ -1,10 +1,10 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
 import { clockPast } from "../support/waiting";
+import { dbOf } from "../support/shards";
 
 async function setValue(secret: string, twin: string, name: string, value: unknown) {
 	const res = await call("PATCH", ledger(twin, "personal", "/value"), {
@@ -23,7 +23,8 @@ function records(answer: Record<string, unknown>) {
 }
 
 async function stored(twin: string, name: string) {
-	const { results } = await env.DB.prepare("SELECT ts FROM ledger_history WHERE twin = ? AND name = ? ORDER BY ts")
+	const { results } = await dbOf(twin)
+		.prepare("SELECT ts FROM ledger_history WHERE twin = ? AND name = ? ORDER BY ts")
 		.bind(twin, name)
 		.all<{ ts: number }>();
 	return results.map((r) => r.ts);
@@ -37,12 +38,13 @@ async function seedHistory(
 	stamps: number[],
 	value = (ts: number): unknown => ({ seeded: ts }),
 ) {
-	const insert = env.DB.prepare(
+	const db = dbOf(account);
+	const insert = db.prepare(
 		"INSERT INTO ledger_history (twin, account, name, ts, value, bytes) VALUES (?1, ?2, ?3, ?4, ?5, length(CAST(?5 AS BLOB)))",
 	);
 	const rows = stamps.map((ts) => insert.bind(twin, account, name, ts, JSON.stringify(value(ts))));
 	// A batch of D1 is bounded in size as well as in statements.
-	for (let i = 0; i < rows.length; i += 20) await env.DB.batch(rows.slice(i, i + 20));
+	for (let i = 0; i < rows.length; i += 20) await db.batch(rows.slice(i, i + 20));
 }
 
 type Page = {

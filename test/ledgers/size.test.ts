@@ -1,9 +1,9 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
+import { dbOf } from "../support/shards";
 
 const LIMIT = 64 * 1024;
 const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
@@ -105,9 +105,10 @@ describe("the 64 KiB ledger limit", () => {
 			}
 		}
 		expect(refused).toBe(5);
-		const stored = await env.DB.prepare(
-			"SELECT sum(length(name) + length(value) + length(coalesce(visibility, '')) + length(coalesce(history, '')) + length(coalesce(publish, ''))) AS bytes FROM ledger_entries WHERE twin = ?",
-		)
+		const stored = await dbOf(other)
+			.prepare(
+				"SELECT sum(length(name) + length(value) + length(coalesce(visibility, '')) + length(coalesce(history, '')) + length(coalesce(publish, ''))) AS bytes FROM ledger_entries WHERE twin = ?",
+			)
 			.bind(other)
 			.first<{ bytes: number }>();
 		expect(stored?.bytes).toBeLessThanOrEqual(LIMIT);

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { KEPT_MESSAGES, KEPT_SECONDS, logStatements } from "../../src/db/log";
@@ -12,10 +11,11 @@ import { addEntries } from "../support/ledgers";
 import { until } from "../support/waiting";
 import { confirmedSubscription, consume, receiver, subscribeRecording } from "../support/webhooks";
 import { logLines } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // Lines written into the account's log as background work writes them.
 async function writeLines(account: string, at: number, messages: string[]) {
-	const db = database(env.DB);
+	const db = database(dbOf(account));
 	const [first, ...rest] = logStatements(db, account, at, messages);
 	await db.batch([first, ...rest]);
 }
@@ -170,11 +170,12 @@ describe("what background work logs", () => {
 				at: Date.now() / 1000,
 				limit,
 			};
-			const statements = truncationLog(database(env.DB), p).map((statement) => {
+			const d1 = dbOf(admin.account);
+			const statements = truncationLog(database(d1), p).map((statement) => {
 				const query = statement.toSQL();
-				return env.DB.prepare(query.sql).bind(...query.params);
+				return d1.prepare(query.sql).bind(...query.params);
 			});
-			return env.DB.batch(statements);
+			return d1.batch(statements);
 		};
 		const [quiet, unpruned] = await truncation(1);
 		expect(quiet.meta.changes).toBe(0);
@@ -208,7 +209,7 @@ function writeAs(
 	};
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
 	return writeLedger(
-		database(env.DB),
+		database(dbOf(admin.account)),
 		{ action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries: entries as never },
 		at,
 		{ fanOut },

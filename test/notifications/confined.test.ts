@@ -16,6 +16,7 @@ import {
 	storedSubscription,
 } from "../support/webhooks";
 import { publishEntries } from "../streams/helpers";
+import { dbOf, idOf } from "../support/shards";
 
 // Webhook subscriptions of a subscriber whose role confines it (docs/notifications.md): each
 // message reaches it only as it could read it, filtered when the account's object hands it to
@@ -65,7 +66,8 @@ describe("a confined subscriber's webhook", () => {
 		expect(deliveries.status).toBe(200);
 		expect(bodies(await received(id))).toHaveLength(1);
 		// The writes' sights go once every row that named them is handed over.
-		const sights = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?")
+		const sights = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(sights?.n).toBe(0);
@@ -124,7 +126,7 @@ describe("a confined subscriber's webhook", () => {
 			);
 		// One write's messages, as its batch leaves them: the sight, and a row per subscription.
 		const twin = {
-			uuid: crypto.randomUUID(),
+			uuid: idOf(admin.account),
 			owner: admin.account,
 			status: "alive",
 			description: { driver: "nobody", s: "b".repeat(30_000) },
@@ -134,7 +136,9 @@ describe("a confined subscriber's webhook", () => {
 		];
 		const sight = crypto.randomUUID();
 		const at = Date.now() / 1000;
-		await env.DB.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
+		const db = dbOf(admin.account);
+		await db
+			.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
 			.bind(
 				sight,
 				admin.account,
@@ -142,11 +146,11 @@ describe("a confined subscriber's webhook", () => {
 				at,
 			)
 			.run();
-		const row = env.DB.prepare(
+		const row = db.prepare(
 			"INSERT INTO notification_outbox (message, account, subscription, trigger, twin, event, subscription_view, sent_ts, sight) VALUES (?, ?, ?, 'ledger.entry.added', ?, ?, '{}', ?, ?)",
 		);
 		const event = JSON.stringify({ n: { new_value: 1, old_value: null, changed_ts: at } });
-		await env.DB.batch(
+		await db.batch(
 			subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)),
 		);
 		const queued: unknown[] = [];
@@ -154,13 +158,14 @@ describe("a confined subscriber's webhook", () => {
 			queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue,
 			streams: env.STREAMS,
 		};
-		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(true);
+		expect(await drainOutbox(database(db), to, admin.account)).toBe(true);
 		expect(queued.length).toBeGreaterThan(0);
 		expect(queued.length).toBeLessThan(14);
-		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(false);
+		expect(await drainOutbox(database(db), to, admin.account)).toBe(false);
 		expect(queued).toHaveLength(14);
 		// Every row queued whole, and the sight forgotten with the last of them.
-		const left = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
+		const left = await db
+			.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
 			.bind(sight)
 			.first<{ n: number }>();
 		expect(left?.n).toBe(0);

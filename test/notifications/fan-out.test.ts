@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
@@ -6,6 +5,7 @@ import { call } from "../support/requests";
 import { type Account, bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { confirmedSubscription, outboxOf } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 // One write by `admin` to `twin` at `at`, straight through writeLedger with its fan-out bound.
 function write(
@@ -25,7 +25,7 @@ function write(
 	};
 	const twinView = { uuid: twin, owner: admin.account, status: "alive", description: {} };
 	return writeLedger(
-		database(env.DB),
+		database(dbOf(admin.account)),
 		{ action: "add_twin_ledger_entry", twin: twinView, writer, conditions: {}, kind: "add", entries },
 		at,
 		notify,

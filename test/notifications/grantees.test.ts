@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_GRANTED_TOPICS, MAX_GRANTS_PAGE } from "../../src/operations/notifications-access";
 import { call, expectError } from "../support/requests";
 import { type Account, bootstrap } from "../support/accounts";
+import { dbOf, idOf } from "../support/shards";
 
 // An account grants topics to at most MAX_GRANTEES accounts (invented ones included: whether
 // they exist is not checked), and get_notifications_access answers in pages.
@@ -11,20 +12,22 @@ const access = (account: string) => `/notifications/webhooks/access/accounts/${a
 
 // Grants written straight into D1, 100 to a batch (a full grant is about 5 KB).
 async function seedGrants(account: string, count: number, topics: string[] = ["news"]) {
-	const insert = env.DB.prepare(
+	const db = dbOf(account);
+	const insert = db.prepare(
 		"INSERT INTO notification_grants (account, grantee, topics, updated_ts) VALUES (?, ?, ?, 1)",
 	);
 	const grantees: string[] = [];
 	for (let i = 0; i < count; i += 100) {
 		const batch = Array.from({ length: Math.min(100, count - i) }, () => crypto.randomUUID());
 		grantees.push(...batch);
-		await env.DB.batch(batch.map((grantee) => insert.bind(account, grantee, JSON.stringify(topics))));
+		await db.batch(batch.map((grantee) => insert.bind(account, grantee, JSON.stringify(topics))));
 	}
 	return grantees;
 }
 
 async function granteesOf(account: string) {
-	const { results } = await env.DB.prepare("SELECT grantee FROM notification_grants WHERE account = ?")
+	const { results } = await dbOf(account)
+		.prepare("SELECT grantee FROM notification_grants WHERE account = ?")
 		.bind(account)
 		.all<{ grantee: string }>();
 	return results.map((row) => row.grantee);
@@ -41,11 +44,13 @@ describe("MAX_GRANTEES", () => {
 		// A subscription of the refused account to this account's topic, as it could stand from
 		// before: a refused grant ends nothing either.
 		const refusedAccount = crypto.randomUUID();
-		const subscription = crypto.randomUUID();
-		await env.DB.prepare(
-			`INSERT INTO subscriptions (uuid, account, publisher, user, topic, callback_url, token_hash, status, validity_ts, message, created_ts, updated_ts)
+		// It lives with its publisher, and carries the publisher's bucket.
+		const subscription = idOf(admin.account);
+		await dbOf(subscription)
+			.prepare(
+				`INSERT INTO subscriptions (uuid, account, publisher, user, topic, callback_url, token_hash, status, validity_ts, message, created_ts, updated_ts)
 			VALUES (?, ?, ?, ?, 'old-topic', 'https://example.com/', ?, 'pending', ?, ?, 1, 1)`,
-		)
+			)
 			.bind(
 				subscription,
 				refusedAccount,
@@ -61,7 +66,8 @@ describe("MAX_GRANTEES", () => {
 		expect(refused.body.description).toContain("MAX_GRANTEES");
 		expect(await granteesOf(admin.account)).toHaveLength(1000);
 		expect(await granteesOf(admin.account)).not.toContain(refusedAccount);
-		const row = await env.DB.prepare("SELECT status, updated_ts FROM subscriptions WHERE uuid = ?")
+		const row = await dbOf(subscription)
+			.prepare("SELECT status, updated_ts FROM subscriptions WHERE uuid = ?")
 			.bind(subscription)
 			.first();
 		expect(row).toEqual({ status: "pending", updated_ts: 1 });

@@ -10,6 +10,7 @@ import { addEntries } from "../support/ledgers";
 import { loggedErrors } from "../support/faults";
 import { inImplementation, fireAccountAlarm } from "../support/objects";
 import { confirmedSubscription, consume, messagesFor, outboxOf, received } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 // The account's object with another WEBHOOKS producer in place of the queue, standing for the
 // queue failing (or being watched) between the committed write and the hand-over.
@@ -95,9 +96,8 @@ describe("the outbox between a committed write and the queue", () => {
 		const twin = await newTwin(admin.secret);
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "events", id);
-		await env.DB.prepare(
-			"UPDATE subscriptions SET callback_url = replace(callback_url, '/ok', '/500,ok') WHERE uuid = ?",
-		)
+		await dbOf(sub.uuid)
+			.prepare("UPDATE subscriptions SET callback_url = replace(callback_url, '/ok', '/500,ok') WHERE uuid = ?")
 			.bind(sub.uuid)
 			.run();
 		const jobs: NotificationJob[] = [];
@@ -132,7 +132,7 @@ describe("the outbox between a committed write and the queue", () => {
 		await messagesFor(id);
 		const [row] = await outboxOf(sub.uuid);
 		// As a drain prunes it, OUTBOX_KEEP_SECONDS after it was queued.
-		await env.DB.prepare("DELETE FROM notification_outbox WHERE message = ?").bind(row.message).run();
+		await dbOf(sub.uuid).prepare("DELETE FROM notification_outbox WHERE message = ?").bind(row.message).run();
 
 		// A fifth attempt of it, arriving from the queue later still.
 		const job: NotificationJob = {

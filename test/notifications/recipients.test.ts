@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap, userWithRules } from "../support/accounts";
@@ -15,6 +14,7 @@ import {
 	receiver,
 	subscribeRecording,
 } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 describe("who receives a notification", () => {
 	it("only subscriptions to the topic that are confirmed and unexpired when it is published", async () => {
@@ -29,7 +29,7 @@ describe("who receives a notification", () => {
 				.status,
 		).toBe(200);
 		const lapsed = await confirmedSubscription(admin, "news", expired);
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(lapsed.uuid).run();
+		await dbOf(lapsed.uuid).prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(lapsed.uuid).run();
 		const elsewhere = await confirmedSubscription(admin, "other-news", other);
 
 		await addEntries(admin.secret, twin, { headline: { value: "hello", publish: { news: "true" } } });
@@ -52,7 +52,8 @@ describe("who receives a notification", () => {
 		const id = crypto.randomUUID();
 		const sub = await confirmedSubscription(admin, "news", id);
 		// From now on the receiver refuses with 404, a permanent failure.
-		await env.DB.prepare("UPDATE subscriptions SET callback_url = ? WHERE uuid = ?")
+		await dbOf(sub.uuid)
+			.prepare("UPDATE subscriptions SET callback_url = ? WHERE uuid = ?")
 			.bind(`${receiver()}/r/${id}/404`, sub.uuid)
 			.run();
 		await addEntries(admin.secret, twin, { headline: { value: "hello", publish: { news: "true" } } });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
+import { dbOf } from "../support/shards";
 
 const admin = () => ({ authorization: `Bearer ${env.ADMIN_TOKEN}` });
 
@@ -10,7 +11,7 @@ describe("create_account", () => {
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body).sort()).toEqual(["account", "role", "secret", "user"]);
 
-		const role = await env.DB.prepare("SELECT * FROM roles WHERE uuid = ?").bind(res.body.role).first();
+		const role = await dbOf(res.body.account).prepare("SELECT * FROM roles WHERE uuid = ?").bind(res.body.role).first();
 		expect(role).toMatchObject({ account: res.body.account, name: "Administrator" });
 		expect(JSON.parse(String(role?.statement))).toEqual({ effect: "deny", actions: null });
 

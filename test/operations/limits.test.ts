@@ -4,13 +4,14 @@ import { MAX_DESCRIPTION_BYTES } from "../../src/base/limits";
 import { call, expectError } from "../support/requests";
 import { bootstrap } from "../support/accounts";
 import { recordingQueue } from "../support/webhooks";
+import { dbOf, idOf } from "../support/shards";
 
 // Per-account limits, with the defaults of wrangler.toml. The rows up to
 // the limit are written straight into D1; the last ones go through the API.
 
-async function fill(count: number, statement: D1PreparedStatement, bind: (i: number) => unknown[]) {
+async function fill(db: D1Database, count: number, statement: D1PreparedStatement, bind: (i: number) => unknown[]) {
 	for (let i = 0; i < count; i += 500) {
-		await env.DB.batch(Array.from({ length: Math.min(500, count - i) }, (_, j) => statement.bind(...bind(i + j))));
+		await db.batch(Array.from({ length: Math.min(500, count - i) }, (_, j) => statement.bind(...bind(i + j))));
 	}
 }
 
@@ -21,11 +22,12 @@ describe("per-account limits", () => {
 
 	it("roles: the 1000th is created, the next is 409 naming MAX_ROLES", async () => {
 		const admin = await bootstrap();
-		const insert = env.DB.prepare(
+		const db = dbOf(admin.account);
+		const insert = db.prepare(
 			`INSERT INTO roles (uuid, account, name, rules, statement, created_ts, updated_ts)
 			VALUES (?, ?, 'filler', '{"twin":null,"entry":null,"identity":null}', '{"effect":"deny","actions":null}', 0, 0)`,
 		);
-		await fill(env.MAX_ROLES - 2, insert, () => [crypto.randomUUID(), admin.account]);
+		await fill(db, env.MAX_ROLES - 2, insert, () => [idOf(admin.account), admin.account]);
 		expect((await call("POST", "/roles", { secret: admin.secret, body: { name: "Last" } })).status).toBe(201);
 		const res = await call("POST", "/roles", { secret: admin.secret, body: { name: "One more" } });
 		expectError(res, 409, 409103);
@@ -39,7 +41,8 @@ describe("per-account limits", () => {
 		expect(env.MAX_TWINS).toBe(100_000);
 		const admin = await bootstrap();
 		// As if the account had made all but three of its twins (terminated ones count too).
-		await env.DB.prepare("UPDATE accounts SET twins = ? WHERE uuid = ?")
+		await dbOf(admin.account)
+			.prepare("UPDATE accounts SET twins = ? WHERE uuid = ?")
 			.bind(env.MAX_TWINS - 3, admin.account)
 			.run();
 		const answers = await Promise.all(
@@ -50,9 +53,10 @@ describe("per-account limits", () => {
 			expectError(res, 409, 409109);
 			expect(res.body.description).toContain("MAX_TWINS");
 		}
-		const stored = await env.DB.prepare(
-			"SELECT (SELECT twins FROM accounts WHERE uuid = ?1) AS counted, (SELECT count(*) FROM twins WHERE owner = ?1) AS made",
-		)
+		const stored = await dbOf(admin.account)
+			.prepare(
+				"SELECT (SELECT twins FROM accounts WHERE uuid = ?1) AS counted, (SELECT count(*) FROM twins WHERE owner = ?1) AS made",
+			)
 			.bind(admin.account)
 			.first();
 		expect(stored).toEqual({ counted: env.MAX_TWINS, made: 3 });
@@ -63,10 +67,11 @@ describe("per-account limits", () => {
 
 	it("users: the 10000th is created, the next is 409 naming MAX_USERS", async () => {
 		const admin = await bootstrap();
-		const insert = env.DB.prepare(
+		const db = dbOf(admin.account);
+		const insert = db.prepare(
 			"INSERT INTO users (uuid, account, name, role, description, created_ts, updated_ts) VALUES (?, ?, 'filler', ?, '{}', 0, 0)",
 		);
-		await fill(env.MAX_USERS - 2, insert, () => [crypto.randomUUID(), admin.account, admin.role]);
+		await fill(db, env.MAX_USERS - 2, insert, () => [idOf(admin.account), admin.account, admin.role]);
 		expect(
 			(await call("POST", "/users", { secret: admin.secret, body: { name: "last", role: admin.role } })).status,
 		).toBe(201);
@@ -77,14 +82,15 @@ describe("per-account limits", () => {
 
 	it("webhook subscriptions: only live ones count, and concurrent subscribes cannot pass the limit", async () => {
 		const admin = await bootstrap();
-		const insert = env.DB.prepare(
+		const db = dbOf(admin.account);
+		const insert = db.prepare(
 			`INSERT INTO subscriptions (uuid, account, user, topic, callback_url, token_hash, status, validity_ts, message, attempts, created_ts, updated_ts)
 			VALUES (?, ?, ?, 'abc', 'https://example.com/', ?, ?, ?, ?, 0, 0, 0)`,
 		);
 		const far = Date.now() / 1000 + 3600;
 		const statuses = ["pending", "confirmed"];
-		await fill(env.MAX_SUBSCRIPTIONS - 3, insert, (i) => [
-			crypto.randomUUID(),
+		await fill(db, env.MAX_SUBSCRIPTIONS - 3, insert, (i) => [
+			idOf(admin.account),
 			admin.account,
 			admin.user,
 			crypto.randomUUID(),
@@ -93,8 +99,8 @@ describe("per-account limits", () => {
 			crypto.randomUUID(),
 		]);
 		// Final or lapsed subscriptions do not count.
-		await fill(20, insert, (i) => [
-			crypto.randomUUID(),
+		await fill(db, 20, insert, (i) => [
+			idOf(admin.account),
 			admin.account,
 			admin.user,
 			crypto.randomUUID(),
@@ -118,20 +124,21 @@ describe("per-account limits", () => {
 
 	it("webhook subscriptions: concurrent resends revive failed ones only up to the limit", async () => {
 		const admin = await bootstrap();
-		const insert = env.DB.prepare(
+		const db = dbOf(admin.account);
+		const insert = db.prepare(
 			`INSERT INTO subscriptions (uuid, account, user, topic, callback_url, token_hash, status, validity_ts, message, attempts, created_ts, updated_ts)
 			VALUES (?, ?, ?, 'abc', 'https://example.com/', ?, ?, ?, ?, 0, 0, 0)`,
 		);
 		const far = Date.now() / 1000 + 3600;
-		const failed = Array.from({ length: 6 }, () => crypto.randomUUID());
-		await env.DB.batch(
+		const failed = Array.from({ length: 6 }, () => idOf(admin.account));
+		await db.batch(
 			failed.map((uuid) =>
 				insert.bind(uuid, admin.account, admin.user, crypto.randomUUID(), "failed", far, crypto.randomUUID()),
 			),
 		);
-		await env.DB.batch([
+		await db.batch([
 			insert.bind(
-				crypto.randomUUID(),
+				idOf(admin.account),
 				admin.account,
 				admin.user,
 				crypto.randomUUID(),
@@ -149,9 +156,8 @@ describe("per-account limits", () => {
 		const answers = await Promise.all(failed.map(resend));
 		expect(answers.filter((res) => res.status === 200)).toHaveLength(2);
 		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409105);
-		const { results } = await env.DB.prepare(
-			"SELECT status, count(*) AS n FROM subscriptions WHERE account = ? GROUP BY status ORDER BY status",
-		)
+		const { results } = await db
+			.prepare("SELECT status, count(*) AS n FROM subscriptions WHERE account = ? GROUP BY status ORDER BY status")
 			.bind(admin.account)
 			.all();
 		expect(results).toEqual([

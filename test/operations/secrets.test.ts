@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap, createUser, issueSecret, userWith } from "../support/accounts";
+import { allShards, dbOf } from "../support/shards";
 
 async function requestPin(secret: string, user: string, body: unknown = {}) {
 	const res = await call("POST", `/users/${user}/secrets`, { secret, body });
@@ -10,13 +10,21 @@ async function requestPin(secret: string, user: string, body: unknown = {}) {
 	return res.body.pin as string;
 }
 
-// Every value of every row of every table, as text: what an attacker with the database has.
+// Every value of every row of every table of every shard, as text: what an attacker with the
+// databases has.
 async function everythingStored() {
-	const { results: tables } = await env.DB.prepare(
-		"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-	).all<{ name: string }>();
-	const dumps = await Promise.all(tables.map(({ name }) => env.DB.prepare(`SELECT * FROM "${name}"`).all()));
-	return JSON.stringify(dumps.map((d) => d.results));
+	const shards = await Promise.all(
+		allShards().map(async (db) => {
+			const { results: tables } = await db
+				.prepare(
+					"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+				)
+				.all<{ name: string }>();
+			const dumps = await Promise.all(tables.map(({ name }) => db.prepare(`SELECT * FROM "${name}"`).all()));
+			return dumps.map((d) => d.results);
+		}),
+	);
+	return JSON.stringify(shards);
 }
 
 describe("issuing a secret by PIN", () => {
@@ -62,7 +70,10 @@ describe("issuing a secret by PIN", () => {
 		const stored = await everythingStored();
 		expect(stored).not.toContain(secret);
 		expect(stored).not.toContain(admin.secret);
-		const row = await env.DB.prepare("SELECT hash, fingerprint FROM user_secrets WHERE user = ?").bind(user).first();
+		const row = await dbOf(user)
+			.prepare("SELECT hash, fingerprint FROM user_secrets WHERE user = ?")
+			.bind(user)
+			.first();
 		expect(row).toEqual({ hash: expect.stringMatching(/^[0-9a-f]{64}$/), fingerprint: secret.slice(-4) });
 	});
 
@@ -70,7 +81,8 @@ describe("issuing a secret by PIN", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const pin = await requestPin(admin.secret, user);
-		await env.DB.prepare("UPDATE secret_pins SET expires_ts = ? WHERE user = ?")
+		await dbOf(user)
+			.prepare("UPDATE secret_pins SET expires_ts = ? WHERE user = ?")
 			.bind(Date.now() / 1000 - 1, user)
 			.run();
 		expectError(await call("POST", `/secrets/${admin.account}/${pin}`), 404, 404103);

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap, createUser, issueSecret } from "../support/accounts";
 import { seedTwins } from "../support/twins";
+import { dbOf } from "../support/shards";
 
 describe("concurrent requests in one account", () => {
 	it("role writes, role assignments and deletions never leave a user with a missing role", async () => {
@@ -20,9 +20,8 @@ describe("concurrent requests in one account", () => {
 				call("PATCH", `/roles/${role.body.uuid}`, { secret: admin.secret, body: { name: `Renamed ${i}` } }),
 			),
 		]);
-		const orphans = await env.DB.prepare(
-			"SELECT count(*) AS n FROM users WHERE account = ? AND role NOT IN (SELECT uuid FROM roles)",
-		)
+		const orphans = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM users WHERE account = ? AND role NOT IN (SELECT uuid FROM roles)")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(orphans?.n).toBe(0);

@@ -7,6 +7,7 @@ import { inImplementation } from "../support/objects";
 import { consume, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
 import type { ConfirmationJob } from "../../src/notifications/jobs";
 import type { AccountDO, DeliveryDO } from "../../src/objects";
+import { allShards, dbOf, onShardOf } from "../support/shards";
 
 // D1 that fails every statement bound to the given value.
 function failingFor(db: D1Database, poisoned: string): D1Database {
@@ -36,30 +37,40 @@ function failingFor(db: D1Database, poisoned: string): D1Database {
 }
 
 // Runs `work` while a Durable Object (the account's, where user deletion happens, or a webhook
-// message's delivery object) writes through `db`.
+// message's delivery object) writes through `db` in place of the database holding the rows of
+// the account `id` belongs to.
 async function withObjectDb<T>(
 	stub: DurableObjectStub<AccountDO> | DurableObjectStub<DeliveryDO>,
+	id: string,
 	db: D1Database,
 	work: () => Promise<T>,
 ): Promise<T> {
 	type Swappable = { env: Env };
-	const original = await inImplementation<unknown, D1Database>(stub, (instance) => {
+	const changes = onShardOf(id, db);
+	const original = await inImplementation<unknown, Partial<Env>>(stub, (instance) => {
 		const o = (instance as unknown as Swappable).env;
-		(instance as unknown as Swappable).env = { ...o, DB: db };
-		return o.DB;
+		(instance as unknown as Swappable).env = { ...o, ...changes } as Env;
+		return Object.fromEntries(Object.keys(changes).map((name) => [name, o[name as keyof Env]]));
 	});
 	try {
 		return await work();
 	} finally {
 		await inImplementation(stub, (instance) => {
 			const swappable = instance as unknown as Swappable;
-			swappable.env = { ...swappable.env, DB: original };
+			swappable.env = { ...swappable.env, ...original };
 		});
 	}
 }
 
-const count = async (table: string) =>
-	(await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n;
+// The rows of a table in every shard.
+const count = async (table: string) => {
+	const counts = await Promise.all(
+		allShards().map(
+			async (db) => (await db.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n ?? 0,
+		),
+	);
+	return counts.reduce((a, b) => a + b, 0);
+};
 
 describe("D1 failing in the middle of a multi-statement write", () => {
 	it("leaves no half-made account", async () => {
@@ -67,7 +78,8 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const before = await Promise.all(["accounts", "roles", "users", "user_secrets"].map(count));
 		const res = await call("POST", "/admin/accounts", {
 			headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
-			env: { DB: failingBatches(env.DB) },
+			// The new account's database is not known before it is made: every shard fails.
+			env: { DB_0: failingBatches(env.DB_0), DB_1: failingBatches(env.DB_1) },
 		});
 		expectError(res, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
@@ -79,8 +91,11 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const admin = await bootstrap();
 		const user = await createUser(admin);
 		const secret = await issueSecret(admin, user);
-		const res = await withObjectDb(env.ACCOUNTS.getByName(admin.account), failingBatches(env.DB), () =>
-			call("DELETE", `/users/${user}`, { secret: admin.secret }),
+		const res = await withObjectDb(
+			env.ACCOUNTS.getByName(admin.account),
+			admin.account,
+			failingBatches(dbOf(admin.account)),
+			() => call("DELETE", `/users/${user}`, { secret: admin.secret }),
 		);
 		expectError(res, 500, 500101);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("injected_fault"));
@@ -95,7 +110,9 @@ describe("D1 failing in the middle of a multi-statement write", () => {
 		const old = await issueSecret(admin, user);
 		const { pin } = (await call("POST", `/users/${user}/secrets`, { secret: admin.secret, body: {} })).body;
 		expectError(
-			await call("POST", `/secrets/${admin.account}/${pin}`, { env: { DB: failingBatches(env.DB) } }),
+			await call("POST", `/secrets/${admin.account}/${pin}`, {
+				env: onShardOf(admin.account, failingBatches(dbOf(admin.account))),
+			}),
 			500,
 			500101,
 		);
@@ -124,8 +141,8 @@ describe("a queue consumer failing mid-batch", () => {
 		const ctx = createExecutionContext();
 		const worker = (await import("../../src/index")).default;
 		// Each attempt runs in its message's delivery object: D1 fails there for the second one.
-		const poisoned = failingFor(env.DB, jobs[1].subscription);
-		await withObjectDb(env.DELIVERIES.getByName(jobs[1].message), poisoned, async () =>
+		const poisoned = failingFor(dbOf(jobs[1].subscription), jobs[1].subscription);
+		await withObjectDb(env.DELIVERIES.getByName(jobs[1].message), jobs[1].subscription, poisoned, async () =>
 			(worker.queue as ExportedHandlerQueueHandler<Env>)(batch, env, ctx),
 		);
 		const result = await getQueueResult(batch, ctx);

@@ -1,9 +1,9 @@
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { CompareOp, Json, Rule } from "../../src/rules/ast";
 import { compileRule } from "../../src/rules/compile";
 import { evaluate, type Scope } from "../../src/rules/evaluate";
+import { dbOf } from "../support/shards";
 
 // The SQL compilation and the evaluator must agree: on every row, SQL answers either NULL
 // (leave it to the evaluator) or exactly what the evaluator answers.
@@ -94,8 +94,11 @@ const columns = { uuid: "uuid", owner: "owner", status: "status", description: "
 type Row = { uuid: string; owner: string; status: string; description: Record<string, Json> };
 let rows: Row[] = [];
 
+// The probe's rows stand for ACCOUNT's twins, in its database.
+const probe = () => dbOf(ACCOUNT);
+
 beforeAll(async () => {
-	await env.DB.exec(
+	await probe().exec(
 		"CREATE TABLE IF NOT EXISTS rule_probe (uuid TEXT PRIMARY KEY, owner TEXT, status TEXT, description TEXT)",
 	);
 	const sampled = fc.sample(description, { numRuns: 60, seed: 7 });
@@ -112,14 +115,11 @@ beforeAll(async () => {
 		status: i % 3 ? "alive" : "terminated",
 		description: d,
 	}));
-	await env.DB.batch(
+	await probe().batch(
 		rows.map((r) =>
-			env.DB.prepare("INSERT INTO rule_probe VALUES (?, ?, ?, ?)").bind(
-				r.uuid,
-				r.owner,
-				r.status,
-				JSON.stringify(r.description),
-			),
+			probe()
+				.prepare("INSERT INTO rule_probe VALUES (?, ?, ?, ?)")
+				.bind(r.uuid, r.owner, r.status, JSON.stringify(r.description)),
 		),
 	);
 });
@@ -136,7 +136,7 @@ describe("compiled rules agree with the evaluator", () => {
 				async (r, userDescription, now) => {
 					const scope: Omit<Scope, "twin"> = { user: { ...user, description: userDescription }, now };
 					const sql = compileRule(r, scope, columns);
-					const { results } = await env.DB.prepare(`SELECT uuid, (${sql}) AS m FROM rule_probe ORDER BY uuid`).all<{
+					const { results } = await probe().prepare(`SELECT uuid, (${sql}) AS m FROM rule_probe ORDER BY uuid`).all<{
 						uuid: string;
 						m: number | null;
 					}>();

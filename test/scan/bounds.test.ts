@@ -7,6 +7,7 @@ import { MAX_PAGE_BYTES } from "../../src/account/scan";
 import { call, expectError } from "../support/requests";
 import { bootstrap, insertRole, issueSecret, userWith, userWithRules } from "../support/accounts";
 import { scan, seedTwins, walk } from "../support/twins";
+import { dbOf } from "../support/shards";
 
 // Each attack of the bounded-cost issue: the scan answers 200 or 400, never 500, and another
 // account is answered meanwhile. (How fast is measured by `npm run bench:abuse`, not here.)
@@ -214,11 +215,12 @@ describe("number literals", () => {
 		const admin = await bootstrap();
 		await seedTwins(admin.account, [{ a: 1 }]);
 		const role = await insertRole(admin.account, { effect: "deny", actions: null });
-		await env.DB.prepare("UPDATE roles SET rules = ? WHERE uuid = ?")
+		await dbOf(role)
+			.prepare("UPDATE roles SET rules = ? WHERE uuid = ?")
 			.bind(JSON.stringify({ twin: "TWIN.a > -1e999", entry: null, identity: null }), role)
 			.run();
 		const user = await userWith(admin, { effect: "deny", actions: null });
-		await env.DB.prepare("UPDATE users SET role = ? WHERE uuid = ?").bind(role, user.user).run();
+		await dbOf(user.user).prepare("UPDATE users SET role = ? WHERE uuid = ?").bind(role, user.user).run();
 		const res = await scan(user.secret, "details=true");
 		expect(res.status).toBe(200);
 		expect(res.body.twins).toEqual([]);

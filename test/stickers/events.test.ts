@@ -13,6 +13,7 @@ import { openSse, streamPath } from "../streams/helpers";
 import { putStickers, stickerPath } from "./helpers";
 import { logLines } from "../log/helpers";
 import { usageOf, usageTotal } from "../usage/helpers";
+import { dbOf } from "../support/shards";
 
 const everything = { on_put: "stickers", on_remove: "stickers", on_expire: "stickers" };
 
@@ -154,7 +155,8 @@ describe("sticker expiry", () => {
 			red: { recipients: [admin.user], validity_ts: validity, publish: { on_expire: "stickers" } },
 		});
 		// Its alarm moved away, as if it were late: the put meets the expired row.
-		await env.DB.prepare("UPDATE stickers SET validity_ts = ? WHERE twin = ? AND color = 'red'")
+		await dbOf(twin)
+			.prepare("UPDATE stickers SET validity_ts = ? WHERE twin = ? AND color = 'red'")
 			.bind(Date.now() / 1000 - 1, twin)
 			.run();
 		const again = await putStickers(admin.secret, twin, { red: { note: "again", recipients: [admin.user] } });

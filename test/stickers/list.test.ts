@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
@@ -7,6 +6,7 @@ import { call, d1Cost, expectError } from "../support/requests";
 import { type Account, bootstrap, member, role, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { putStickers } from "./helpers";
+import { dbOf, idOf } from "../support/shards";
 
 const allow = { effect: "deny" as const, actions: null };
 type Listed = {
@@ -28,14 +28,17 @@ const list = async (secret: string, query = "") => {
 // created_ts (seconds), so that the order and the ranges do not wait on the clock.
 async function seed(account: string, recipient: string, rows: { twin: string; color: string; created_ts: number }[]) {
 	const validity = Date.now() / 1000 + 3600;
-	await env.DB.batch(
+	const db = dbOf(account);
+	await db.batch(
 		rows.flatMap((r) => [
-			env.DB.prepare(
-				"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
-			).bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
-			env.DB.prepare(
-				"INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)",
-			).bind(recipient, r.twin, account, r.color, r.created_ts),
+			db
+				.prepare(
+					"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
+				)
+				.bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
+			db
+				.prepare("INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)")
+				.bind(recipient, r.twin, account, r.color, r.created_ts),
 		]),
 	);
 }
@@ -145,7 +148,12 @@ describe("list_stickers", () => {
 		expect(page.map((s) => s.created_ts)).toEqual([1299, 1298, 1297, 1296, 1295]);
 		// What D1 reads for one address: the range's index entries and a sticker row each.
 		const meter = new D1Meter();
-		const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { at: Date.now() / 1000 }, 5);
+		const rows = await stickersAddressedTo(
+			database(meter.wrap(dbOf(admin.account))),
+			admin.user,
+			{ at: Date.now() / 1000 },
+			5,
+		);
 		expect(rows).toHaveLength(5);
 		expect(meter.rowsRead).toBeLessThanOrEqual(2 * 5 + 2);
 	});
@@ -162,7 +170,8 @@ describe("what a sticker read costs", () => {
 	async function crowded(crowd: (admin: Account) => string) {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		const other = crypto.randomUUID();
+		// An account of the caller's database, where the reads below look.
+		const other = idOf(admin.account);
 		await seed(
 			other,
 			crowd(admin),
@@ -180,7 +189,12 @@ describe("what a sticker read costs", () => {
 		const { admin, other } = await crowded((admin) => admin.user);
 		const read = async (filter: { account?: string; color?: string }, reach: number) => {
 			const meter = new D1Meter();
-			const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { ...filter, at: at() }, reach);
+			const rows = await stickersAddressedTo(
+				database(meter.wrap(dbOf(admin.account))),
+				admin.user,
+				{ ...filter, at: at() },
+				reach,
+			);
 			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
 		};
 		const own = await read({ account: admin.account }, 100);
@@ -201,7 +215,7 @@ describe("what a sticker read costs", () => {
 		const addresses = [admin.user, admin.role, admin.account];
 		const read = async (accounts: string[] | null, limit: number) => {
 			const meter = new D1Meter();
-			const rows = await stickersOnTwin(meter.wrap(env.DB), twin, addresses, accounts, at(), limit);
+			const rows = await stickersOnTwin(meter.wrap(dbOf(twin)), twin, addresses, accounts, at(), limit);
 			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
 		};
 		const own = await read([admin.account], 1000);

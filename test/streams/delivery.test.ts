@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap } from "../support/accounts";
@@ -8,6 +7,7 @@ import { until } from "../support/waiting";
 import { loggedErrors } from "../support/faults";
 import { objectEnv, fireAccountAlarm } from "../support/objects";
 import { openSocket, openSse, publish, streamPath } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // Live delivery through the Worker to real SSE and WebSocket clients: what a stream receives,
 // in which framing, on which topics, and that nothing committed after the headers is missed.
@@ -159,7 +159,8 @@ describe("a live stream", () => {
 		// Handed over: the D1 outbox keeps nothing once the stream object took the rows.
 		await until(
 			() =>
-				env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
+				dbOf(admin.account)
+					.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
 					.bind(admin.account)
 					.first<{ n: number }>(),
 			(row) => row?.n === 0,
@@ -188,7 +189,8 @@ describe("a live stream", () => {
 		// The write commits and answers; its row waits in the outbox.
 		await publish(admin.secret, twin, "n", 1, ["alerts"]);
 		expect(logged).toHaveBeenCalledWith(expect.stringContaining("the stream object is down"));
-		const waiting = await env.DB.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
+		const waiting = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM stream_outbox WHERE account = ?")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(waiting?.n).toBe(1);

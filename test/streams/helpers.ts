@@ -9,6 +9,7 @@ import type { Account } from "../support/accounts";
 import { ledger } from "../support/ledgers";
 import { inImplementation } from "../support/objects";
 import { BASE, call, fetchWithEnv, randomAddress } from "../support/requests";
+import { dbOf } from "../support/shards";
 
 export type StreamEvent = { id?: string; event?: string; data?: any; comment?: string };
 
@@ -199,7 +200,8 @@ export async function drained(socket: Awaited<ReturnType<typeof openSocket>>) {
 // writes would write them (each `bytes` of value or more), and handed to its stream object by
 // one real write publishing to `drain-topic`.
 export async function seedStreamMessages(admin: Account, twin: string, topic: string, count: number, bytes = 0) {
-	const statement = env.DB.prepare(
+	const db = dbOf(admin.account);
+	const statement = db.prepare(
 		"INSERT INTO stream_outbox (account, twin, trigger, topics, entries, at) VALUES (?, ?, ?, ?, ?, ?)",
 	);
 	const at = Date.now() / 1000;
@@ -215,7 +217,7 @@ export async function seedStreamMessages(admin: Account, twin: string, topic: st
 				at,
 			),
 		);
-		await env.DB.batch(rows);
+		await db.batch(rows);
 	}
 	await publish(admin.secret, twin, "drain", crypto.randomUUID(), ["drain-topic"]);
 }

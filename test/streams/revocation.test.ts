@@ -5,6 +5,7 @@ import { call, expectError } from "../support/requests";
 import { type Account, bootstrap, createUser, issueSecret, member, role } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { inStreamObject, openSocket, openSse, publish, streamPath } from "./helpers";
+import { dbOf } from "../support/shards";
 
 // A stream ends when its credential ends (4401) or its permission changes (4403), within 2 s:
 // an SSE stream with an `end` event and the end of its body, a WebSocket with an `end` frame and
@@ -251,7 +252,7 @@ describe("a change that races the opening of a stream", () => {
 				const stub = env.STREAMS.getByName(name);
 				return {
 					fetch: async (...args: Parameters<typeof stub.fetch>) => {
-						await env.DB.prepare("DELETE FROM user_secrets WHERE user = ?").bind(user).run();
+						await dbOf(user).prepare("DELETE FROM user_secrets WHERE user = ?").bind(user).run();
 						return stub.fetch(...args);
 					},
 				};
@@ -282,7 +283,10 @@ describe("a change that races the opening of a stream", () => {
 				return {
 					fetch: async (...args: Parameters<typeof stub.fetch>) => {
 						if (!raced)
-							await env.DB.prepare("UPDATE users SET role = ? WHERE uuid = ?").bind(second, holder.user).run();
+							await dbOf(holder.user)
+								.prepare("UPDATE users SET role = ? WHERE uuid = ?")
+								.bind(second, holder.user)
+								.run();
 						raced = true;
 						return stub.fetch(...args);
 					},

@@ -1,8 +1,8 @@
 // Ledger paths and entries: written through the API, or straight into D1 in bulk for the tests
 // that need many ledgers (index builds walk them, usage counts them).
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
+import { dbOf } from "./shards";
 
 export function ledger(twin: string, which = "personal", tail = "") {
 	return `/twins/${twin}/ledgers/${which}${tail}`;
@@ -18,7 +18,8 @@ export async function addEntries(secret: string, twin: string, entries: Record<s
 // a build walks them. `size` is what a write through the API would store (no visibility, history
 // or publish): the entry's name as JSON, a colon, and its value's compact JSON, in bytes.
 export async function seedLedgers(account: string, ledgers: { twin: string; entries: Record<string, unknown> }[]) {
-	const statement = env.DB.prepare(
+	const db = dbOf(account);
+	const statement = db.prepare(
 		`INSERT INTO ledger_entries (twin, account, name, value, size, entry_created_ts, entry_updated_ts, value_changed_ts)
 		VALUES (?, ?, ?, ?, ?, 1, 1, 1)`,
 	);
@@ -29,5 +30,5 @@ export async function seedLedgers(account: string, ledgers: { twin: string; entr
 			return statement.bind(twin, account, name, text, bytes(JSON.stringify(name)) + 1 + bytes(text));
 		}),
 	);
-	for (let i = 0; i < rows.length; i += 200) await env.DB.batch(rows.slice(i, i + 200));
+	for (let i = 0; i < rows.length; i += 200) await db.batch(rows.slice(i, i + 200));
 }

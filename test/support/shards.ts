@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { homeDatabase } from "../../src/db/shards";
+import { homeDatabase, homeOf } from "../../src/db/shards";
 import { sibling } from "../../src/base/shards";
 
 // The D1 database holding the rows of the account `id` belongs to (an account uuid, or the id
@@ -11,3 +11,12 @@ export const allShards = (): D1Database[] => [env.DB_0, env.DB_1];
 
 // A new id of the account `of`, as the account's writes make them (the same bucket).
 export const idOf = (of: string) => sibling(of);
+
+// The binding of that database (DB_0, DB_1).
+export const bindingOf = (id: string): string => homeOf(env, id);
+
+// The change to an environment (`call`'s `env` option, an object's env) that puts `db` in place
+// of the database holding the rows of the account `id` belongs to.
+export const onShardOf = (id: string, db: D1Database | undefined): Partial<Record<keyof Env, unknown>> => ({
+	[bindingOf(id)]: db,
+});

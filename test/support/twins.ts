@@ -1,8 +1,8 @@
 // Twins made through the API or written straight into D1 in bulk, and the scan of an account's
 // twins (GET /twins), one page or every page to the end.
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
+import { dbOf, idOf } from "./shards";
 
 export async function newTwin(secret: string, description: Record<string, unknown> = {}) {
 	const res = await call("POST", "/twins", { secret, body: { description } });
@@ -12,13 +12,14 @@ export async function newTwin(secret: string, description: Record<string, unknow
 
 // Twins written straight into D1 in batches, for tests that need many.
 export async function seedTwins(owner: string, descriptions: Record<string, unknown>[]) {
-	const uuids = descriptions.map(() => crypto.randomUUID());
-	const statement = env.DB.prepare(
+	const uuids = descriptions.map(() => idOf(owner));
+	const db = dbOf(owner);
+	const statement = db.prepare(
 		`INSERT INTO twins (uuid, owner, status, description, creation_certificate, termination_certificate, updated_ts)
 		VALUES (?, ?, 'alive', ?, ?, NULL, 1)`,
 	);
 	for (let i = 0; i < uuids.length; i += 500) {
-		await env.DB.batch(
+		await db.batch(
 			uuids
 				.slice(i, i + 500)
 				.map((uuid, j) =>

@@ -1,5 +1,4 @@
 import { blake2b } from "@noble/hashes/blake2.js";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap } from "../support/accounts";
@@ -14,6 +13,7 @@ import {
 	storedSubscription,
 	subscribeRecording,
 } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 // The documented recipe, written from the README and not from the service's code: the hash is
 // keyed BLAKE2b-256 over the compact JSON of the message without `hash`, key = UTF-8 of
@@ -170,7 +170,7 @@ describe("delivery outcomes", () => {
 		if (state === "confirmed") await call("GET", pathOf(url));
 		if (state === "unsubscribed") await call("DELETE", pathOf(url));
 		if (state === "expired")
-			await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
+			await dbOf(uuid).prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?").bind(uuid).run();
 		expect((await consume(job)).explicitAcks).toHaveLength(1);
 		expect(await received(id)).toHaveLength(0);
 		expect(await storedSubscription(uuid)).toMatchObject({ attempts: 0, status: state });

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap, userWith } from "../support/accounts";
@@ -13,6 +12,7 @@ import {
 	storedSubscription,
 	subscribeRecording,
 } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 const base = "/notifications/webhooks/subscriptions";
 
@@ -30,7 +30,8 @@ describe("get_webhook_subscriptions", () => {
 		await call("GET", pathOf(a.url));
 		await consume(b.job);
 		// Past its validity without anybody having said so yet: listed as expired.
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+		await dbOf(c.res.body.subscription.uuid)
+			.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
 			.bind(c.res.body.subscription.uuid)
 			.run();
 
@@ -161,7 +162,8 @@ describe("resend_webhook_confirmation", () => {
 			409101,
 		);
 		const expired = await subscribeRecording(admin, { callback_url: `${receiver()}/r/x/ok` });
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+		await dbOf(expired.res.body.subscription.uuid)
+			.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
 			.bind(expired.res.body.subscription.uuid)
 			.run();
 		expectError(

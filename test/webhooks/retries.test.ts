@@ -19,6 +19,7 @@ import {
 	subscribeRecording,
 } from "../support/webhooks";
 import { release } from "./helpers";
+import { dbOf } from "../support/shards";
 
 const deliveries = async (secret: string, uuid: string) =>
 	(await call("GET", `/notifications/webhooks/subscriptions/${uuid}/deliveries`, { secret })).body.deliveries;
@@ -168,11 +169,14 @@ describe("the delivery record", () => {
 		failingNetwork(callback, "lost");
 		const { res, job } = await subscribeRecording(admin, { callback_url: callback });
 		const uuid = res.body.subscription.uuid;
-		await env.DB.batch(
+		const db = dbOf(uuid);
+		await db.batch(
 			Array.from({ length: 100 }, (_, i) =>
-				env.DB.prepare(
-					"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, http_status, duration_ms, next_attempt_ts, detail) VALUES (?, ?, ?, ?, 'retry', 500, 1, NULL, 'old')",
-				).bind(uuid, job.message, i + 1, i + 1),
+				db
+					.prepare(
+						"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, http_status, duration_ms, next_attempt_ts, detail) VALUES (?, ?, ?, ?, 'retry', 500, 1, NULL, 'old')",
+					)
+					.bind(uuid, job.message, i + 1, i + 1),
 			),
 		);
 		await consume(job, 1);
@@ -180,7 +184,8 @@ describe("the delivery record", () => {
 		expect(list).toHaveLength(100);
 		expect(list[0].detail).toMatch(/network error/);
 		expect(list.at(-1).attempted_ts).toBe(2);
-		const { count } = (await env.DB.prepare("SELECT count(*) AS count FROM webhook_deliveries WHERE subscription = ?")
+		const { count } = (await db
+			.prepare("SELECT count(*) AS count FROM webhook_deliveries WHERE subscription = ?")
 			.bind(uuid)
 			.first()) as { count: number };
 		expect(count).toBe(100);

@@ -1,9 +1,9 @@
 import { blake2b } from "@noble/hashes/blake2.js";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, expectError } from "../support/requests";
 import { bootstrap } from "../support/accounts";
 import { consume, pathOf, received, receiver, storedSubscription, subscribeRecording } from "../support/webhooks";
+import { dbOf } from "../support/shards";
 
 const OLD_SECRET = "Client-secret_16";
 const NEW_SECRET = "New-client-sec16";
@@ -71,11 +71,13 @@ describe("refresh", () => {
 		expect(JSON.parse(after.body).hash).toBe(hash(newKey, after.body));
 
 		// A day later only the new key signs.
-		await env.DB.prepare("UPDATE subscriptions SET previous_key_until = 1 WHERE uuid = ?")
+		await dbOf(res.body.subscription.uuid)
+			.prepare("UPDATE subscriptions SET previous_key_until = 1 WHERE uuid = ?")
 			.bind(res.body.subscription.uuid)
 			.run();
 		const id2 = crypto.randomUUID();
-		await env.DB.prepare("UPDATE subscriptions SET callback_url = ?, delivered_ts = NULL WHERE uuid = ?")
+		await dbOf(res.body.subscription.uuid)
+			.prepare("UPDATE subscriptions SET callback_url = ?, delivered_ts = NULL WHERE uuid = ?")
 			.bind(`${receiver()}/r/${id2}/ok`, res.body.subscription.uuid)
 			.run();
 		await consume(job, 3);
@@ -94,7 +96,8 @@ describe("refresh", () => {
 		const stored = JSON.stringify(await storedSubscription(res.body.subscription.uuid));
 		for (const secret of [OLD_SECRET, NEW_SECRET, res.body.server_secret, rotated.body.server_secret, token])
 			expect(stored).not.toContain(secret);
-		const { results } = await env.DB.prepare("SELECT * FROM webhook_deliveries WHERE subscription = ?")
+		const { results } = await dbOf(res.body.subscription.uuid)
+			.prepare("SELECT * FROM webhook_deliveries WHERE subscription = ?")
 			.bind(res.body.subscription.uuid)
 			.all();
 		expect(JSON.stringify(results)).not.toContain(token);
@@ -119,7 +122,8 @@ describe("confirm and unsubscribe", () => {
 		expectError(await call("GET", `/notifications/webhooks/${other.account}?token=${token}`), 404, 404102);
 		expectError(await call("GET", `/notifications/webhooks/${admin.account}`), 400, 400101);
 
-		await env.DB.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
+		await dbOf(res.body.subscription.uuid)
+			.prepare("UPDATE subscriptions SET validity_ts = 1 WHERE uuid = ?")
 			.bind(res.body.subscription.uuid)
 			.run();
 		expectError(await call("GET", pathOf(url)), 400, 400105);
