@@ -87,7 +87,9 @@ describe("create_upload_url", () => {
 		expect(res.status).toBe(201);
 		expect(Object.keys(res.body)).toEqual(["handler", "url", "validity_ts"]);
 		const { handler, url, validity_ts } = res.body;
-		expect(handler).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+		// A version-8 uuid in the account's bucket (docs/scaling.md).
+		expect(handler).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+		expect(handler.slice(0, 2)).toBe(admin.account.slice(0, 2));
 		const parsed = new URL(url);
 		expect(`${parsed.origin}${parsed.pathname}`).toBe(`${BASE}/cache/${admin.account}/${handler}`);
 		expect([...parsed.searchParams.keys()]).toEqual(["token"]);

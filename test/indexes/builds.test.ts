@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BUILD_BYTES, BUILD_LEDGERS, BUILD_WORK_UNITS, buildStep, IndexCatalog } from "../../src/account/index-tables";
 import { database } from "../../src/db/client";
@@ -490,7 +491,7 @@ describe("a build step", () => {
 		const stops: (string | null)[] = [];
 		let after = "";
 		for (;;) {
-			const next = await buildStep(db, catalog, admin.account, uuid, after, Date.now() / 1000, limits);
+			const next = await buildStep(db, catalog, admin.account, uuid, after, Date.now() / 1000, limits, env);
 			stops.push(next);
 			if (next === null) break;
 			after = next;
