@@ -39,6 +39,8 @@ export default defineConfig(async () => {
 										...TEST_SECRETS,
 										PUBLIC_URL: "https://registry.test",
 										USAGE_FLUSH_SECONDS: 0.5,
+										// A bucket move copies after a fifth of a second, not ten (test/shards/moves.test.ts).
+										MOVE_GRACE_SECONDS: 0.2,
 									},
 								},
 							};

@@ -32,6 +32,11 @@ import * as stickers from "./sticker-writes";
 import { UsageStore } from "./usage-store";
 import { type Bucket, bucketed, type UsageRow } from "../base/usage";
 import { homeDatabase, homeOf } from "../db/shards";
+import { isMoving } from "../db/moves";
+import { bucketOfId } from "../base/shards";
+
+// How long background work waits while the account's bucket moves.
+const MOVE_WAIT_MS = 5000;
 
 // Objects from before the schedule (timers.ts) kept their account under this key, and the
 // earliest sticker expiry under the other: their first alarm runs every step once.
@@ -304,8 +309,15 @@ export class AccountObject {
 		};
 	}
 
-	// The one alarm runs every timer that is due (timers.ts).
+	// The one alarm runs every timer that is due (timers.ts), unless the account's bucket is
+	// moving between databases: its background writes wait for the move as its requests do
+	// (docs/scaling.md, "Moving a bucket").
 	async alarm() {
+		const bucket = bucketOfId(this.account());
+		if (bucket !== undefined && (await isMoving(this.home(), bucket))) {
+			await this.ctx.storage.setAlarm(Date.now() + MOVE_WAIT_MS);
+			return;
+		}
 		const legacy = await this.ctx.storage.get<string>(LEGACY_KEYS[0]!);
 		if (legacy !== undefined) {
 			for (const name of Object.values(TIMER)) await this.timers.by(name, legacy, now());

@@ -8,7 +8,8 @@ import { BUCKETS } from "../base/shards";
 // version-4 id (an account from before sharding, on DB_0) never moves.
 export type MovedTable = { name: string; home: string; counter?: string };
 
-// `counter`: an integer key the database assigns (AUTOINCREMENT): it is not copied, the target
+// In the order rows are copied: a table before those whose keys point to it (deletes run the
+// other way). `counter`: an integer key the database assigns (AUTOINCREMENT): it is not copied, the target
 // assigns its own in the same order, since the source's values may be taken there.
 export const MOVED_TABLES: readonly MovedTable[] = [
 	{ name: "accounts", home: "uuid" },
@@ -67,14 +68,16 @@ export async function bucketPage(db: D1Database, table: MovedTable, bucket: numb
 }
 
 // The statements that write rows as they are (one statement each, so a row of many columns
-// stays under D1's 100 bound parameters), replacing any copy a retried step made before.
+// stays under D1's 100 bound parameters). The bucket's rows do not change while it moves, so a
+// row a retried step copied before is the same row: it is left as it is (replacing it would
+// delete a row other rows' keys point to).
 export function copyStatements(db: D1Database, table: MovedTable, rows: Row[]): D1PreparedStatement[] {
 	return rows.map((row) => {
 		const columns = Object.keys(row).filter((column) => column !== "_rowid" && column !== table.counter);
 		const names = columns.map((column) => `"${column}"`).join(", ");
 		const marks = columns.map(() => "?").join(", ");
 		return db
-			.prepare(`INSERT OR REPLACE INTO "${table.name}" (${names}) VALUES (${marks})`)
+			.prepare(`INSERT OR IGNORE INTO "${table.name}" (${names}) VALUES (${marks})`)
 			.bind(...columns.map((column) => row[column] ?? null));
 	});
 }

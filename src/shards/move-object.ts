@@ -19,7 +19,8 @@ import { declaredShards, shardDatabase } from "../db/shards";
 //              source
 //   copied     waiting for the flip: SHARDS changed to map the bucket to the target, seen by
 //              status() in a Worker that runs the new map
-//   finishing  the move's rows deleted (writes resume, on the target), then the source's rows
+//   finishing  the move's rows deleted but the source's (writes resume, on the target), then the
+//              source's rows of the bucket, then its move row
 //   done
 // Before the flip, abort() undoes it: `aborting` deletes the copy, then the move's rows.
 export type MoveState = "grace" | "copying" | "copied" | "finishing" | "aborting" | "done" | "aborted";
@@ -86,7 +87,11 @@ export class MoveObject {
 		if (!state) return undefined;
 		if (state.state === "copied" && serving === state.target) {
 			state.state = "finishing";
-			await this.onEveryShard((db) => deleteMove(db, state.bucket));
+			state.table = 0;
+			// Writes resume on the target. The source keeps the move's row until its copy of the
+			// bucket is gone: a Worker still on the old map is refused there, never writes rows
+			// that are about to be deleted.
+			await this.onEveryShard((db, binding) => (binding === state.source ? undefined : deleteMove(db, state.bucket)));
 			await this.save(state);
 			await this.ctx.storage.setAlarm(Date.now());
 		}
@@ -102,6 +107,7 @@ export class MoveObject {
 		if (serving === state.target || state.state === "finishing") return { ok: false, move: view(state) };
 		if (state.state !== "aborting") {
 			state.state = "aborting";
+			state.table = 0;
 			await this.onEveryShard((db) => putMove(db, rowOf(state, "aborting")));
 			await this.save(state);
 		}
@@ -157,26 +163,29 @@ export class MoveObject {
 		return true;
 	}
 
-	// Deletes the bucket's rows from one database, a page at a time; at the end the move is
+	// Deletes the bucket's rows from one database, a page at a time, table by table from where
+	// the last step stopped (rows whose keys point to others first); at the end the move is
 	// `end`, and after an abort its rows go from every shard (writes resume on the source).
 	private async clear(state: Stored, binding: string, end: "done" | "aborted"): Promise<boolean> {
 		const db = shardDatabase(this.env, binding);
-		let pages = 0;
-		for (const table of MOVED_TABLES) {
-			for (;;) {
-				if (pages++ >= PAGES_PER_STEP) return true;
-				const deleted = await deleteBucketRows(db, table, state.bucket, PAGE_ROWS * 10);
-				state.deleted_rows += deleted;
-				if (deleted === 0) break;
+		const tables = [...MOVED_TABLES].reverse();
+		for (let pages = 0; pages < PAGES_PER_STEP; pages++) {
+			const table = tables[state.table];
+			if (!table) {
+				if (end === "aborted") await this.onEveryShard((shard) => deleteMove(shard, state.bucket));
+				else await deleteMove(db, state.bucket);
+				state.state = end;
+				return false;
 			}
+			const deleted = await deleteBucketRows(db, table, state.bucket, PAGE_ROWS * 10);
+			state.deleted_rows += deleted;
+			if (deleted === 0) state.table += 1;
 		}
-		if (end === "aborted") await this.onEveryShard((shard) => deleteMove(shard, state.bucket));
-		state.state = end;
-		return false;
+		return true;
 	}
 
-	private async onEveryShard(write: (db: D1Database) => Promise<unknown>) {
-		await Promise.all(declaredShards(this.env).map((binding) => write(shardDatabase(this.env, binding))));
+	private async onEveryShard(write: (db: D1Database, binding: string) => Promise<unknown> | undefined) {
+		await Promise.all(declaredShards(this.env).map((binding) => write(shardDatabase(this.env, binding), binding)));
 	}
 }
 
