@@ -65,10 +65,8 @@ export const StreamDO = lazyObject(
 );
 export type StreamDO = InstanceType<typeof StreamDO>;
 
-export const MoveDO = lazyObject(() => import("./shards/move-object").then((m) => m.MoveObject), [
-	"start",
-	"status",
-	"abort",
-	"alarm",
-]);
+export const MoveDO = lazyObject(
+	() => import("./shards/move-object").then((m) => m.MoveObject),
+	["start", "status", "abort", "alarm"],
+);
 export type MoveDO = InstanceType<typeof MoveDO>;

@@ -69,7 +69,8 @@ export const createShardMove = defineOperation({
 			throw new ApiError("conflict", { description: `Bucket ${body.bucket} is on ${body.to} already` });
 		const { results } = await findMoves(ctx.shards.of("DB_0"));
 		const running = results.find((move) => move.bucket !== body.bucket);
-		if (running) throw new ApiError("conflict", { description: `Bucket ${running.bucket} is moving; one move at a time` });
+		if (running)
+			throw new ApiError("conflict", { description: `Bucket ${running.bucket} is moving; one move at a time` });
 		const started = await mover(ctx, body.bucket).start(body.bucket, source, body.to);
 		if (!started.ok)
 			throw new ApiError("conflict", { description: `Bucket ${body.bucket} is moving (${started.running.state})` });

@@ -61,7 +61,8 @@ export class MoveObject {
 	// Begins a move, unless this bucket's last one is still running.
 	async start(bucket: number, source: string, target: string): Promise<Started> {
 		const current = await this.stored();
-		if (current && current.state !== "done" && current.state !== "aborted") return { ok: false, running: view(current) };
+		if (current && current.state !== "done" && current.state !== "aborted")
+			return { ok: false, running: view(current) };
 		const state: Stored = {
 			bucket,
 			source,

@@ -61,7 +61,7 @@ describe("moving a bucket", () => {
 		expectError(refused, 503, 503241);
 		expect(refused.headers.get("retry-after")).toBe("5");
 		expectError(await call("POST", `/users/${user}/secrets`, { secret: a.secret, body: {} }), 503, 503241);
-		expectError(await call("POST", "/secrets/" + a.account + "/ABCDEFGH"), 503, 503241);
+		expectError(await call("POST", `/secrets/${a.account}/ABCDEFGH`), 503, 503241);
 		// Reads go on; other buckets' writes too (unless `other` shares the bucket).
 		expect((await call("GET", `/twins/${twin}`, { secret: a.secret })).status).toBe(200);
 		if (bucketOf(other) !== bucket)
