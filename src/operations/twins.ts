@@ -36,7 +36,8 @@ export function twinView(twin: TwinRow) {
 export async function visibleTwin(ctx: Context, caller: Caller, uuid: string, aliveOnly = false): Promise<TwinRow> {
 	const at = now();
 	const sees = (row: TwinRow) => isVisible(caller, row, at) && !(aliveOnly && row.status === "terminated");
-	const twin = await ctx.meter.sightedOne(() => findTwin(dbOf(ctx), uuid), sees);
+	// Read where the twin's uuid says its owner's rows are, so another account's twin is found too.
+	const twin = await ctx.meter.sightedOne(() => findTwin(dbOf({ d1: ctx.shards.for(uuid) }), uuid), sees);
 	if (twin) return twin;
 	throw new ApiError("not_found", { description: "No such twin" });
 }
