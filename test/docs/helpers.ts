@@ -1,9 +1,10 @@
 // What the docs tests share: patterned bytes and their hash, upload URLs and the PUT of their
 // bytes, docs attached to twins, download URLs and their GET, and the D1 rows and counts behind
 // them, read or changed directly.
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call, fetchWithEnv, randomAddress } from "../support/requests";
+import { dbOf } from "../support/shards";
 
 // `length` bytes from a xorshift generator: the same for a seed on every run, different from
 // one seed to another and from one position to the next, so that a misplaced or dropped chunk
@@ -122,7 +123,8 @@ export async function downloadUrl(secret: string, twin: string, name: string, va
 
 // The account's count of doc bytes (attached docs and uploads not yet attached).
 export async function docBytes(account: string): Promise<number> {
-	const row = await env.DB.prepare("SELECT doc_bytes FROM accounts WHERE uuid = ?")
+	const row = await dbOf(account)
+		.prepare("SELECT doc_bytes FROM accounts WHERE uuid = ?")
 		.bind(account)
 		.first<{ doc_bytes: number }>();
 	return row!.doc_bytes;
@@ -130,7 +132,8 @@ export async function docBytes(account: string): Promise<number> {
 
 // The R2 key a live upload's bytes went to (null before its PUT), undefined once the row is gone.
 export async function uploadObject(handler: string): Promise<string | null | undefined> {
-	const row = await env.DB.prepare("SELECT object FROM uploads WHERE handler = ?")
+	const row = await dbOf(handler)
+		.prepare("SELECT object FROM uploads WHERE handler = ?")
 		.bind(handler)
 		.first<{ object: string | null }>();
 	return row === null ? undefined : row.object;
@@ -138,7 +141,8 @@ export async function uploadObject(handler: string): Promise<string | null | und
 
 // The R2 key a doc's bytes live under.
 export async function docObject(twin: string, name: string): Promise<string> {
-	const row = await env.DB.prepare("SELECT object FROM docs WHERE twin = ? AND name = ?")
+	const row = await dbOf(twin)
+		.prepare("SELECT object FROM docs WHERE twin = ? AND name = ?")
 		.bind(twin, name)
 		.first<{ object: string }>();
 	if (!row) throw new Error(`no doc ${name} on ${twin}`);
@@ -148,7 +152,8 @@ export async function docObject(twin: string, name: string): Promise<string> {
 // Ends an upload URL's validity now, as if its time had passed, without waiting for it. Its
 // row stays until the account's alarm, due at the validity it was given, removes it.
 export async function expireUpload(handler: string) {
-	const { meta } = await env.DB.prepare("UPDATE uploads SET validity_ts = ? WHERE handler = ?")
+	const { meta } = await dbOf(handler)
+		.prepare("UPDATE uploads SET validity_ts = ? WHERE handler = ?")
 		.bind(Date.now() / 1000 - 1, handler)
 		.run();
 	expect(meta.changes).toBe(1);

@@ -1,6 +1,7 @@
 // Accounts, users and roles: an account made through the admin route, users with the role or the
 // rules a test needs and a working secret, roles made through the API or written straight into D1.
 import { dbOf, idOf } from "./shards";
+import { homeOf } from "../../src/db/shards";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
@@ -13,6 +14,16 @@ export async function bootstrap(): Promise<Account> {
 	const res = await call("POST", "/admin/accounts", { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
 	expect(res.status).toBe(201);
 	return res.body;
+}
+
+// A new account whose rows live in the database `binding` (its bucket maps there), for a test
+// that needs two accounts on two databases: accounts are made until one lands there.
+export async function accountOn(binding: string): Promise<Account> {
+	for (let tries = 0; tries < 64; tries++) {
+		const made = await bootstrap();
+		if (homeOf(env, made.account) === binding) return made;
+	}
+	throw new Error(`No new account landed on ${binding}`);
 }
 
 export async function issueSecret(admin: Account, user: string, validity_ts?: number | null) {
