@@ -9,11 +9,13 @@ import { timingSafeEqualText } from "../base/crypto";
 import { deleteObjects, newObjectKey } from "../storage/objects";
 import { now } from "../base/time";
 import { type Host, RETRY_SECONDS } from "./host";
+import { type DocMoves, type DocStores, made, movesOf } from "./doc-moves";
 
 // An account's upload URLs and docs. The account's object runs these one at a time: the count
 // of live uploads, the account's doc bytes and a handler's state cannot race another write of
 // the same account. What is shared with other accounts (a twin's names and its doc count) is
-// held by the attach batch itself (db/docs.ts attachDocs).
+// held by the statements that file the docs (db/docs.ts docInserts). A twin's docs live in its
+// owner's database: on another account's twin there, a write is a move (doc-moves.ts).
 
 export type DocLimits = { uploads: number; perTwin: number; bytes: number };
 export type StorageClass = DocRow["storage_class"];
@@ -168,7 +170,8 @@ export function reopenUpload(db: Database, account: string, handler: string, obj
 // All or nothing, in the order the caller meets the refusals: handlers (own and live, then
 // uploaded), hashes, names, the twin's count, the account's bytes.
 export async function attachDocs(
-	db: Database,
+	stores: DocStores,
+	moves: DocMoves,
 	meter: D1Meter,
 	caller: Caller,
 	twin: string,
@@ -176,6 +179,7 @@ export async function attachDocs(
 	limits: DocLimits,
 	at: number,
 ) {
+	const db = stores.home;
 	const names = Object.keys(input);
 	const handlers = names.map((name) => input[name].handler);
 	const found = new Map(
@@ -201,9 +205,9 @@ export async function attachDocs(
 			details,
 		});
 	}
-	const taken = await rows.takenNames(db, twin, names);
+	const taken = await rows.takenNames(stores.twin, twin, names);
 	if (taken.length) throw nameTaken(taken);
-	if ((await rows.countTwinDocs(db, twin, caller.account)) + names.length > limits.perTwin)
+	if ((await rows.countTwinDocs(stores.twin, twin, caller.account)) + names.length > limits.perTwin)
 		throw twinFull(limits.perTwin);
 	const used = (await rows.docBytes(db, caller.account))?.bytes ?? 0;
 	if (used > limits.bytes) {
@@ -211,8 +215,10 @@ export async function attachDocs(
 			description: `The account's docs and uploads exceed ${limits.bytes} bytes, its limit (MAX_DOC_BYTES)`,
 		});
 	}
+	// A doc's uuid names the database its row lives in, its twin's: a download URL, which names
+	// the doc only, finds it there.
 	const docs: DocRow[] = names.map((name, i) => ({
-		uuid: sibling(caller.account),
+		uuid: sibling(twin),
 		twin,
 		name,
 		account: caller.account,
@@ -225,7 +231,16 @@ export async function attachDocs(
 		updated_ts: at,
 		content_type: uploads[i]!.content_type ?? OCTET_STREAM,
 	}));
-	const race = await rows.attachDocs(db, docs, handlers, limits.perTwin);
+	const race = stores.apart
+		? await made(
+				stores,
+				moves,
+				caller.account,
+				twin,
+				{ kind: "attach", docs, uploads: uploads as UploadRow[], perTwin: limits.perTwin },
+				at,
+			)
+		: await rows.attachDocs(db, docs, handlers, limits.perTwin);
 	if (race === "name_taken") throw nameTaken(names);
 	if (race === "twin_full") throw twinFull(limits.perTwin);
 	return { uuid: twin, docs: Object.fromEntries(docs.map((doc) => [doc.name, docRecord(doc)])) };
@@ -253,38 +268,55 @@ async function ownDoc(db: Database, caller: Caller, twin: string, name: string):
 }
 
 export async function updateDoc(
-	db: Database,
+	stores: DocStores,
 	caller: Caller,
 	twin: string,
 	name: string,
 	description: Description | null | undefined,
 	at: number,
 ) {
-	const row = await ownDoc(db, caller, twin, name);
+	// The doc's row is the one row the write changes, in the twin's database.
+	const row = await ownDoc(stores.twin, caller, twin, name);
 	if (description === undefined) return { uuid: twin, ...docRecord(row) };
-	const updated = await rows.setDocDescription(db, row.uuid, description, at);
+	const updated = await rows.setDocDescription(stores.twin, row.uuid, description, at);
 	if (!updated) throw new ApiError("not_found", { description: "No such doc" });
 	return { uuid: twin, ...docRecord(updated) };
 }
 
-export async function deleteDoc(db: Database, caller: Caller, twin: string, name: string, at: number) {
-	const row = await ownDoc(db, caller, twin, name);
-	await rows.removeDocs(db, caller.account, twin, [row.uuid], at);
+// The account's docs on a twin deleted, their objects to doc_garbage and their sizes given back.
+// Apart, the docs go first, then the objects and bytes: an object is never deleted from R2
+// while a doc still refers to it.
+async function removeOwn(stores: DocStores, moves: DocMoves, account: string, twin: string, own: DocRow[], at: number) {
+	if (!stores.apart)
+		return rows.removeDocs(
+			stores.home,
+			account,
+			twin,
+			own.map((row) => row.uuid),
+			at,
+		);
+	const docs = own.map(({ uuid, object, size }) => ({ uuid, object, size }));
+	await made(stores, moves, account, twin, { kind: "remove", docs }, at);
+	return own;
+}
+
+export async function deleteDoc(
+	stores: DocStores,
+	moves: DocMoves,
+	caller: Caller,
+	twin: string,
+	name: string,
+	at: number,
+) {
+	const row = await ownDoc(stores.twin, caller, twin, name);
+	await removeOwn(stores, moves, caller.account, twin, [row], at);
 	return { uuid: twin, ...docRecord(row) };
 }
 
 // The twin's docs attached by the caller's account; other accounts' stay.
-export async function deleteDocs(db: Database, caller: Caller, twin: string, at: number) {
-	const own = await rows.listAccountDocs(db, twin, caller.account);
-	const removed = own.length
-		? await rows.removeDocs(
-				db,
-				caller.account,
-				twin,
-				own.map((row) => row.uuid),
-				at,
-			)
-		: [];
+export async function deleteDocs(stores: DocStores, moves: DocMoves, caller: Caller, twin: string, at: number) {
+	const own = await rows.listAccountDocs(stores.twin, twin, caller.account);
+	const removed = own.length ? await removeOwn(stores, moves, caller.account, twin, own, at) : [];
 	return {
 		uuid: twin,
 		docs: removed.map((row) => ({
@@ -333,10 +365,21 @@ export async function tidyDocs(
 	return due.length ? Math.min(...due) : undefined;
 }
 
-// The docs timer's step: expired uploads released, dead PUTs' leases ended, unreferenced objects
-// deleted from R2, serialized with the writes (it changes uploads and the account's doc bytes);
-// due again at the next expiry or lease.
+// The docs timer's step: moves a write left unfinished finished (or undone), expired uploads
+// released, dead PUTs' leases ended, unreferenced objects deleted from R2, serialized with the
+// writes (it changes uploads and the account's doc bytes); due again at the next expiry or
+// lease, or in a minute while a move cannot be finished.
 export async function tidyStep(host: Host, account: string): Promise<number | undefined> {
-	const outcome = await host.serialized((db) => tidyDocs(db, host.env.DOCS, account, now()));
+	const outcome = await host.serialized(async (db) => {
+		let retry: number | undefined;
+		try {
+			await movesOf(host).settle(account);
+		} catch (error) {
+			console.error(JSON.stringify({ docMoves: account, error: String(error) }));
+			retry = now() + RETRY_SECONDS;
+		}
+		const next = await tidyDocs(db, host.env.DOCS, account, now());
+		return next === undefined || retry === undefined ? (next ?? retry) : Math.min(next, retry);
+	});
 	return outcome.ok ? outcome.value : now() + RETRY_SECONDS;
 }

@@ -1,11 +1,14 @@
 import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
-import { accounts, docGarbage, docs, uploads } from "./schema";
+import { accounts, docGarbage, docOutbox, docs, uploads } from "./schema";
 
 // Upload URLs, docs and the R2 objects nobody refers to any more. Every write here runs in the
 // account's object, one at a time; the batches keep the account's doc_bytes equal to the
-// sizes its rows hold.
+// sizes its rows hold (its uploads, its docs, and its moves' not yet finished). A twin's docs
+// live in the twin owner's database; uploads, doc_garbage and doc_bytes in the attaching
+// account's. No statement or batch here reads or writes both: a write whose rows have two
+// homes is a DocMove (docs/files.md "Docs on another database").
 
 export type UploadRow = typeof uploads.$inferSelect;
 export type DocRow = typeof docs.$inferSelect;
@@ -231,29 +234,30 @@ export async function countTwinDocs(db: Database, twin: string, account: string)
 // Why an attach batch failed, when a concurrent write of another account got there first.
 export type AttachRace = "name_taken" | "twin_full";
 
-// Files the uploads as docs and consumes their handlers, all or none. The name's uniqueness
-// and the twin's count hold in the batch itself (another account's object may attach to the
-// same twin at the same time): a taken name fails the unique index, and a doc past the count
-// gets a NULL uuid, which fails its NOT NULL; either way the batch rolls back whole.
-export async function attachDocs(
-	db: Database,
-	rows: DocRow[],
-	handlers: string[],
-	maxPerTwin: number,
-): Promise<AttachRace | undefined> {
-	const inserts = rows.map((row) => {
+// The INSERTs that file docs on their twin. The name's uniqueness and the twin's count hold in
+// the statements themselves (another account's object may attach to the same twin at the same
+// time): a taken name fails the unique index, and a doc past the count gets a NULL uuid, which
+// fails its NOT NULL; either way the batch rolls back whole. With `once`, a doc's uuid, nothing
+// is inserted when that doc is there already: the docs of one attach commit together, so a
+// second run of the same attach inserts nothing.
+function docInserts(db: Database, rows: DocRow[], maxPerTwin: number, once?: string) {
+	const fresh =
+		once === undefined ? sql`` : sql` WHERE NOT EXISTS (SELECT 1 FROM ${docs} WHERE ${docs.uuid} = ${once})`;
+	return rows.map((row) => {
 		const count = sql`(SELECT count(*) FROM ${docs} WHERE ${docs.twin} = ${row.twin} AND ${docs.account} = ${row.account})`;
 		const uuid = sql`CASE WHEN ${count} < ${maxPerTwin} THEN ${row.uuid} END`;
 		const description = row.description === null ? null : JSON.stringify(row.description);
 		// INSERT ... SELECT names every column of the table, in the table's order.
 		return db.insert(docs).select(
 			sql`SELECT ${uuid}, ${row.twin}, ${row.name}, ${row.account}, ${row.object}, ${row.size}, ${row.hash}, ${row.storage_class},
-				${description}, ${row.created_ts}, ${row.updated_ts}, ${row.content_type}`,
+				${description}, ${row.created_ts}, ${row.updated_ts}, ${row.content_type}${fresh}`,
 		);
 	});
+}
+
+async function raceOf(batch: Promise<unknown>): Promise<AttachRace | undefined> {
 	try {
-		const consume = db.delete(uploads).where(sql`${uploads.handler} IN ${each(handlers)}`);
-		await db.batch([...inserts, consume] as unknown as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+		await batch;
 		return undefined;
 	} catch (error) {
 		const text = String((error as Error)?.cause ?? error);
@@ -263,21 +267,157 @@ export async function attachDocs(
 	}
 }
 
+type Batch = [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]];
+
+// Files the uploads as docs and consumes their handlers, all or none, when the twin's docs live
+// in the attaching account's database.
+export function attachDocs(
+	db: Database,
+	rows: DocRow[],
+	handlers: string[],
+	maxPerTwin: number,
+): Promise<AttachRace | undefined> {
+	const consume = db.delete(uploads).where(sql`${uploads.handler} IN ${each(handlers)}`);
+	return raceOf(db.batch([...docInserts(db, rows, maxPerTwin), consume] as unknown as Batch));
+}
+
+// A doc write whose rows have two homes (docs/files.md "Docs on another database"): an attach
+// to, or a removal from, a twin whose docs live in another database than the writing account's
+// uploads, garbage and doc bytes. An attach carries its docs, the uploads it consumed (to put
+// back when the twin's database refuses the docs) and the count it was checked against; a
+// removal the docs it deletes, whose objects and sizes go back to the account once they are.
+export type DocMove =
+	| { kind: "attach"; docs: DocRow[]; uploads: UploadRow[]; perTwin: number }
+	| { kind: "remove"; docs: Pick<DocRow, "uuid" | "object" | "size">[] };
+
+// A move as its outbox row holds it.
+export type QueuedMove = DocMove & { id: number; account: string; twin: string };
+
+const outboxRow = (db: Database, account: string, twin: string, move: DocMove, at: number) => {
+	const { kind, ...payload } = move;
+	return db
+		.insert(docOutbox)
+		.values({ account, twin, kind, payload: JSON.stringify(payload), created_ts: at })
+		.returning({ id: docOutbox.id });
+};
+
+// The first commit of an attach across databases, in the attaching account's: its uploads
+// consumed and the move that files them as docs, in one batch. Answers the move's id.
+export async function queueAttach(
+	db: Database,
+	account: string,
+	twin: string,
+	move: Extract<DocMove, { kind: "attach" }>,
+	at: number,
+): Promise<number> {
+	const handlers = move.uploads.map((row) => row.handler);
+	const [, queued] = await db.batch([
+		db.delete(uploads).where(sql`${uploads.handler} IN ${each(handlers)}`),
+		outboxRow(db, account, twin, move, at),
+	]);
+	return queued[0]!.id;
+}
+
+// The first commit of a removal across databases, in the removing account's: the move alone.
+// Its objects and bytes change hands only once the docs are gone from the twin's database.
+export async function queueRemoval(
+	db: Database,
+	account: string,
+	twin: string,
+	move: Extract<DocMove, { kind: "remove" }>,
+	at: number,
+): Promise<number> {
+	const [queued] = await outboxRow(db, account, twin, move, at);
+	return queued!.id;
+}
+
+// The account's moves not yet finished, in the order they committed.
+export async function queuedMoves(db: Database, account: string, limit: number): Promise<QueuedMove[]> {
+	const found = await db
+		.select()
+		.from(docOutbox)
+		.where(eq(docOutbox.account, account))
+		.orderBy(asc(docOutbox.id))
+		.limit(limit);
+	return found.map(
+		(row) =>
+			({ id: row.id, account: row.account, twin: row.twin, kind: row.kind, ...JSON.parse(row.payload) }) as QueuedMove,
+	);
+}
+
+// An attach's docs filed in the twin's database, once (a run after one that committed inserts
+// nothing and answers as it did), with the same conditions as attachDocs.
+export function fileDocsOnce(db: Database, rows: DocRow[], maxPerTwin: number): Promise<AttachRace | undefined> {
+	return raceOf(db.batch(docInserts(db, rows, maxPerTwin, rows[0]!.uuid) as unknown as Batch));
+}
+
+// A removal's docs deleted from the twin's database: the account's own on the twin, by uuid. A
+// second run deletes nothing.
+export async function deleteDocsOnce(db: Database, account: string, twin: string, uuids: string[]) {
+	await db.delete(docs).where(ownOnTwin(account, twin, uuids));
+}
+
+// The statements of the move's last commit in the writing account's database run only while
+// its row is there: that commit deletes it, so it happens once.
+const queued = (id: number) => sql`EXISTS (SELECT 1 FROM ${docOutbox} WHERE ${docOutbox.id} = ${id})`;
+
+// An attach finished: its docs are on the twin.
+export async function closeMove(db: Database, id: number) {
+	await db.delete(docOutbox).where(eq(docOutbox.id, id));
+}
+
+// An attach the twin's database refused: its uploads back as they were, handlers and objects,
+// in the batch that ends the move. Their sizes never left the account's doc bytes.
+export async function restoreUploads(db: Database, id: number, rows: UploadRow[]) {
+	const u = (column: keyof UploadRow) => sql.raw(`json_extract(value, '$.${column}')`);
+	await db.batch([
+		// INSERT ... SELECT names every column of the table, in the table's order.
+		db.insert(uploads).select(
+			sql`SELECT ${u("handler")}, ${u("account")}, ${u("user")}, ${u("token_hash")}, ${u("state")}, ${u("object")}, ${u("size")},
+					${u("hash")}, ${u("validity_ts")}, ${u("created_ts")}, ${u("lease_ts")}, ${u("content_type")}
+					FROM json_each(${JSON.stringify(rows)}) WHERE ${queued(id)}`,
+		),
+		db.delete(docOutbox).where(eq(docOutbox.id, id)),
+	]);
+}
+
+// A removal whose docs are gone from the twin's database: their objects to doc_garbage and their
+// sizes out of the account's count, in the batch that ends the move.
+export async function settleRemoval(
+	db: Database,
+	id: number,
+	account: string,
+	removed: Pick<DocRow, "object" | "size">[],
+	at: number,
+) {
+	const objects = JSON.stringify(removed.map((row) => row.object));
+	const bytes = removed.reduce((sum, row) => sum + row.size, 0);
+	await db.batch([
+		db.insert(docGarbage).select(sql`SELECT value, ${account}, ${at} FROM json_each(${objects}) WHERE ${queued(id)}`),
+		db
+			.update(accounts)
+			.set({ doc_bytes: sql`${accounts.doc_bytes} - ${bytes}` })
+			.where(and(eq(accounts.uuid, account), queued(id))),
+		db.delete(docOutbox).where(eq(docOutbox.id, id)),
+	]);
+}
+
 export function setDocDescription(db: Database, uuid: string, description: DocRow["description"], at: number) {
 	return db.update(docs).set({ description, updated_ts: at }).where(eq(docs.uuid, uuid)).returning().get();
 }
 
-// Deletes docs of one account on a twin (all of them, or those named): rows, their objects into
-// doc_garbage and their sizes out of the account's count, in one batch. Answers the rows.
+// Docs of one account on a twin, by uuid. Found by primary key, one probe per uuid; account and
+// twin only filter (the unary `+` keeps SQLite from ranging over the (twin, account) index
+// instead, whose figure in Server-Timing would read one entry more or less as other twins' docs
+// sort after this one).
+const ownOnTwin = (account: string, twin: string, uuids: string[]) =>
+	and(sql`+${docs.account} = ${account}`, sql`+${docs.twin} = ${twin}`, sql`${docs.uuid} IN ${each(uuids)}`);
+
+// Deletes docs of one account on a twin (all of them, or those named), when the twin's docs live
+// in the account's database: rows, their objects into doc_garbage and their sizes out of the
+// account's count, in one batch. Answers the rows.
 export async function removeDocs(db: Database, account: string, twin: string, uuids: string[], at: number) {
-	// Found by primary key, one probe per uuid; account and twin only filter (the unary `+`
-	// keeps SQLite from ranging over the (twin, account) index instead, whose figure in
-	// Server-Timing would read one entry more or less as other twins' docs sort after this one).
-	const these = and(
-		sql`+${docs.account} = ${account}`,
-		sql`+${docs.twin} = ${twin}`,
-		sql`${docs.uuid} IN ${each(uuids)}`,
-	);
+	const these = ownOnTwin(account, twin, uuids);
 	const [, , removed] = await db.batch([
 		db.insert(docGarbage).select(sql`SELECT ${docs.object}, ${account}, ${at} FROM ${docs} WHERE ${these}`),
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${docs.size}), 0) FROM ${docs} WHERE ${these})`),

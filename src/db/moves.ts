@@ -29,6 +29,7 @@ export const MOVED_TABLES: readonly MovedTable[] = [
 	{ name: "ledger_history", home: "account" },
 	{ name: "uploads", home: "account" },
 	{ name: "docs", home: "twin" },
+	{ name: "doc_outbox", home: "account", counter: "id" },
 	{ name: "doc_garbage", home: "account" },
 	{ name: "index_tables", home: "account" },
 	{ name: "index_rows", home: "table" },

@@ -406,6 +406,25 @@ export const docGarbage = sqliteTable(
 	(t) => [index("doc_garbage_account").on(t.account, t.created_ts)],
 );
 
+// A doc write whose rows have two homes (docs/files.md "Docs on another database"): the
+// account attached, or removed, docs on a twin whose owner's database is not its own. The row
+// commits in the writing account's database with the write's own changes there, and stands
+// for the change still to be made in the twin's database; the account's object makes it, in
+// id order (the order the rows committed), finishes the write in its own database and deletes
+// the row in that same batch. `payload` holds everything the change and its undo need.
+export const docOutbox = sqliteTable(
+	"doc_outbox",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		twin: text("twin").notNull(),
+		kind: text("kind", { enum: ["attach", "remove"] }).notNull(),
+		payload: text("payload").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [index("doc_outbox_account").on(t.account, t.id)],
+);
+
 // An Indexes table: a typed view of one account's own ledgers (docs/indexes.md). `generation`
 // changes on a rebuild or truncate: rows of older generations are invisible at once and deleted
 // in the background. `rows` and `table_size` count the current generation; only the account's

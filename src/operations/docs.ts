@@ -135,6 +135,10 @@ function levelJson(level: Level): string {
 
 type SecretContext = Context & { caller: Caller };
 
+// A twin's docs, whoever attached them, live in the twin owner's database, which the twin's uuid
+// names, and so does a doc's uuid (account/doc-writes.ts attachDocs).
+const twinDocs = (ctx: Context, id: string) => dbOf({ d1: ctx.shards.for(id) });
+
 const twinParams = z.strictObject({ twin: uuid });
 const docParams = z.strictObject({ twin: uuid, name: docNameParam });
 
@@ -214,7 +218,7 @@ export const getTwinDocs = defineOperation({
 		// A position is a name of the twin, which the caller sees: the cursor binds it to the twin.
 		const scope = `get_twin_docs/${ctx.caller.user}/${twin.uuid}`;
 		const position = await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()]));
-		const read = await listTwinDocs(dbOf(ctx), twin.uuid, position?.[0] ?? "", DOCS_PAGE + 1);
+		const read = await listTwinDocs(twinDocs(ctx, twin.uuid), twin.uuid, position?.[0] ?? "", DOCS_PAGE + 1);
 		const rows = read.slice(0, DOCS_PAGE);
 		const cursor = read.length > DOCS_PAGE ? await sealCursor(ctx.env, scope, [rows.at(-1)!.name]) : undefined;
 		const budget = new Budget(MASK_WORK_UNITS);
@@ -278,7 +282,7 @@ export const getTwinDoc = defineOperation({
 			checkStatement(ctx.caller, "download_doc");
 			link = await downloadLink(ctx, at, query.validity_ts, query.disposition ?? "attachment");
 		}
-		const row = await findDoc(dbOf(ctx), twin.uuid, params.name);
+		const row = await findDoc(twinDocs(ctx, twin.uuid), twin.uuid, params.name);
 		if (!row) throw new ApiError("not_found", { description: "No such doc" });
 		return { ...docRecord(row), ...(link && { download: await link(row.uuid) }) };
 	},
@@ -357,7 +361,8 @@ export const downloadDoc = defineOperation({
 	response: z.never(),
 	async run({ params, headers }, ctx) {
 		const link = await verifyDownload(ctx.env.WEBHOOK_KEY, params.account, params.handler, Date.now());
-		const row = link === undefined ? undefined : await findDocByUuid(dbOf(ctx), link.doc);
+		// The URL names the downloader's account; the doc's uuid names its twin's database.
+		const row = link === undefined ? undefined : await findDocByUuid(twinDocs(ctx, link.doc), link.doc);
 		if (!row) throw noSuchDownload();
 		const range = readRange(headers.range, row.size);
 		if (range.kind === "unsatisfiable")

@@ -26,6 +26,55 @@ export function failingBatches(db: D1Database): D1Database {
 	});
 }
 
+// D1 whose writes fail once `allowed` of them have run, as a database that stops answering
+// between two commits; reads still pass. A write is a batch holding an INSERT, UPDATE or
+// DELETE, or such a statement run alone.
+export function failingWrites(db: D1Database, allowed = 0): D1Database {
+	let left = allowed;
+	const inner = new WeakMap<object, D1PreparedStatement>();
+	const spend = () => {
+		if (left <= 0) throw new Error("injected fault: the database refuses writes");
+		left--;
+	};
+	const writing = (statement: D1PreparedStatement): D1PreparedStatement => {
+		const proxy = new Proxy(statement, {
+			get(target, property) {
+				if (property === "bind") return (...values: unknown[]) => writing(target.bind(...values));
+				if (property === "run" || property === "all" || property === "raw" || property === "first") {
+					return (...args: unknown[]) => {
+						spend();
+						return (target[property] as (...args: unknown[]) => unknown).apply(target, args);
+					};
+				}
+				const value = Reflect.get(target, property, target);
+				return typeof value === "function" ? value.bind(target) : value;
+			},
+		});
+		inner.set(proxy, statement);
+		return proxy;
+	};
+	return new Proxy(db, {
+		get(target, property) {
+			const session = sessionsToo(target, property, (d1) => failingWrites(d1, left));
+			if (session) return session;
+			if (property === "prepare") {
+				return (query: string) => {
+					const statement = target.prepare(query);
+					return /^\s*(insert|update|delete)\b/i.test(query) ? writing(statement) : statement;
+				};
+			}
+			if (property === "batch") {
+				return async (statements: D1PreparedStatement[]) => {
+					if (statements.some((statement) => inner.has(statement))) spend();
+					return target.batch(statements.map((statement) => inner.get(statement) ?? statement));
+				};
+			}
+			const value = Reflect.get(target, property, target);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}
+
 // console.error, recorded instead of printed, for a test that makes the service log a failure on
 // purpose and checks what it logged. Restored when the test ends.
 export function loggedErrors() {

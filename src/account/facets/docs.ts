@@ -2,11 +2,14 @@ import { accountLimit, MAX_TWIN_DOCS_CEILING } from "../../base/limits";
 import { now } from "../../base/time";
 import { database } from "../../db/client";
 import * as docs from "../doc-writes";
+import { docStores, movesOf } from "../doc-moves";
 import { type CallerId, type Host, TIMER } from "../host";
 
 // The account's object's upload URLs and docs (docs/files.md): its methods for them, run in its
-// serialized step. The twin is checked visible by the caller.
+// serialized step. The twin is checked visible by the caller. Each user's write first finishes
+// the account's moves committed before it (doc-moves.ts).
 export function docFacet(host: Host) {
+	const moves = movesOf(host);
 	const limits = (): docs.DocLimits => ({
 		uploads: Number(host.env.MAX_UPLOADS),
 		perTwin: accountLimit(host.env.MAX_TWIN_DOCS, MAX_TWIN_DOCS_CEILING),
@@ -28,6 +31,7 @@ export function docFacet(host: Host) {
 	return {
 		createUpload(caller: CallerId, upload: { handler: string; tokenHash: string; validity_ts: number }) {
 			return host.write(caller, "create_upload_url", async (db, current) => {
+				await moves.settle(current.account);
 				const created = await docs.createUpload(db, current, upload, limits(), now());
 				await host.timers.by(TIMER.docs, caller.account, upload.validity_ts);
 				return created;
@@ -35,9 +39,10 @@ export function docFacet(host: Host) {
 		},
 
 		invalidateUpload(caller: CallerId, handler: string) {
-			return host.write(caller, "invalidate_upload_url", (db, current, meter) =>
-				tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now())),
-			);
+			return host.write(caller, "invalidate_upload_url", async (db, current, meter) => {
+				await moves.settle(current.account);
+				return tidyingAfter(current.account, docs.invalidateUpload(db, meter, current, handler, now()));
+			});
 		},
 
 		// A PUT to an upload URL: no user calls, the URL's token is the credential. Once claimed,
@@ -75,27 +80,35 @@ export function docFacet(host: Host) {
 		},
 
 		attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
-			return host.write(caller, "attach_twin_doc", (db, current, meter) =>
-				docs.attachDocs(db, meter, current, twin, input, limits(), now()),
-			);
+			return host.write(caller, "attach_twin_doc", async (db, current, meter) => {
+				await moves.settle(current.account);
+				const stores = docStores(host.env, db, meter, current.account, twin);
+				return docs.attachDocs(stores, moves, meter, current, twin, input, limits(), now());
+			});
 		},
 
 		updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
-			return host.write(caller, "update_twin_doc", (db, current) =>
-				docs.updateDoc(db, current, twin, name, description, now()),
-			);
+			return host.write(caller, "update_twin_doc", async (db, current, meter) => {
+				await moves.settle(current.account);
+				const stores = docStores(host.env, db, meter, current.account, twin);
+				return docs.updateDoc(stores, current, twin, name, description, now());
+			});
 		},
 
 		deleteDoc(caller: CallerId, twin: string, name: string) {
-			return host.write(caller, "delete_twin_doc", (db, current) =>
-				tidyingAfter(current.account, docs.deleteDoc(db, current, twin, name, now())),
-			);
+			return host.write(caller, "delete_twin_doc", async (db, current, meter) => {
+				await moves.settle(current.account);
+				const stores = docStores(host.env, db, meter, current.account, twin);
+				return tidyingAfter(current.account, docs.deleteDoc(stores, moves, current, twin, name, now()));
+			});
 		},
 
 		deleteDocs(caller: CallerId, twin: string) {
-			return host.write(caller, "delete_twin_docs", (db, current) =>
-				tidyingAfter(current.account, docs.deleteDocs(db, current, twin, now())),
-			);
+			return host.write(caller, "delete_twin_docs", async (db, current, meter) => {
+				await moves.settle(current.account);
+				const stores = docStores(host.env, db, meter, current.account, twin);
+				return tidyingAfter(current.account, docs.deleteDocs(stores, moves, current, twin, now()));
+			});
 		},
 	};
 }
