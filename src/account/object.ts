@@ -218,6 +218,13 @@ export class AccountObject {
 		return homeDatabase(this.env, this.account());
 	}
 
+	// The database holding a caller's user and role: the step's own when it is the account's.
+	private callerDatabase(account: string, db: Database, meter: D1Meter): Database {
+		const binding = homeOf(this.env, account);
+		if (binding === homeOf(this.env, this.account())) return db;
+		return database(meter.wrap(homeDatabase(this.env, account), binding));
+	}
+
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
 	// A caller the Worker checked reads in a session that continues the request's: from a
 	// replica at least as new as the check, or the primary. A credential the Worker did not
@@ -383,8 +390,10 @@ export class AccountObject {
 	): Promise<Outcome<T>> {
 		return this.serialized(async (db, meter) => {
 			// The Worker checked the statement before the call, but a role change queued ahead of
-			// this write may have taken the action away since: it counts here.
-			const current = await writes.currentCaller(db, caller);
+			// this write may have taken the action away since: it counts here. The caller's user and
+			// role are in its own account's database, which is another one for a recipient removing
+			// another account's sticker (docs/stickers.md "Across databases").
+			const current = await writes.currentCaller(this.callerDatabase(caller.account, db, meter), caller);
 			checkStatement(current, action);
 			const value = await work(db, current, meter);
 			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);
