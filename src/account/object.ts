@@ -92,6 +92,7 @@ export class AccountObject {
 			[TIMER.docs]: (account) => docs.tidyStep(this.host, account),
 			[TIMER.indexes]: (account) => indexes.indexStep(this.host, this.catalog, account, this.indexLimits()),
 			[TIMER.stickers]: (account) => stickers.expiryStep(this.host, account),
+			[TIMER.stickerCopies]: (account) => stickers.copiesStep(this.host, account),
 		});
 		const object = this;
 		const host: Host = {

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { D1Meter } from "../../src/db/meter";
 import { database } from "../../src/db/client";
@@ -6,6 +5,7 @@ import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
 import { call, d1Cost, expectError } from "../support/requests";
 import { type Account, bootstrap, member, role, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
+import { dbOf } from "../support/shards";
 import { putStickers } from "./helpers";
 
 const allow = { effect: "deny" as const, actions: null };
@@ -25,18 +25,27 @@ const list = async (secret: string, query = "") => {
 };
 
 // Stickers of `account` addressed to `recipient`, written straight into D1 with the given
-// created_ts (seconds), so that the order and the ranges do not wait on the clock.
+// created_ts (seconds), so that the order and the ranges do not wait on the clock: each row in
+// the database its account's or its recipient's uuid names.
 async function seed(account: string, recipient: string, rows: { twin: string; color: string; created_ts: number }[]) {
 	const validity = Date.now() / 1000 + 3600;
-	await env.DB.batch(
-		rows.flatMap((r) => [
-			env.DB.prepare(
-				"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
-			).bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
-			env.DB.prepare(
-				"INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)",
-			).bind(recipient, r.twin, account, r.color, r.created_ts),
-		]),
+	await dbOf(account).batch(
+		rows.map((r) =>
+			dbOf(account)
+				.prepare(
+					"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
+				)
+				.bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
+		),
+	);
+	await dbOf(recipient).batch(
+		rows.map((r) =>
+			dbOf(recipient)
+				.prepare(
+					"INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts, note, validity_ts) VALUES (?, ?, ?, ?, ?, NULL, ?)",
+				)
+				.bind(recipient, r.twin, account, r.color, r.created_ts, validity),
+		),
 	);
 }
 
@@ -145,7 +154,12 @@ describe("list_stickers", () => {
 		expect(page.map((s) => s.created_ts)).toEqual([1299, 1298, 1297, 1296, 1295]);
 		// What D1 reads for one address: the range's index entries and a sticker row each.
 		const meter = new D1Meter();
-		const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { at: Date.now() / 1000 }, 5);
+		const rows = await stickersAddressedTo(
+			database(meter.wrap(dbOf(admin.account))),
+			admin.user,
+			{ at: Date.now() / 1000 },
+			5,
+		);
 		expect(rows).toHaveLength(5);
 		expect(meter.rowsRead).toBeLessThanOrEqual(2 * 5 + 2);
 	});
@@ -180,7 +194,12 @@ describe("what a sticker read costs", () => {
 		const { admin, other } = await crowded((admin) => admin.user);
 		const read = async (filter: { account?: string; color?: string }, reach: number) => {
 			const meter = new D1Meter();
-			const rows = await stickersAddressedTo(database(meter.wrap(env.DB)), admin.user, { ...filter, at: at() }, reach);
+			const rows = await stickersAddressedTo(
+				database(meter.wrap(dbOf(admin.account))),
+				admin.user,
+				{ ...filter, at: at() },
+				reach,
+			);
 			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
 		};
 		const own = await read({ account: admin.account }, 100);
@@ -201,7 +220,7 @@ describe("what a sticker read costs", () => {
 		const addresses = [admin.user, admin.role, admin.account];
 		const read = async (accounts: string[] | null, limit: number) => {
 			const meter = new D1Meter();
-			const rows = await stickersOnTwin(meter.wrap(env.DB), twin, addresses, accounts, at(), limit);
+			const rows = await stickersOnTwin(meter.wrap(dbOf(admin.account)), twin, addresses, accounts, at(), limit);
 			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
 		};
 		const own = await read([admin.account], 1000);
