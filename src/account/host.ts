@@ -50,6 +50,7 @@ export const TIMER = {
 	docs: "docs",
 	indexes: "indexes",
 	stickers: "stickers",
+	stickerCopies: "sticker-copies",
 } as const;
 
 // What a step answers when its work failed for a moment (D1 did): try again in a minute.

@@ -97,6 +97,7 @@ export class AccountObject {
 			[TIMER.docs]: (account) => docs.tidyStep(this.host, account),
 			[TIMER.indexes]: (account) => indexes.indexStep(this.host, this.catalog, account, this.indexLimits()),
 			[TIMER.stickers]: (account) => stickers.expiryStep(this.host, account),
+			[TIMER.stickerCopies]: (account) => stickers.copiesStep(this.host, account),
 		});
 		const object = this;
 		const host: Host = {
@@ -221,6 +222,13 @@ export class AccountObject {
 
 	private home(): D1Database {
 		return homeDatabase(this.env, this.account());
+	}
+
+	// The database holding a caller's user and role: the step's own when it is the account's.
+	private callerDatabase(account: string, db: Database, meter: D1Meter): Database {
+		const binding = homeOf(this.env, account);
+		if (binding === homeOf(this.env, this.account())) return db;
+		return database(meter.wrap(homeDatabase(this.env, account), binding));
 	}
 
 	// One call per scan page: resolve the cursor, read the page from D1, issue the next cursor.
@@ -395,8 +403,10 @@ export class AccountObject {
 	): Promise<Outcome<T>> {
 		return this.serialized(async (db, meter) => {
 			// The Worker checked the statement before the call, but a role change queued ahead of
-			// this write may have taken the action away since: it counts here.
-			const current = await writes.currentCaller(db, caller);
+			// this write may have taken the action away since: it counts here. The caller's user and
+			// role are in its own account's database, which is another one for a recipient removing
+			// another account's sticker (docs/stickers.md "Across databases").
+			const current = await writes.currentCaller(this.callerDatabase(caller.account, db, meter), caller);
 			checkStatement(current, action);
 			const value = await work(db, current, meter);
 			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);

@@ -5,20 +5,26 @@ import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
 import { fanOut, insertSight, type Published, streamPublication, truncationLog } from "../db/outbox";
 import {
+	applyCopies,
+	type CopyRow,
+	deleteCopies,
 	deleteStickers,
 	dueStickers,
+	type Elsewhere,
 	findSticker,
 	insertStickers,
 	nextExpiry,
+	pendingCopies,
 	stickerCount,
 	type StickerKey,
 	type StickerRow,
 	stickersOn,
 } from "../db/stickers";
 import { database } from "../db/client";
+import { homeDatabase, homeOf, shardDatabase } from "../db/shards";
 import { now } from "../base/time";
-import { type Host, RETRY_SECONDS } from "./host";
-import { findTwins } from "../db/twins";
+import { type Host, RETRY_SECONDS, TIMER } from "./host";
+import { findTwins, type TwinRow } from "../db/twins";
 import { ApiError } from "../base/errors";
 import type { Caller } from "../base/caller";
 import type { Json } from "../rules/ast";
@@ -42,10 +48,24 @@ export const EXPIRY_RUN = 100;
 
 const TRIGGERS = { on_put: "sticker.put", on_remove: "sticker.removed", on_expire: "sticker.expired" } as const;
 
-// What a write needs besides its rows: the unmetered database (for what the caller may not
-// see the cost of), the bound of a message's fan-out, and what runs before a batch with
-// messages commits (arming the account's drain).
-export type StickerContext = { plain: Database; fanOut: number; beforeCommit: () => Promise<void> };
+// What a write needs besides its rows: the Worker's environment (which database each id names),
+// the unmetered database of the account (for what the caller may not see the cost of), the bound
+// of a message's fan-out, what runs before a batch with messages commits (arming the account's
+// drain), and what runs before a batch with copies to write elsewhere commits (arming theirs).
+export type StickerContext = {
+	env: Env;
+	plain: Database;
+	fanOut: number;
+	beforeCommit: () => Promise<void>;
+	beforeCopies: () => Promise<void>;
+};
+
+// A recipient whose uuid names another database than the account's gets its row there as a
+// copy, through the account's outbox of copies (docs/stickers.md "Across databases").
+export function elsewhereOf(env: Env, account: string): Elsewhere {
+	const home = homeOf(env, account);
+	return (recipient) => homeOf(env, recipient) !== home;
+}
 
 // The record get_sticker and put_sticker answer: publish lists the given events only.
 export function stickerRecord(row: StickerRow) {
@@ -118,15 +138,24 @@ export async function putStickers(
 		validity_ts: input[color].validity_ts ?? at + MAX_STICKER_SECONDS,
 	}));
 	const statements: BatchItem<"sqlite">[] = [];
-	const ending = expired.length ? await endStatements(c.plain, account, expired, "on_expire", c.fanOut, at) : undefined;
+	const elsewhere = elsewhereOf(c.env, account);
+	const ending = expired.length ? await endStatements(c, c.plain, account, expired, "on_expire", at) : undefined;
 	if (ending) statements.push(...ending.statements);
-	statements.push(...insertStickers(db, account, rows));
-	const put = await publication(db, c.plain, account, rows, "on_put", c.fanOut, at);
+	statements.push(...insertStickers(db, account, rows, elsewhere));
+	const put = await publication(c, db, account, rows, "on_put", at);
 	statements.push(...put.statements);
+	const copied = Boolean(ending?.copied) || rows.some((row) => row.recipients.some(elsewhere));
 	if (put.published || ending?.published) await c.beforeCommit();
+	if (copied) await c.beforeCopies();
 	await runBatch(db, statements);
 	const stickers = Object.fromEntries(rows.map((row) => [row.color, stickerRecord(row)]));
-	return { uuid: twin, stickers, published: put.published || Boolean(ending?.published), expired: expired.length };
+	return {
+		uuid: twin,
+		stickers,
+		published: put.published || Boolean(ending?.published),
+		expired: expired.length,
+		copied,
+	};
 }
 
 // One sticker of `account`, removed by a recipient that sees its twin (the Worker checked the
@@ -146,8 +175,9 @@ export async function removeSticker(
 	);
 	if (!row) throw new ApiError("not_found", { description: "No such sticker" });
 	// Its rows go unmetered: what they cost (how many recipients it had) is not the remover's to see.
-	const end = await endStatements(c.plain, key.account, [row], "on_remove", c.fanOut, at);
+	const end = await endStatements(c, c.plain, key.account, [row], "on_remove", at);
 	if (end.published) await c.beforeCommit();
+	if (end.copied) await c.beforeCopies();
 	await runBatch(db, end.statements);
 	return {
 		uuid: key.twin,
@@ -156,64 +186,63 @@ export async function removeSticker(
 		validity_ts: row.validity_ts,
 		created_ts: row.created_ts,
 		published: end.published,
+		copied: end.copied,
 	};
 }
 
 // One expiry run of the alarm: up to EXPIRY_RUN due stickers deleted, each with its
-// sticker.expired messages and its log line, in one batch. Answers how many, and whether
-// messages were written.
-export async function expireStickers(
-	db: Database,
-	account: string,
-	fanOutLimit: number,
-	beforeCommit: () => Promise<void>,
-	at: number,
-) {
+// sticker.expired messages, its log line and its copies' end, in one batch. Answers how many,
+// and whether messages or copies were written.
+export async function expireStickers(c: StickerContext, account: string, at: number) {
+	const db = c.plain;
 	const due = await dueStickers(db, account, at, EXPIRY_RUN);
-	if (due.length === 0) return { expired: 0, published: false, more: false };
-	const end = await endStatements(db, account, due, "on_expire", fanOutLimit, at);
-	if (end.published) await beforeCommit();
+	if (due.length === 0) return { expired: 0, published: false, copied: false, more: false };
+	const end = await endStatements(c, db, account, due, "on_expire", at);
+	if (end.published) await c.beforeCommit();
+	if (end.copied) await c.beforeCopies();
 	await runBatch(db, end.statements);
-	return { expired: due.length, published: end.published, more: due.length === EXPIRY_RUN };
+	return { expired: due.length, published: end.published, copied: end.copied, more: due.length === EXPIRY_RUN };
 }
 
-// The end of stickers, removed or expired: their rows, their messages and, for an expiry, the
-// account's log lines.
+// The end of stickers, removed or expired: their rows, their messages, the outbox rows that end
+// their copies elsewhere and, for an expiry, the account's log lines.
 async function endStatements(
+	c: StickerContext,
 	db: Database,
 	account: string,
 	rows: StickerRow[],
 	event: "on_remove" | "on_expire",
-	fanOutLimit: number,
 	at: number,
 ) {
-	const statements = [...deleteStickers(db, account, rows.map(keyOf))];
-	const ended = await publication(db, db, account, rows, event, fanOutLimit, at);
+	const elsewhere = elsewhereOf(c.env, account);
+	const statements = [...deleteStickers(db, account, rows, elsewhere)];
+	const ended = await publication(c, db, account, rows, event, at);
 	statements.push(...ended.statements);
 	if (event === "on_expire") {
 		const lines = rows.map((row) => logLine("Sticker expired", { twin: row.twin, color: row.color }, at));
 		statements.push(...logStatements(db, account, at, lines));
 	}
-	return { statements, published: ended.published };
+	const copied = rows.some((row) => row.recipients.some(elsewhere));
+	return { statements, published: ended.published, copied };
 }
 
 // The messages of one event of stickers, to the topics each lists for it: one per (sticker,
 // topic) to webhooks through the outbox, one stream row per sticker, with what a confined
-// reader's rules read of it (its twin, read through `plain`, as the event leaves it; its
-// account and recipients). A sticker without topics for the event publishes nothing.
+// reader's rules read of it (its twin, read unmetered in its owner's database, as the event
+// leaves it; its account and recipients). A sticker without topics for the event publishes nothing.
 async function publication(
+	c: StickerContext,
 	db: Database,
-	plain: Database,
 	account: string,
 	rows: StickerRow[],
 	event: StickerEvent,
-	limit: number,
 	at: number,
 ) {
+	const limit = c.fanOut;
 	const publishing = rows.filter((row) => (row.publish[event] ?? []).length > 0);
 	if (publishing.length === 0) return { statements: [], published: false };
 	const twins = new Map(
-		(await findTwins(plain, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]),
+		(await twinsWhereTheyLive(c.env, [...new Set(publishing.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]),
 	);
 	const statements: BatchItem<"sqlite">[] = [];
 	const sources: Published[][] = publishing.map((row) => {
@@ -241,8 +270,13 @@ function eventOf(row: StickerRow) {
 	return { color: row.color, note: row.note, validity_ts: row.validity_ts, created_ts: row.created_ts };
 }
 
-function keyOf(row: StickerRow): StickerKey {
-	return { twin: row.twin, account: row.account, color: row.color };
+// Twins of any account, each read in its owner's database (its uuid names it): one query per
+// database that holds some.
+async function twinsWhereTheyLive(env: Env, uuids: string[]): Promise<TwinRow[]> {
+	const found = await Promise.all(
+		[...groupByHome(env, uuids)].map(([binding, list]) => findTwins(database(shardDatabase(env, binding)), list)),
+	);
+	return found.flat();
 }
 
 // When the first of the stickers a put makes expires: beside the put, the stickers timer is due
@@ -252,23 +286,92 @@ export function earliestExpiry(input: StickerInput, at: number): number {
 	return Math.min(...Object.values(input).map((sticker) => sticker.validity_ts ?? at + MAX_STICKER_SECONDS));
 }
 
+// The context of the account's sticker writes, in its object.
+export function stickerContext(host: Host, account: string): StickerContext {
+	return {
+		env: host.env,
+		plain: database(host.home()),
+		fanOut: Number(host.env.MAX_SUBSCRIPTIONS),
+		beforeCommit: () => host.armDrain(account),
+		beforeCopies: () => host.timers.by(TIMER.stickerCopies, account, now() + COPIES_GRACE_SECONDS),
+	};
+}
+
 // The stickers timer's step: every sticker due ends, serialized with the writes, until none is
 // left due; then the timer is due at the next expiry (none when the account has no sticker).
-// Messages the expiries published that the drain could not hand on leave the drain due.
+// Messages the expiries published that the drain could not hand on leave the drain due; copies
+// the run could not end elsewhere leave the copies' timer due (set before the run committed).
 export async function expiryStep(host: Host, account: string): Promise<number | undefined> {
 	const outcome = await host.serialized(async () => {
-		const db = database(host.home());
-		const fanOut = Number(host.env.MAX_SUBSCRIPTIONS);
+		const c = stickerContext(host, account);
 		let left = false;
 		for (;;) {
 			const at = now();
-			const run = await expireStickers(db, account, fanOut, () => host.armDrain(account), at);
+			const run = await expireStickers(c, account, at);
 			if (run.expired) host.usage.add(at, null, { stickers_expired: run.expired });
+			if (run.copied) await drainCopies(host.env, account);
 			if (run.published && (await host.drain(account))) left = true;
 			if (!run.more) break;
 		}
 		if (left) await host.armDrain(account);
-		return nextExpiry(db, account);
+		return nextExpiry(c.plain, account);
 	});
 	return outcome.ok ? outcome.value : now() + RETRY_SECONDS;
+}
+
+// How soon after a commit with copies to write elsewhere their timer is due, and how soon a
+// drain that failed is tried again: the write drains them itself right after its commit, so
+// the timer only acts after a crash or a failure, and still within the 5 seconds in which a
+// recipient elsewhere sees a put and stops seeing its end (docs/stickers.md "Across databases").
+export const COPIES_GRACE_SECONDS = 2;
+// Outbox rows one turn of the drain applies (a put writes at most 10, an expiry run 100): two
+// statements each at most, so a turn's batch to one database stays at 100 statements.
+const COPIES_PAGE = 50;
+
+// Applies the account's outbox of copies, oldest first, to the databases the recipients name,
+// and deletes the rows applied. Each turn writes one batch per database (the rows' changes in
+// their order), then deletes its rows in the account's: a turn that fails anywhere leaves its
+// rows, and the next applies them again, by key, to the same end. Runs only inside the account's
+// serialized step, so two drains never interleave. Answers whether rows are left.
+export async function drainCopies(env: Env, account: string): Promise<boolean> {
+	try {
+		const home = database(homeDatabase(env, account));
+		for (;;) {
+			const page = await pendingCopies(home, account, COPIES_PAGE);
+			if (page.length === 0) return false;
+			const byHome = new Map<string, { row: CopyRow; recipients: string[] }[]>();
+			for (const row of page) {
+				for (const [binding, recipients] of groupByHome(env, row.recipients))
+					byHome.set(binding, [...(byHome.get(binding) ?? []), { row, recipients }]);
+			}
+			await Promise.all(
+				[...byHome].map(([binding, changes]) => {
+					const db = database(shardDatabase(env, binding));
+					return runBatch(db, applyCopies(db, changes));
+				}),
+			);
+			const applied = page.map((row) => row.id);
+			await deleteCopies(home, account, applied);
+			if (page.length < COPIES_PAGE) return false;
+		}
+	} catch (error) {
+		console.error(JSON.stringify({ stickerCopies: account, error: String(error) }));
+		return true;
+	}
+}
+
+// The copies timer's step: the outbox drained, or tried again shortly.
+export async function copiesStep(host: Host, account: string): Promise<number | undefined> {
+	const outcome = await host.serialized(() => drainCopies(host.env, account));
+	return outcome.ok && !outcome.value ? undefined : now() + COPIES_GRACE_SECONDS;
+}
+
+// Ids by the binding of the database each names.
+function groupByHome(env: Env, ids: string[]): Map<string, string[]> {
+	const byHome = new Map<string, string[]>();
+	for (const id of ids) {
+		const binding = homeOf(env, id);
+		byHome.set(binding, [...(byHome.get(binding) ?? []), id]);
+	}
+	return byHome;
 }

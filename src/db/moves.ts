@@ -35,6 +35,7 @@ export const MOVED_TABLES: readonly MovedTable[] = [
 	{ name: "index_rows", home: "table" },
 	{ name: "stickers", home: "account" },
 	{ name: "sticker_recipients", home: "recipient" },
+	{ name: "sticker_copies", home: "account", counter: "id" },
 	{ name: "account_log", home: "account", counter: "id" },
 	{ name: "idempotency_keys", home: "account" },
 	{ name: "idempotency_quota", home: "account" },

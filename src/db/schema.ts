@@ -490,8 +490,12 @@ export const stickers = sqliteTable(
 );
 
 // Who a sticker is addressed to: one row per recipient uuid (a user, a role or an account),
-// for the reads that find a caller's stickers on a twin and across twins, newest first. Each
-// read walks one index range per address that holds only the entries it may answer, newest
+// in the database that uuid names, for the reads that find a caller's stickers on a twin and
+// across twins, newest first. A recipient in the putting account's database gets its row in the
+// put's batch; any other gets a copy the putting account's object writes from sticker_copies
+// (docs/stickers.md "Across databases"). Each row carries what the reads answer (note,
+// validity_ts, created_ts: a sticker never changes), so a read asks the caller's database only.
+// Each read walks one index range per address that holds only the entries it may answer, newest
 // first, so that it stops after what it answers whatever else is addressed to the caller
 // (docs/stickers.md "Who sees a sticker"): an index for each filter the reads take (the twin, the putting
 // account, the color).
@@ -503,6 +507,9 @@ export const stickerRecipients = sqliteTable(
 		account: text("account").notNull(),
 		color: text("color").notNull(),
 		created_ts: real("created_ts").notNull(),
+		note: text("note"),
+		// The sticker's; the migration that added it filled in the rows before it from their stickers.
+		validity_ts: real("validity_ts").notNull().default(0),
 	},
 	(t) => [
 		primaryKey({ columns: [t.twin, t.account, t.color, t.recipient] }),
@@ -515,6 +522,29 @@ export const stickerRecipients = sqliteTable(
 		index("sticker_recipients_color").on(t.recipient, t.color, t.created_ts, t.account, t.twin),
 		index("sticker_recipients_account_color").on(t.recipient, t.account, t.color, t.created_ts, t.twin),
 	],
+);
+
+// The putting account's outbox of recipient copies (docs/stickers.md "Across databases"): one row
+// per sticker put or ended that has recipients in other databases, in the same D1 batch as the
+// sticker's own rows. The account's object applies the rows in id order (the order they
+// committed) to the databases their recipients name, by key (twin, account, color, recipient),
+// and deletes each once applied: applying one again changes nothing.
+export const stickerCopies = sqliteTable(
+	"sticker_copies",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		twin: text("twin").notNull(),
+		color: text("color").notNull(),
+		// "put" writes the copies, "end" deletes them.
+		change: text("change").$type<"put" | "end">().notNull(),
+		// The recipients outside the putting account's database.
+		recipients: text("recipients", { mode: "json" }).$type<string[]>().notNull(),
+		note: text("note"),
+		validity_ts: real("validity_ts").notNull(),
+		created_ts: real("created_ts").notNull(),
+	},
+	(t) => [index("sticker_copies_account").on(t.account, t.id)],
 );
 
 // What background work could not do, per account (get_log): written by alarms, queue

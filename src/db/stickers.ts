@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
-import { accounts, stickerRecipients, stickers } from "./schema";
+import { accounts, stickerCopies, stickerRecipients, stickers } from "./schema";
 
 export type StickerRow = typeof stickers.$inferSelect;
 export type StickerKey = Pick<StickerRow, "twin" | "account" | "color">;
@@ -63,19 +63,36 @@ export async function nextExpiry(db: Database, account: string): Promise<number 
 	return row?.at;
 }
 
-// The rows of new stickers, their recipients and the account's count, for one batch. The
-// recipients go in as one JSON list: a put may address 10 × 100 of them, far past the bound
-// parameters a statement takes.
-export function insertStickers(db: Database, account: string, rows: StickerRow[]): BatchItem<"sqlite">[] {
+// Whether a recipient uuid names a database other than the putting account's: its row there is
+// a copy the account's outbox writes (docs/stickers.md "Across databases").
+export type Elsewhere = (recipient: string) => boolean;
+
+// The rows of new stickers, their recipients in this database, their copies' outbox rows for the
+// others, and the account's count, for one batch. The recipients go in as one JSON list: a put
+// may address 10 × 100 of them, far past the bound parameters a statement takes.
+export function insertStickers(
+	db: Database,
+	account: string,
+	rows: StickerRow[],
+	elsewhere: Elsewhere,
+): BatchItem<"sqlite">[] {
 	const recipients = rows.flatMap((row) =>
-		row.recipients.map((recipient) => [recipient, row.twin, row.account, row.color, row.created_ts]),
+		row.recipients
+			.filter((recipient) => !elsewhere(recipient))
+			.map((recipient) => [recipient, row.twin, row.account, row.color, row.created_ts, row.note, row.validity_ts]),
 	);
 	const r = stickerRecipients;
 	return [
 		...rows.map((row) => db.insert(stickers).values(row)),
-		db.insert(r).select(sql`
-			SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
+		...(recipients.length === 0
+			? []
+			: [
+					db.insert(r).select(sql`
+			SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+				json_extract(value, '$[4]'), json_extract(value, '$[5]'), json_extract(value, '$[6]')
 			FROM json_each(${JSON.stringify(recipients)})`),
+				]),
+		...copyStatements(db, account, rows, "put", elsewhere),
 		db
 			.update(accounts)
 			.set({ stickers: sql`${accounts.stickers} + ${rows.length}` })
@@ -83,26 +100,102 @@ export function insertStickers(db: Database, account: string, rows: StickerRow[]
 	];
 }
 
-// Deletes stickers of one account, with their recipients and the account's count.
-export function deleteStickers(db: Database, account: string, keys: StickerKey[]): BatchItem<"sqlite">[] {
-	const list = JSON.stringify(keys.map((k) => [k.twin, k.color]));
+// Deletes stickers of one account, with their recipients in this database, the outbox rows that
+// end their copies elsewhere, and the account's count.
+export function deleteStickers(
+	db: Database,
+	account: string,
+	rows: StickerRow[],
+	elsewhere: Elsewhere,
+): BatchItem<"sqlite">[] {
+	const list = JSON.stringify(rows.map((k) => [k.twin, k.color]));
 	const matches = (t: typeof stickers | typeof stickerRecipients) =>
 		sql`${t.account} = ${account} AND (${t.twin}, ${t.color}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${list}))`;
 	return [
 		db.delete(stickerRecipients).where(matches(stickerRecipients)),
 		db.delete(stickers).where(matches(stickers)),
+		...copyStatements(db, account, rows, "end", elsewhere),
 		db
 			.update(accounts)
-			.set({ stickers: sql`max(0, ${accounts.stickers} - ${keys.length})` })
+			.set({ stickers: sql`max(0, ${accounts.stickers} - ${rows.length})` })
 			.where(eq(accounts.uuid, account)),
 	];
+}
+
+// One outbox row per sticker with recipients elsewhere, in the order given, as one statement
+// (an expiry run ends up to 100 stickers, past the bound parameters of a row each). None when
+// every recipient is in this database.
+function copyStatements(
+	db: Database,
+	account: string,
+	rows: StickerRow[],
+	change: CopyRow["change"],
+	elsewhere: Elsewhere,
+): BatchItem<"sqlite">[] {
+	const copies = rows.flatMap((row) => {
+		const away = row.recipients.filter(elsewhere);
+		return away.length === 0 ? [] : [[row.twin, row.color, away, row.note, row.validity_ts, row.created_ts]];
+	});
+	if (copies.length === 0) return [];
+	// INSERT ... SELECT names every column of the table, in the table's order: a NULL id is the
+	// next one, so the rows keep the order of the list.
+	return [
+		db.insert(stickerCopies).select(sql`
+			SELECT NULL, ${account}, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ${change}, json_extract(value, '$[2]'),
+				json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]')
+			FROM json_each(${JSON.stringify(copies)}) ORDER BY key`),
+	];
+}
+
+export type CopyRow = typeof stickerCopies.$inferSelect;
+
+// The account's outbox rows of copies, oldest first.
+export function pendingCopies(db: Database, account: string, limit: number): Promise<CopyRow[]> {
+	const c = stickerCopies;
+	return db.select().from(c).where(eq(c.account, account)).orderBy(asc(c.id)).limit(limit);
+}
+
+// What outbox rows do to the database of the recipients given, in their order, for one batch
+// there: an end deletes each recipient's copy by key (twin, account, color, recipient), a put
+// does so too and writes it again, so a row applied again leaves what it left the first time.
+export function applyCopies(db: Database, changes: { row: CopyRow; recipients: string[] }[]): BatchItem<"sqlite">[] {
+	const r = stickerRecipients;
+	return changes.flatMap(({ row, recipients }) => {
+		const list = JSON.stringify(recipients);
+		const copies = db
+			.delete(r)
+			.where(
+				and(
+					eq(r.twin, row.twin),
+					eq(r.account, row.account),
+					eq(r.color, row.color),
+					sql`${r.recipient} IN (SELECT value FROM json_each(${list}))`,
+				),
+			);
+		if (row.change === "end") return [copies];
+		return [
+			copies,
+			db.insert(r).select(sql`
+				SELECT value, ${row.twin}, ${row.account}, ${row.color}, ${row.created_ts}, ${row.note}, ${row.validity_ts}
+				FROM json_each(${list})`),
+		];
+	});
+}
+
+// Deletes outbox rows once applied.
+export function deleteCopies(db: Database, account: string, ids: number[]) {
+	const c = stickerCopies;
+	return db
+		.delete(c)
+		.where(and(eq(c.account, account), sql`${c.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`));
 }
 
 // D1 takes at most five terms in a compound SELECT.
 const MAX_TERMS = 5;
 
 // Stickers on a twin addressed to any of `recipients` (put by the accounts of `accountsIn`,
-// or by any), unexpired, newest first (created_ts, account, color, descending). Each address,
+// or by any), unexpired, newest first (created_ts, account, color, descending), read from
+// `d1`, the recipients' database, which holds their rows whoever put the stickers. Each address,
 // with each account, is one index range read newest first; the ranges of one address go
 // five to a statement, whose compound SELECT SQLite merges as it reads them, stopping at
 // `limit`. So the read ends after `limit` entries a statement (one for any account, two for
@@ -141,9 +234,9 @@ function newestOnTwin(d1: D1Database, { twin, recipient, accounts, at, limit }: 
 				? ["sticker_recipients_twin", ""]
 				: ["sticker_recipients_twin_account", ` AND r.account = ?${params.push(account)}`];
 		return (
-			"SELECT r.twin AS twin, r.account AS account, r.color AS color, s.note AS note, s.validity_ts AS validity_ts, r.created_ts AS created_ts " +
-			`FROM sticker_recipients AS r INDEXED BY ${index} CROSS JOIN stickers AS s ON s.twin = r.twin AND s.account = r.account AND s.color = r.color ` +
-			`WHERE r.recipient = ?4 AND r.twin = ?1${by} AND s.validity_ts > ?2`
+			"SELECT r.twin AS twin, r.account AS account, r.color AS color, r.note AS note, r.validity_ts AS validity_ts, r.created_ts AS created_ts " +
+			`FROM sticker_recipients AS r INDEXED BY ${index} ` +
+			`WHERE r.recipient = ?4 AND r.twin = ?1${by} AND r.validity_ts > ?2`
 		);
 	});
 	return d1
@@ -171,21 +264,20 @@ function listIndex(filter: ListFilter) {
 
 // The newest stickers addressed to one recipient, descending (created_ts, account, twin,
 // color), unexpired, as the filter asks: one index range that reads at most `limit` entries
-// (and those of expired stickers not yet swept), and one sticker row per item.
+// (and those of expired stickers not yet swept), each with its recipient row.
 export function stickersAddressedTo(db: Database, recipient: string, filter: ListFilter, limit: number) {
-	const s = stickers;
 	const r = stickerRecipients;
+	// Its columns through sql: drizzle knows no table named in a FROM it does not build.
 	return db
 		.select({
-			twin: s.twin,
-			account: s.account,
-			color: s.color,
-			note: s.note,
-			validity_ts: s.validity_ts,
-			created_ts: s.created_ts,
+			twin: sql<string>`${r.twin}`,
+			account: sql<string>`${r.account}`,
+			color: sql<string>`${r.color}`,
+			note: sql<string | null>`${r.note}`,
+			validity_ts: sql<number>`${r.validity_ts}`,
+			created_ts: sql<number>`${r.created_ts}`,
 		})
 		.from(sql`${r} INDEXED BY ${sql.raw(listIndex(filter))}`)
-		.innerJoin(s, and(eq(s.twin, r.twin), eq(s.account, r.account), eq(s.color, r.color)))
 		.where(
 			and(
 				eq(r.recipient, recipient),
@@ -193,7 +285,7 @@ export function stickersAddressedTo(db: Database, recipient: string, filter: Lis
 				filter.le === undefined ? undefined : sql`${r.created_ts} <= ${filter.le}`,
 				filter.color === undefined ? undefined : eq(r.color, filter.color),
 				filter.account === undefined ? undefined : eq(r.account, filter.account),
-				gt(s.validity_ts, filter.at),
+				gt(r.validity_ts, filter.at),
 			),
 		)
 		.orderBy(desc(r.created_ts), desc(r.account), desc(r.twin), desc(r.color))

@@ -8,12 +8,13 @@ import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { isVisible } from "../rules/visibility";
 import { Budget, WORK_UNITS } from "../rules/strings";
-import { defineOperation } from "./operation";
+import { type Context, defineOperation } from "./operation";
 import { pageLimit } from "./paging";
 import { context as accountsContext } from "./resolve";
 import { mapOf, queryTimestamp, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
-import { twinInPath } from "./twins";
+import { visibleTwin } from "./twins";
 import { dbOf } from "../db/client";
+import { homeOf } from "../db/shards";
 
 // Stickers: coloured markers an account puts on a twin for its recipients (users, roles or
 // accounts). A sticker is visible to a recipient that sees its twin; get_sticker shows the
@@ -101,6 +102,11 @@ const summaryOut = z.object({ note: z.nullable(z.string()), validity_ts: timesta
 const twinParams = z.strictObject({ twin: uuid });
 const stickerParams = z.strictObject({ twin: uuid, color });
 
+// The twin the path names, if the caller sees it, read in its owner's database (its uuid names
+// it): stickers go on any account's twin the caller sees.
+const stickerTwin = (params: { twin: string }, ctx: Context & { caller: Caller }) =>
+	visibleTwin({ ...ctx, d1: ctx.shards.for(params.twin) }, ctx.caller, params.twin);
+
 // The uuids a sticker may address the caller by.
 const addressesOf = (caller: Caller) => [caller.user, caller.role, caller.account];
 
@@ -113,7 +119,7 @@ export const putSticker = defineOperation({
 	example: { stickers: { red: { note: "inspect this", recipients: ["6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b"] } } },
 	auth: "secret",
 	params: twinParams,
-	locate: twinInPath,
+	locate: stickerTwin,
 	body: z.strictObject({ stickers: stickersIn }),
 	status: 201,
 	response: z.object({ stickers: mapOf(stickerOut, MAX_COLORS) }),
@@ -130,7 +136,7 @@ export const getSticker = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
-	locate: twinInPath,
+	locate: stickerTwin,
 	response: stickerOut,
 	async run({ located: twin, params }, ctx) {
 		const at = now();
@@ -152,7 +158,7 @@ export const getStickers = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: twinParams,
-	locate: twinInPath,
+	locate: stickerTwin,
 	query: z.strictObject({ context: z._default(z.optional(accountsContext), "system") }),
 	response: z.object({ accounts: mapOf(mapOf(summaryOut, MAX_STICKERS_ANSWERED), MAX_STICKERS_ANSWERED) }),
 	async run({ located: twin, query }, ctx) {
@@ -160,11 +166,12 @@ export const getStickers = defineOperation({
 		const from =
 			query.context === "system" ? null : query.context === "personal" ? [ctx.caller.account] : query.context;
 		// A sticker addressed to the caller's user and its role comes once per address; each
-		// answered one costs its recipient entry and its row, whatever else was read.
+		// answered one costs its recipient entry, whatever else was read. Every address of the
+		// caller is in its own database, with the copies of other databases' stickers
+		// (docs/stickers.md "Across databases").
 		const rows = await ctx.meter.sighted(
 			() => stickersOnTwin(ctx.d1, twin.uuid, addressesOf(ctx.caller), from, at, MAX_STICKERS_ANSWERED),
 			() => true,
-			2,
 		);
 		const accounts: Record<string, Record<string, unknown>> = {};
 		let answered = 0;
@@ -191,7 +198,7 @@ export const removeSticker = defineOperation({
 	refuses: ["not_found"],
 	auth: "secret",
 	params: stickerParams,
-	locate: twinInPath,
+	locate: stickerTwin,
 	query: z.strictObject({ context: z._default(z.optional(z.union([z.literal("personal"), uuid])), "personal") }),
 	response: z.object({
 		account: uuidOut,
@@ -203,11 +210,11 @@ export const removeSticker = defineOperation({
 		const account = query.context === "personal" ? ctx.caller.account : query.context;
 		const key = { twin: twin.uuid, account, color: params.color };
 		// Only a recipient reaches the sticker's account's object (which checks again, serialized
-		// with its writes): anyone else, naming any account, cannot queue work there. The lookup
-		// costs a non-recipient what an absent sticker does.
+		// with its writes): anyone else, naming any account, cannot queue work there. The lookup,
+		// in the database of the account named, costs a non-recipient what an absent sticker does.
 		const at = now();
 		const found = await ctx.meter.sightedOne(
-			() => findSticker(dbOf(ctx), key),
+			() => findSticker(dbOf({ d1: ctx.shards.for(account) }), key),
 			(row) => row.validity_ts > at && isRecipient(ctx.caller, row),
 		);
 		if (!found) throw new ApiError("not_found", { description: "No such sticker" });
@@ -242,6 +249,19 @@ function offsetIn(max: number) {
 		z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)),
 		z.number().check(z.int(), z.lte(max, message)),
 	);
+}
+
+// Twins of any account, each read in its owner's database, which its uuid names.
+async function twinsWhereTheyLive(ctx: Context, uuids: string[]) {
+	const byHome = new Map<string, string[]>();
+	for (const uuid of new Set(uuids)) {
+		const binding = homeOf(ctx.env, uuid);
+		byHome.set(binding, [...(byHome.get(binding) ?? []), uuid]);
+	}
+	const found = await Promise.all(
+		[...byHome].map(([binding, list]) => findTwins(dbOf({ d1: ctx.shards.of(binding) }), list)),
+	);
+	return found.flat();
 }
 
 // Descending (created_ts, account, twin, color): the order list_stickers answers in.
@@ -281,9 +301,10 @@ export const listStickers = defineOperation({
 		const filter = { color: query.color, account, ge: query.ge, le: query.le, at };
 		const reach = query.offset + query.limit;
 		const budget = new Budget(WORK_UNITS);
-		// One index range per address; merged, each sticker once. Server-Timing counts each
-		// answered sticker (its recipient entry, its row and its twin's), not the twins
-		// the caller cannot see.
+		// One index range per address, in the caller's database; merged, each sticker once.
+		// Server-Timing counts each answered sticker (its recipient entry and its twin's), not
+		// the twins the caller cannot see, and the twins' reads, one per database that holds
+		// some, as one statement.
 		const page = await ctx.meter.sighted(
 			async () => {
 				const lists = await Promise.all(
@@ -298,13 +319,13 @@ export const listStickers = defineOperation({
 						return !seen.has(key) && Boolean(seen.add(key));
 					})
 					.slice(query.offset, reach);
-				const twins = new Map(
-					(await findTwins(dbOf(ctx), [...new Set(merged.map((row) => row.twin))])).map((twin) => [twin.uuid, twin]),
-				);
+				const uuids = merged.map((row) => row.twin);
+				const found = await ctx.meter.asOneStatement(() => twinsWhereTheyLive(ctx, uuids));
+				const twins = new Map(found.map((twin) => [twin.uuid, twin]));
 				return merged.map((row) => ({ row, twin: twins.get(row.twin) }));
 			},
 			({ twin }) => twin !== undefined && isVisible(caller, twin, at, budget),
-			3,
+			2,
 		);
 		return {
 			stickers: page.map(({ row }) => ({

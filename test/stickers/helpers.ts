@@ -1,4 +1,4 @@
-// What the stickers tests (and a stream test) share: a sticker's path, and stickers put on a twin
+// What the stickers tests (and a stream test) share: a sticker's path and stickers put on a twin
 // through the API.
 import { expect } from "vitest";
 import { call } from "../support/requests";

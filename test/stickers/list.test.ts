@@ -5,8 +5,8 @@ import { stickersAddressedTo, stickersOnTwin } from "../../src/db/stickers";
 import { call, d1Cost, expectError } from "../support/requests";
 import { type Account, bootstrap, member, role, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
+import { dbOf } from "../support/shards";
 import { putStickers } from "./helpers";
-import { dbOf, idOf } from "../support/shards";
 
 const allow = { effect: "deny" as const, actions: null };
 type Listed = {
@@ -25,21 +25,27 @@ const list = async (secret: string, query = "") => {
 };
 
 // Stickers of `account` addressed to `recipient`, written straight into D1 with the given
-// created_ts (seconds), so that the order and the ranges do not wait on the clock.
+// created_ts (seconds), so that the order and the ranges do not wait on the clock: each row in
+// the database its account's or its recipient's uuid names.
 async function seed(account: string, recipient: string, rows: { twin: string; color: string; created_ts: number }[]) {
 	const validity = Date.now() / 1000 + 3600;
-	const db = dbOf(account);
-	await db.batch(
-		rows.flatMap((r) => [
-			db
+	await dbOf(account).batch(
+		rows.map((r) =>
+			dbOf(account)
 				.prepare(
 					"INSERT INTO stickers (twin, account, color, note, recipients, validity_ts, created_ts, publish) VALUES (?, ?, ?, NULL, ?, ?, ?, '{}')",
 				)
 				.bind(r.twin, account, r.color, JSON.stringify([recipient]), validity, r.created_ts),
-			db
-				.prepare("INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts) VALUES (?, ?, ?, ?, ?)")
-				.bind(recipient, r.twin, account, r.color, r.created_ts),
-		]),
+		),
+	);
+	await dbOf(recipient).batch(
+		rows.map((r) =>
+			dbOf(recipient)
+				.prepare(
+					"INSERT INTO sticker_recipients (recipient, twin, account, color, created_ts, note, validity_ts) VALUES (?, ?, ?, ?, ?, NULL, ?)",
+				)
+				.bind(recipient, r.twin, account, r.color, r.created_ts, validity),
+		),
 	);
 }
 
@@ -170,8 +176,7 @@ describe("what a sticker read costs", () => {
 	async function crowded(crowd: (admin: Account) => string) {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
-		// An account of the caller's database, where the reads below look.
-		const other = idOf(admin.account);
+		const other = crypto.randomUUID();
 		await seed(
 			other,
 			crowd(admin),
@@ -215,7 +220,7 @@ describe("what a sticker read costs", () => {
 		const addresses = [admin.user, admin.role, admin.account];
 		const read = async (accounts: string[] | null, limit: number) => {
 			const meter = new D1Meter();
-			const rows = await stickersOnTwin(meter.wrap(dbOf(twin)), twin, addresses, accounts, at(), limit);
+			const rows = await stickersOnTwin(meter.wrap(dbOf(admin.account)), twin, addresses, accounts, at(), limit);
 			return { colors: rows.map((row) => row.color), rowsRead: meter.rowsRead };
 		};
 		const own = await read([admin.account], 1000);
