@@ -11,6 +11,7 @@ import type { ConfirmationJob } from "../../src/notifications/jobs";
 import { tokenUrl } from "../../src/notifications/messages";
 import type { Account } from "./accounts";
 import { call } from "./requests";
+import { dbOf } from "./shards";
 import { until } from "./waiting";
 
 export const CLIENT_SECRET = "Client-secret_16";
@@ -110,12 +111,13 @@ export async function consume(job: ConfirmationJob, attempts = 1, queueName = "t
 }
 
 export async function storedSubscription(uuid: string) {
-	return env.DB.prepare("SELECT * FROM subscriptions WHERE uuid = ?").bind(uuid).first<Record<string, unknown>>();
+	return dbOf(uuid).prepare("SELECT * FROM subscriptions WHERE uuid = ?").bind(uuid).first<Record<string, unknown>>();
 }
 
 // The outbox rows of a subscription: what was published to it, delivered or not.
 export async function outboxOf(subscription: string) {
-	const { results } = await env.DB.prepare("SELECT * FROM notification_outbox WHERE subscription = ? ORDER BY sent_ts")
+	const { results } = await dbOf(subscription)
+		.prepare("SELECT * FROM notification_outbox WHERE subscription = ? ORDER BY sent_ts")
 		.bind(subscription)
 		.all();
 	return results as Record<string, unknown>[];
