@@ -16,6 +16,7 @@ import { federationFacet } from "./facets/federation";
 import { identityFacet } from "./facets/identities";
 import { indexFacet } from "./facets/indexes";
 import { stickerFacet } from "./facets/stickers";
+import { subscriptionFacet } from "./facets/subscriptions";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -56,7 +57,8 @@ export interface AccountObject
 		ReturnType<typeof docFacet>,
 		ReturnType<typeof stickerFacet>,
 		ReturnType<typeof indexFacet>,
-		ReturnType<typeof federationFacet> {}
+		ReturnType<typeof federationFacet>,
+		ReturnType<typeof subscriptionFacet> {}
 
 // One object per account, addressed by the account uuid. Writes to roles, users and their
 // credentials, identities, ledgers, docs, stickers, Indexes tables and identity providers run
@@ -119,6 +121,7 @@ export class AccountObject {
 			stickerFacet(host),
 			indexFacet(host, this.catalog, () => this.indexLimits()),
 			federationFacet(host, () => this.limits().users),
+			subscriptionFacet(host),
 		);
 	}
 

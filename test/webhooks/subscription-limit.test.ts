@@ -4,6 +4,7 @@ import { CONFIRMATION_COUNTED_SECONDS, PRUNED_AFTER_SECONDS } from "../../src/db
 import { MAX_SUBSCRIPTIONS_PAGE } from "../../src/operations/webhook-subscriptions";
 import { call, expectError } from "../support/requests";
 import { type Account, bootstrap } from "../support/accounts";
+import { dbOf, idOf } from "../support/shards";
 import { clockPast } from "../support/waiting";
 import { recordingQueue, storedSubscription } from "../support/webhooks";
 
@@ -44,7 +45,7 @@ type Seeded = {
 
 // Subscriptions written straight into D1, 500 to a batch.
 async function seed(account: string, count: number, row: (i: number) => Seeded = () => ({})) {
-	const insert = env.DB.prepare(
+	const insert = dbOf(account).prepare(
 		`INSERT INTO subscriptions (uuid, account, publisher, user, topic, callback_url, token_hash, status, validity_ts, message, attempts,
 			created_ts, updated_ts, confirmation_ts, confirmations)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
@@ -53,7 +54,7 @@ async function seed(account: string, count: number, row: (i: number) => Seeded =
 	for (let i = 0; i < count; i += 500) {
 		const statements = Array.from({ length: Math.min(500, count - i) }, (_, j) => {
 			const r = row(i + j);
-			const uuid = crypto.randomUUID();
+			const uuid = idOf(account);
 			uuids.push(uuid);
 			const at = r.created ?? seconds();
 			return insert.bind(
@@ -73,14 +74,15 @@ async function seed(account: string, count: number, row: (i: number) => Seeded =
 				r.confirmations ?? 0,
 			);
 		});
-		await env.DB.batch(statements);
+		await dbOf(account).batch(statements);
 	}
 	return uuids;
 }
 
 // The account's confirmation messages are moved a day into the past, as if a day had gone by.
 async function aDayLater(account: string) {
-	await env.DB.prepare("UPDATE subscriptions SET confirmation_ts = confirmation_ts - ? WHERE account = ?")
+	await dbOf(account)
+		.prepare("UPDATE subscriptions SET confirmation_ts = confirmation_ts - ? WHERE account = ?")
 		.bind(DAY, account)
 		.run();
 }
@@ -128,7 +130,8 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		for (let i = 0; i < 5; i++) expectError(await subscribe({ expires: 1 }), 409, 409105);
 		expect(jobs).toHaveLength(1);
 		const { n } =
-			(await env.DB.prepare("SELECT count(*) AS n FROM subscriptions WHERE account = ?")
+			(await dbOf(admin.account)
+				.prepare("SELECT count(*) AS n FROM subscriptions WHERE account = ?")
 				.bind(admin.account)
 				.first<{ n: number }>()) ?? {};
 		expect(n).toBe(1000);
@@ -187,7 +190,8 @@ describe("MAX_SUBSCRIPTIONS counts confirmation messages for a day", () => {
 		for (const res of answers.filter((res) => res.status !== 200)) expectError(res, 409, 409105);
 		expect(jobs).toHaveLength(2);
 		const { total } =
-			(await env.DB.prepare("SELECT sum(confirmations) AS total FROM subscriptions WHERE account = ?")
+			(await dbOf(admin.account)
+				.prepare("SELECT sum(confirmations) AS total FROM subscriptions WHERE account = ?")
 				.bind(admin.account)
 				.first<{ total: number }>()) ?? {};
 		expect(total).toBe(5);
@@ -216,15 +220,16 @@ describe("ended subscriptions are pruned", () => {
 			updated: seconds() - 60,
 		}));
 		const live = await seed(admin.account, 1, () => ({ status: "confirmed", created: old - 200, updated: old - 200 }));
-		const delivery = env.DB.prepare(
+		const delivery = dbOf(admin.account).prepare(
 			"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, duration_ms, detail) VALUES (?, ?, 1, 1, 'failed', 1, 'x')",
 		);
-		await env.DB.batch([...ended, ...recent].map((uuid) => delivery.bind(uuid, crypto.randomUUID())));
+		await dbOf(admin.account).batch([...ended, ...recent].map((uuid) => delivery.bind(uuid, crypto.randomUUID())));
 
 		expect((await subscriber(admin).subscribe()).status).toBe(201);
 		const remaining = async () =>
 			(
-				await env.DB.prepare("SELECT uuid FROM subscriptions WHERE account = ?")
+				await dbOf(admin.account)
+					.prepare("SELECT uuid FROM subscriptions WHERE account = ?")
 					.bind(admin.account)
 					.all<{ uuid: string }>()
 			).results.map((r) => r.uuid);
@@ -232,9 +237,8 @@ describe("ended subscriptions are pruned", () => {
 		expect(await remaining()).toEqual(expect.arrayContaining([...ended.slice(9), ...recent, ...live]));
 		expect(await remaining()).toHaveLength(3 + 1 + 1 + 1);
 		expect(await remaining()).not.toContain(lapsed[0]);
-		const deliveries = await env.DB.prepare(
-			"SELECT subscription FROM webhook_deliveries WHERE subscription IN (SELECT value FROM json_each(?))",
-		)
+		const deliveries = await dbOf(admin.account)
+			.prepare("SELECT subscription FROM webhook_deliveries WHERE subscription IN (SELECT value FROM json_each(?))")
 			.bind(JSON.stringify([...ended, ...recent]))
 			.all<{ subscription: string }>();
 		expect(deliveries.results.map((r) => r.subscription).sort()).toEqual([...ended.slice(9), ...recent].sort());
