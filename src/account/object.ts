@@ -16,7 +16,7 @@ import { federationFacet } from "./facets/federation";
 import { identityFacet } from "./facets/identities";
 import { indexFacet } from "./facets/indexes";
 import { stickerFacet } from "./facets/stickers";
-import { subscriptionFacet } from "./facets/subscriptions";
+import { shardsOf, subscriptionFacet } from "./facets/subscriptions";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -172,8 +172,14 @@ export class AccountObject {
 		});
 	}
 
+	// A confined user's subscriptions to other accounts' topics are in their databases: ended
+	// there first (see writes.deleteUser).
 	deleteUser(caller: CallerId, user: string) {
-		const write = this.write(caller, "delete_user", (db, current) => writes.deleteUser(db, current, user));
+		const elsewhere = (meter: D1Meter) =>
+			shardsOf(this.env, meter).filter(({ binding }) => binding !== homeOf(this.env, caller.account));
+		const write = this.write(caller, "delete_user", (db, current, meter) =>
+			writes.deleteUser(db, current, user, elsewhere(meter)),
+		);
 		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
 	}
 
