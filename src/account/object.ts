@@ -8,7 +8,7 @@ import { now } from "../base/time";
 import { bindingOf, CursorStore } from "./cursors";
 import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
-import { drainOutbox, drainRetryAt } from "../notifications/outbox-drain";
+import { drainOutbox, drainRetryAt, homesIn } from "../notifications/outbox-drain";
 import { Timers } from "./timers";
 import { type CallerId, type Host, TIMER } from "./host";
 import { docFacet } from "./facets/docs";
@@ -328,7 +328,11 @@ export class AccountObject {
 		// Every message handed to the queue counts as the account's, whoever's write made it.
 		const queued = (messages: number) => this.usage.add(now(), null, { task_publish_topic_count: messages });
 		const run = this.draining.then(() =>
-			drainOutbox(database(this.home()), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account),
+			drainOutbox(
+				database(this.home()),
+				{ queue: this.env.WEBHOOKS, streams: this.env.STREAMS, homes: homesIn(this.env), queued },
+				account,
+			),
 		);
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {

@@ -272,26 +272,58 @@ export async function markFailed(db: Database, uuid: string, message: string, re
 }
 
 // The subscribers of `uuids` as their rules read them now: each subscription's user, its role's
-// statement and rules, its description, and the subscription's DICT; one read per drain page.
-// A subscription whose user is gone is left out.
-export async function subscribersOf(db: Database, uuids: string[]) {
-	if (uuids.length === 0) return new Map<string, Subscriber>();
-	const rows = await db
+// statement and rules, its description, and the subscription's DICT. The subscriptions are read
+// in `db`, their publisher's; the users and roles in each subscriber's own database, which
+// `homeOf` names, one read per database and all at once. A subscription whose user is gone is
+// left out.
+export async function subscribersOf(
+	db: Database,
+	uuids: string[],
+	homeOf: (account: string) => { binding: string; db: Database },
+) {
+	const found = new Map<string, Subscriber>();
+	if (uuids.length === 0) return found;
+	const held = await db
 		.select({
 			subscription: subscriptions.uuid,
 			dict: subscriptions.dict,
-			account: users.account,
-			user: users.uuid,
-			role: users.role,
-			description: users.description,
-			statement: roles.statement,
-			rules: roles.rules,
+			account: subscriptions.account,
+			user: subscriptions.user,
 		})
 		.from(subscriptions)
-		.innerJoin(users, eq(users.uuid, subscriptions.user))
-		.innerJoin(roles, eq(roles.uuid, users.role))
 		.where(sql`${subscriptions.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
-	return new Map(rows.map(({ subscription, ...reader }) => [subscription, reader]));
+	const byHome = new Map<string, { db: Database; users: Set<string> }>();
+	for (const row of held) {
+		const home = homeOf(row.account);
+		const group = byHome.get(home.binding) ?? { db: home.db, users: new Set<string>() };
+		group.users.add(row.user);
+		byHome.set(home.binding, group);
+	}
+	const readers = (
+		await Promise.all(
+			[...byHome.values()].map(({ db: home, users: ids }) =>
+				home
+					.select({
+						account: users.account,
+						user: users.uuid,
+						role: users.role,
+						description: users.description,
+						statement: roles.statement,
+						rules: roles.rules,
+					})
+					.from(users)
+					.innerJoin(roles, eq(roles.uuid, users.role))
+					.where(sql`${users.uuid} IN (SELECT value FROM json_each(${JSON.stringify([...ids])}))`),
+			),
+		)
+	).flat();
+	const byUser = new Map(readers.map((reader) => [reader.user, reader]));
+	for (const { subscription, dict, account, user } of held) {
+		const reader = byUser.get(user);
+		// A user is its account's: one of another account is no reader of this subscription.
+		if (reader && reader.account === account) found.set(subscription, { ...reader, dict });
+	}
+	return found;
 }
 
 export type Subscriber = Pick<typeof users.$inferSelect, "account" | "role" | "description"> & {

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { database } from "../../src/db/client";
-import { drainOutbox } from "../../src/notifications/outbox-drain";
+import { drainOutbox, homesIn } from "../../src/notifications/outbox-drain";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap, member, role } from "../support/accounts";
+import { dbOf } from "../support/shards";
 import { newTwin } from "../support/twins";
 import {
 	bodies,
@@ -65,7 +66,8 @@ describe("a confined subscriber's webhook", () => {
 		expect(deliveries.status).toBe(200);
 		expect(bodies(await received(id))).toHaveLength(1);
 		// The writes' sights go once every row that named them is handed over.
-		const sights = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?")
+		const sights = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM outbox_sights WHERE account = ?")
 			.bind(admin.account)
 			.first<{ n: number }>();
 		expect(sights?.n).toBe(0);
@@ -134,7 +136,8 @@ describe("a confined subscriber's webhook", () => {
 		];
 		const sight = crypto.randomUUID();
 		const at = Date.now() / 1000;
-		await env.DB.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
+		await dbOf(admin.account)
+			.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
 			.bind(
 				sight,
 				admin.account,
@@ -142,25 +145,27 @@ describe("a confined subscriber's webhook", () => {
 				at,
 			)
 			.run();
-		const row = env.DB.prepare(
+		const row = dbOf(admin.account).prepare(
 			"INSERT INTO notification_outbox (message, account, subscription, trigger, twin, event, subscription_view, sent_ts, sight) VALUES (?, ?, ?, 'ledger.entry.added', ?, ?, '{}', ?, ?)",
 		);
 		const event = JSON.stringify({ n: { new_value: 1, old_value: null, changed_ts: at } });
-		await env.DB.batch(
+		await dbOf(admin.account).batch(
 			subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)),
 		);
 		const queued: unknown[] = [];
 		const to = {
 			queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue,
 			streams: env.STREAMS,
+			homes: homesIn(env),
 		};
-		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(true);
+		expect(await drainOutbox(database(dbOf(admin.account)), to, admin.account)).toBe(true);
 		expect(queued.length).toBeGreaterThan(0);
 		expect(queued.length).toBeLessThan(14);
-		expect(await drainOutbox(database(env.DB), to, admin.account)).toBe(false);
+		expect(await drainOutbox(database(dbOf(admin.account)), to, admin.account)).toBe(false);
 		expect(queued).toHaveLength(14);
 		// Every row queued whole, and the sight forgotten with the last of them.
-		const left = await env.DB.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
+		const left = await dbOf(admin.account)
+			.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
 			.bind(sight)
 			.first<{ n: number }>();
 		expect(left?.n).toBe(0);
