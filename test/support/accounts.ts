@@ -1,6 +1,7 @@
 // Accounts, users and roles: an account made through the admin route, users with the role or the
 // rules a test needs and a working secret, roles made through the API or written straight into D1.
 import { dbOf, idOf } from "./shards";
+import { homeOf } from "../../src/db/shards";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
@@ -12,6 +13,18 @@ export type Rules = { twin?: string | null; entry?: string | null; identity?: st
 export async function bootstrap(): Promise<Account> {
 	const res = await call("POST", "/admin/accounts", { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
 	expect(res.status).toBe(201);
+	return res.body;
+}
+
+// An account whose rows live on `binding` (DB_0, DB_1): made while NEW_ACCOUNTS names only that
+// binding, so that tests can put two accounts on different databases.
+export async function accountOn(binding: string): Promise<Account> {
+	const res = await call("POST", "/admin/accounts", {
+		headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+		env: { NEW_ACCOUNTS: binding },
+	});
+	expect(res.status).toBe(201);
+	expect(homeOf(env, res.body.account)).toBe(binding);
 	return res.body;
 }
 
