@@ -39,6 +39,8 @@ export const AccountDO = lazyObject(
 		"deleteDocs",
 		"putStickers",
 		"removeSticker",
+		"subscribe",
+		"reissue",
 		"createIndexTables",
 		"updateIndexTable",
 		"truncateIndexTable",

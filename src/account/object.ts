@@ -8,7 +8,7 @@ import { now } from "../base/time";
 import { bindingOf, CursorStore } from "./cursors";
 import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
-import { drainOutbox, drainRetryAt } from "../notifications/outbox-drain";
+import { drainOutbox, drainRetryAt, homesIn } from "../notifications/outbox-drain";
 import { Timers } from "./timers";
 import { type CallerId, type Host, TIMER } from "./host";
 import { docFacet } from "./facets/docs";
@@ -16,6 +16,7 @@ import { federationFacet } from "./facets/federation";
 import { identityFacet } from "./facets/identities";
 import { indexFacet } from "./facets/indexes";
 import { stickerFacet } from "./facets/stickers";
+import { shardsOf, subscriptionFacet } from "./facets/subscriptions";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
@@ -61,7 +62,8 @@ export interface AccountObject
 		ReturnType<typeof docFacet>,
 		ReturnType<typeof stickerFacet>,
 		ReturnType<typeof indexFacet>,
-		ReturnType<typeof federationFacet> {}
+		ReturnType<typeof federationFacet>,
+		ReturnType<typeof subscriptionFacet> {}
 
 // One object per account, addressed by the account uuid. Writes to roles, users and their
 // credentials, identities, ledgers, docs, stickers, Indexes tables and identity providers run
@@ -125,6 +127,7 @@ export class AccountObject {
 			stickerFacet(host),
 			indexFacet(host, this.catalog, () => this.indexLimits()),
 			federationFacet(host, () => this.limits().users),
+			subscriptionFacet(host),
 		);
 	}
 
@@ -175,8 +178,14 @@ export class AccountObject {
 		});
 	}
 
+	// A confined user's subscriptions to other accounts' topics are in their databases: ended
+	// there first (see writes.deleteUser).
 	deleteUser(caller: CallerId, user: string) {
-		const write = this.write(caller, "delete_user", (db, current) => writes.deleteUser(db, current, user));
+		const elsewhere = (meter: D1Meter) =>
+			shardsOf(this.env, meter).filter(({ binding }) => binding !== homeOf(this.env, caller.account));
+		const write = this.write(caller, "delete_user", (db, current, meter) =>
+			writes.deleteUser(db, current, user, elsewhere(meter)),
+		);
 		return this.tellStreams(write, () => ({ account: caller.account, user, code: CLOSE.credentialEnded }));
 	}
 
@@ -339,7 +348,11 @@ export class AccountObject {
 		// Every message handed to the queue counts as the account's, whoever's write made it.
 		const queued = (messages: number) => this.usage.add(now(), null, { task_publish_topic_count: messages });
 		const run = this.draining.then(() =>
-			drainOutbox(database(this.home()), { queue: this.env.WEBHOOKS, streams: this.env.STREAMS, queued }, account),
+			drainOutbox(
+				database(this.home()),
+				{ queue: this.env.WEBHOOKS, streams: this.env.STREAMS, homes: homesIn(this.env), queued },
+				account,
+			),
 		);
 		this.draining = run.catch(() => undefined);
 		return run.catch((error) => {

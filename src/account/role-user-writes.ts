@@ -2,7 +2,15 @@ import type { Database } from "../db/client";
 import { sibling } from "../base/shards";
 import { countRoles, deleteUnheldRole, insertRole, patchRole } from "../db/roles";
 import type { Description, RoleRules, Statement } from "../db/schema";
-import { countUsers, findUserWithRole, insertUser, listHolders, patchUser, removeUser } from "../db/users";
+import {
+	countUsers,
+	endUserSubscriptions,
+	findUserWithRole,
+	insertUser,
+	listHolders,
+	patchUser,
+	removeUser,
+} from "../db/users";
 import { rowScoped } from "../rules/reader-filter";
 import { ApiError } from "../base/errors";
 import { grantableRole, manageableUser, requireManageable, requireRoleGrant } from "./guards";
@@ -158,13 +166,19 @@ function mergedDescription(stored: Description, patch: Description): Description
 	return merged;
 }
 
-export async function deleteUser(db: Database, caller: Caller, uuid: string) {
+// `elsewhere`: every database but the account's own.
+export async function deleteUser(db: Database, caller: Caller, uuid: string, elsewhere: { db: Database }[]) {
 	// Deleting oneself would leave the caller locked out mid-session; another user must do it.
 	if (uuid === caller.user) throw new ApiError("conflict", { description: "A user cannot delete itself" });
 	const { role } = await manageableUser(db, caller, uuid);
 	// A user whose role confines what it sees leaves no subscription behind: with no reader, its
-	// messages could not be filtered.
-	const deleted = await removeUser(db, caller.account, uuid, rowScoped(role));
+	// messages could not be filtered. Those to other accounts' topics are kept in their
+	// publishers' databases, which no batch of this one can reach: they end first, every
+	// database asked at once whatever it holds, and the user goes after. A failure on the way
+	// leaves the user in place for the delete to be tried again, which ends what is left.
+	const scoped = rowScoped(role);
+	if (scoped) await Promise.all(elsewhere.map((other) => endUserSubscriptions(other.db, caller.account, uuid)));
+	const deleted = await removeUser(db, caller.account, uuid, scoped);
 	if (!deleted) throw new ApiError("not_found", { description: "No such user" });
 	return deleted;
 }

@@ -18,7 +18,8 @@ export type NewDelivery = Omit<DeliveryRow, "seq">;
 // one: an attempt of a message a resend replaced, finishing late, must neither mark the new
 // message delivered (it would never be sent) nor fail the subscription pending again.
 // `log`: the line the attempt leaves in an account's log (the last attempt of a message that
-// failed for good), committed with the attempt's record.
+// failed for good), committed with the attempt's record: only when that account's database is
+// this one.
 export async function recordAttempt(
 	db: Database,
 	entry: NewDelivery,

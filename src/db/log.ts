@@ -29,6 +29,13 @@ export function logStatements(db: Database, account: string, at: number, message
 	return [insert, prune(db, account, at)];
 }
 
+// The lines, and the account's pruning, in a batch of their own: for work whose batch is in
+// another database than the account's.
+export async function writeLog(db: Database, account: string, at: number, messages: string[]) {
+	const [insert, ...rest] = logStatements(db, account, at, messages);
+	if (insert) await db.batch([insert, ...rest]);
+}
+
 // Older than KEPT_SECONDS, or past the KEPT_MESSAGES newest.
 export function prune(db: Database, account: string, at: number) {
 	const l = accountLog;

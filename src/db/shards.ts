@@ -77,10 +77,16 @@ export class Sessions {
 
 	// Every declared shard, for a fan-out that must ask each database that may hold candidates.
 	all(): string[] {
-		const mapped = new Set(checkedShards(this.env));
-		mapped.add(FIRST_SHARD);
-		return declaredShards(this.env).filter((binding) => mapped.has(binding));
+		return everyShard(this.env);
 	}
+}
+
+// The bindings a fan-out asks: every declared shard SHARDS maps a bucket to, and DB_0, which
+// holds the rows of the accounts from before sharding.
+export function everyShard(env: Env): string[] {
+	const mapped = new Set(checkedShards(env));
+	mapped.add(FIRST_SHARD);
+	return declaredShards(env).filter((binding) => mapped.has(binding));
 }
 
 // The bucket of a new account: drawn uniformly from the buckets SHARDS maps to the bindings

@@ -16,9 +16,9 @@ type Status = SubscriptionRow["status"];
 export const CONFIRMATION_COUNTED_SECONDS = 86_400;
 
 // Ended subscriptions are kept this long after their last change, then pruned by the
-// account's later subscribes, up to 10 each (more than the one row a subscribe adds, so
-// pruning keeps up): an account keeps at most what it can make in that time, besides its
-// live ones.
+// account's later subscribes, up to 10 in each database each (more than the one row a subscribe
+// adds, so pruning keeps up wherever the rows are): an account keeps at most what it can make in
+// that time, besides its live ones.
 export const PRUNED_AFTER_SECONDS = 30 * 86_400;
 const PRUNED_PER_SUBSCRIBE = 10;
 
@@ -59,46 +59,57 @@ function prunable(account: string, at: number): SQL {
 		ORDER BY ${s.created_ts}, ${s.uuid} LIMIT ${PRUNED_PER_SUBSCRIBE}`;
 }
 
-// Inserts the row only while what the account's subscriptions count stays below `limit` (the
-// new row's confirmation message counts one), in one statement: two concurrent subscribes
-// cannot both slip under the limit. `also` is a further condition that must hold when the row
-// is written (a grant of another account's topic). Answers undefined when either fails. The
-// same batch prunes a few of the account's long-ended subscriptions with their deliveries.
-export async function insertSubscriptionWithin(
-	db: Database,
-	row: NewSubscription,
-	limit: number,
-	at: number,
-	also?: SQL,
-) {
+// What the account's subscriptions in one database count against the limit (the limit counts
+// them over every database, docs/scaling.md), after pruning there a few of its long-ended ones
+// with their deliveries: one batch, the one round trip a subscribe makes to each database.
+export async function pruneAndCount(db: Database, account: string, at: number): Promise<number> {
+	const pruned = prunable(account, at);
+	const [, , count] = await db.batch([
+		db.delete(webhookDeliveries).where(sql`${webhookDeliveries.subscription} IN (${pruned})`),
+		db.delete(subscriptions).where(sql`${subscriptions.uuid} IN (${pruned})`),
+		countOf(db, account, at, null),
+	]);
+	return count[0]?.n ?? 0;
+}
+
+// The count as a statement a batch can hold: one row, one column.
+function countOf(db: Database, account: string, at: number, except: string | null) {
+	return db.select({ n: sql<number>`${counted(account, at, except)}`.mapWith(Number).as("n") }).from(sql`(SELECT 1)`);
+}
+
+// What the account's subscriptions in one database other than `except` count against the limit.
+export async function countedIn(db: Database, account: string, at: number, except: string | null): Promise<number> {
+	const [row] = await countOf(db, account, at, except);
+	return row?.n ?? 0;
+}
+
+// Inserts the row (its confirmation message counted from `at`), only while `also` holds when
+// it is written (a grant of another account's topic): answers undefined when it does not. The
+// limit is the caller's to check first, where the subscriber's subscribes run one at a time.
+export async function insertSubscription(db: Database, row: NewSubscription, at: number, also?: SQL) {
 	const full: SubscriptionRow = { ...row, confirmation_ts: at, confirmations: 1 };
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values: SQL[] = Object.entries(getTableColumns(subscriptions)).map(([key, column]) => {
 		const value = (full as Record<string, unknown>)[key] ?? column.default ?? null;
 		return value === null ? sql`NULL` : sql`${column.mapToDriverValue(value)}`;
 	});
-	const pruned = prunable(row.account, at);
-	const [, , inserted] = await db.batch([
-		db.delete(webhookDeliveries).where(sql`${webhookDeliveries.subscription} IN (${pruned})`),
-		db.delete(subscriptions).where(sql`${subscriptions.uuid} IN (${pruned})`),
-		db
-			.insert(subscriptions)
-			.select(
-				sql`SELECT ${sql.join(values, sql`, `)} WHERE ${counted(row.account, at, null)} < ${limit}${also ? sql` AND ${also}` : sql``}`,
-			)
-			.returning(),
-	]);
-	return inserted[0];
+	const [inserted] = await db
+		.insert(subscriptions)
+		.select(sql`SELECT ${sql.join(values, sql`, `)}${also ? sql` WHERE ${also}` : sql``}`)
+		.returning();
+	return inserted;
 }
 
 // Issues a new confirmation message for a pending or failed subscription (its message, token
 // and counters), only while it still has the status and message it was read with, and while
-// the account's count with this message stays within `limit`: concurrent resends cannot pass
-// it. Answers undefined when any of that fails.
+// the account's count with this message stays within `limit`: `others` is what its other
+// subscriptions count, over every database, read in the same serialized step of the account's
+// object, so concurrent resends cannot pass it. Answers undefined when any of that fails.
 export async function reissueConfirmation(
 	db: Database,
 	row: SubscriptionRow,
 	changes: Pick<SubscriptionRow, "message" | "token_hash" | "sealed_token">,
+	others: number,
 	limit: number,
 	at: number,
 ) {
@@ -120,7 +131,7 @@ export async function reissueConfirmation(
 				eq(s.uuid, row.uuid),
 				eq(s.status, row.status),
 				eq(s.message, row.message),
-				sql`${counted(row.account, at, row.uuid)} + ${confirmationsAfterIssue(at)} <= ${limit}`,
+				sql`${others} + ${confirmationsAfterIssue(at)} <= ${limit}`,
 			),
 		)
 		.returning();
@@ -159,10 +170,12 @@ function statusIs(status: Status, at: number): SQL | undefined {
 // Where a page of the listing starts: after this row, in (created_ts, uuid) order.
 export type ListPosition = { created_ts: number; uuid: string };
 
-// One page of the account's subscriptions in (created_ts, uuid) order, through the account's
-// listing index from `after`: `limit` rows, and whether more follow.
+// One page of the account's subscriptions in (created_ts, uuid) order, from `after`: `limit`
+// rows, and whether more follow. They are kept with their publishers, in any database, so each
+// of `dbs` (every database) is asked for its first `limit` + 1 through the account's listing
+// index, all at once, and the page is the first `limit` of them all.
 export async function listSubscriptions(
-	db: Database,
+	dbs: Database[],
 	account: string,
 	filter: { topic?: string; status?: Status },
 	at: number,
@@ -170,19 +183,27 @@ export async function listSubscriptions(
 	limit: number,
 ) {
 	const s = subscriptions;
-	const rows = await db
-		.select()
-		.from(s)
-		.where(
-			and(
-				eq(s.account, account),
-				after === null ? undefined : sql`(${s.created_ts}, ${s.uuid}) > (${after.created_ts}, ${after.uuid})`,
-				filter.topic === undefined ? undefined : eq(s.topic, filter.topic),
-				filter.status === undefined ? undefined : statusIs(filter.status, at),
-			),
-		)
-		.orderBy(asc(s.created_ts), asc(s.uuid))
-		.limit(limit + 1);
+	const pages = await Promise.all(
+		dbs.map((db) =>
+			db
+				.select()
+				.from(s)
+				.where(
+					and(
+						eq(s.account, account),
+						after === null ? undefined : sql`(${s.created_ts}, ${s.uuid}) > (${after.created_ts}, ${after.uuid})`,
+						filter.topic === undefined ? undefined : eq(s.topic, filter.topic),
+						filter.status === undefined ? undefined : statusIs(filter.status, at),
+					),
+				)
+				.orderBy(asc(s.created_ts), asc(s.uuid))
+				.limit(limit + 1),
+		),
+	);
+	// SQLite orders text by its bytes; uuids are lowercase ASCII, where that is JavaScript's order.
+	const rows = pages
+		.flat()
+		.sort((a, b) => a.created_ts - b.created_ts || (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
 	return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
@@ -251,26 +272,58 @@ export async function markFailed(db: Database, uuid: string, message: string, re
 }
 
 // The subscribers of `uuids` as their rules read them now: each subscription's user, its role's
-// statement and rules, its description, and the subscription's DICT; one read per drain page.
-// A subscription whose user is gone is left out.
-export async function subscribersOf(db: Database, uuids: string[]) {
-	if (uuids.length === 0) return new Map<string, Subscriber>();
-	const rows = await db
+// statement and rules, its description, and the subscription's DICT. The subscriptions are read
+// in `db`, their publisher's; the users and roles in each subscriber's own database, which
+// `homeOf` names, one read per database and all at once. A subscription whose user is gone is
+// left out.
+export async function subscribersOf(
+	db: Database,
+	uuids: string[],
+	homeOf: (account: string) => { binding: string; db: Database },
+) {
+	const found = new Map<string, Subscriber>();
+	if (uuids.length === 0) return found;
+	const held = await db
 		.select({
 			subscription: subscriptions.uuid,
 			dict: subscriptions.dict,
-			account: users.account,
-			user: users.uuid,
-			role: users.role,
-			description: users.description,
-			statement: roles.statement,
-			rules: roles.rules,
+			account: subscriptions.account,
+			user: subscriptions.user,
 		})
 		.from(subscriptions)
-		.innerJoin(users, eq(users.uuid, subscriptions.user))
-		.innerJoin(roles, eq(roles.uuid, users.role))
 		.where(sql`${subscriptions.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
-	return new Map(rows.map(({ subscription, ...reader }) => [subscription, reader]));
+	const byHome = new Map<string, { db: Database; users: Set<string> }>();
+	for (const row of held) {
+		const home = homeOf(row.account);
+		const group = byHome.get(home.binding) ?? { db: home.db, users: new Set<string>() };
+		group.users.add(row.user);
+		byHome.set(home.binding, group);
+	}
+	const readers = (
+		await Promise.all(
+			[...byHome.values()].map(({ db: home, users: ids }) =>
+				home
+					.select({
+						account: users.account,
+						user: users.uuid,
+						role: users.role,
+						description: users.description,
+						statement: roles.statement,
+						rules: roles.rules,
+					})
+					.from(users)
+					.innerJoin(roles, eq(roles.uuid, users.role))
+					.where(sql`${users.uuid} IN (SELECT value FROM json_each(${JSON.stringify([...ids])}))`),
+			),
+		)
+	).flat();
+	const byUser = new Map(readers.map((reader) => [reader.user, reader]));
+	for (const { subscription, dict, account, user } of held) {
+		const reader = byUser.get(user);
+		// A user is its account's: one of another account is no reader of this subscription.
+		if (reader && reader.account === account) found.set(subscription, { ...reader, dict });
+	}
+	return found;
 }
 
 export type Subscriber = Pick<typeof users.$inferSelect, "account" | "role" | "description"> & {

@@ -50,16 +50,29 @@ export async function patchUser(
 	return rows[0];
 }
 
+// Ends the user's live webhook subscriptions in `db` (one database of those holding them).
+export function endUserSubscriptions(db: Database, account: string, uuid: string) {
+	return db
+		.update(subscriptions)
+		.set({
+			status: "unsubscribed",
+			sealed_token: null,
+			sealed_key: null,
+			sealed_previous_key: null,
+			previous_key_until: null,
+		})
+		.where(
+			and(
+				eq(subscriptions.account, account),
+				eq(subscriptions.user, uuid),
+				inArray(subscriptions.status, ["pending", "confirmed"]),
+			),
+		);
+}
+
 // The user, its secret and its PINs go together in one transaction.
-// `unsubscribe`: the user's live webhook subscriptions end in the same batch.
+// `unsubscribe`: the user's live webhook subscriptions in this database end in the same batch.
 export async function removeUser(db: Database, account: string, uuid: string, unsubscribe = false) {
-	const ended = {
-		status: "unsubscribed",
-		sealed_token: null,
-		sealed_key: null,
-		sealed_previous_key: null,
-		previous_key_until: null,
-	} as const;
 	const [, , , deleted] = await db.batch([
 		db.delete(secretPins).where(and(eq(secretPins.account, account), eq(secretPins.user, uuid))),
 		db.delete(userSecrets).where(and(eq(userSecrets.account, account), eq(userSecrets.user, uuid))),
@@ -69,20 +82,7 @@ export async function removeUser(db: Database, account: string, uuid: string, un
 			.delete(users)
 			.where(and(eq(users.account, account), eq(users.uuid, uuid)))
 			.returning(),
-		...(unsubscribe
-			? [
-					db
-						.update(subscriptions)
-						.set(ended)
-						.where(
-							and(
-								eq(subscriptions.account, account),
-								eq(subscriptions.user, uuid),
-								inArray(subscriptions.status, ["pending", "confirmed"]),
-							),
-						),
-				]
-			: []),
+		...(unsubscribe ? [endUserSubscriptions(db, account, uuid)] : []),
 	]);
 	return deleted[0];
 }

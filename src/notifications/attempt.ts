@@ -1,7 +1,7 @@
 import { type Database, database } from "../db/client";
-import { homeDatabase } from "../db/shards";
+import { homeDatabase, homeOf } from "../db/shards";
 import { recordAttempt } from "../db/deliveries";
-import { logLine } from "../db/log";
+import { logLine, writeLog } from "../db/log";
 import { findMessage, markDelivered } from "../db/outbox";
 import { effectiveStatus, findSubscription, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
 import { now } from "../base/time";
@@ -52,7 +52,7 @@ export async function attemptConfirmation(env: Env, job: ConfirmationJob, attemp
 		since: job.since,
 		confirmation: true,
 	};
-	return settle(db, attempted, outcome);
+	return settle(env, db, attempted, outcome);
 }
 
 // `since`: when the message was first queued, as its job carries it. `account` owns the
@@ -69,8 +69,9 @@ type Attempted = {
 };
 
 // Records an attempt's outcome in the subscription's deliveries and says what comes next. A
-// message whose retry window is over goes the way of one whose schedule is used up.
-export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcome): Promise<Settlement> {
+// message whose retry window is over goes the way of one whose schedule is used up. `db` is the
+// subscription's database (its publisher's).
+export async function settle(env: Env, db: Database, a: Attempted, outcome: DeliveryOutcome): Promise<Settlement> {
 	const delay = outcome.kind === "retry" ? retryDelay(a.attempt, outcome.retryAfter, windowLeft(a.since, now())) : null;
 	const asked = outcome.retryAfter !== null ? ` (Retry-After: ${outcome.retryAfter})` : "";
 	const over = a.attempt > RETRY_SCHEDULE.length ? "" : " (the retry window is over)";
@@ -86,6 +87,14 @@ export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcom
 		{ subscription: a.subscription, message: a.message, trigger: a.trigger, reason: outcome.reason },
 		now(),
 	);
+	// The line goes to the subscriber's database. When that is the subscription's, it commits in
+	// the attempt's batch, exactly when the attempt does. When it is another, no batch reaches
+	// both: it is written right after the attempt committed, so a line tells of a recorded
+	// attempt only. Its failure is logged and the settlement stands: retrying the message would
+	// send it again only to write the line, and a line the retry wrote could tell of another
+	// attempt's end. A line is so written once, or lost with the moment its database failed.
+	const log = failed ? { account: a.account, line } : undefined;
+	const apart = log !== undefined && homeOf(env, a.account) !== homeOf(env, a.subscription);
 	await recordAttempt(
 		db,
 		{
@@ -101,8 +110,13 @@ export async function settle(db: Database, a: Attempted, outcome: DeliveryOutcom
 		},
 		outcome.kind === "permanent",
 		a.confirmation,
-		failed ? { account: a.account, line } : undefined,
+		apart ? undefined : log,
 	);
+	if (apart) {
+		await writeLog(database(homeDatabase(env, log.account)), log.account, a.at, [log.line]).catch((error: unknown) =>
+			console.error(JSON.stringify({ log: log.account, subscription: a.subscription, error: String(error) })),
+		);
+	}
 	if (outcome.kind !== "retry") return { action: "done" };
 	return delay === null ? { action: "dead" } : { action: "retry", delay };
 }
@@ -150,7 +164,7 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 			since: job.since,
 			confirmation: false,
 		};
-		return settle(db, attempted, outcome);
+		return settle(env, db, attempted, outcome);
 	}
 
 	const keys = await signingKeys(env, subscription, at);
@@ -169,5 +183,5 @@ export async function attemptNotification(env: Env, job: NotificationJob, attemp
 		since: job.since,
 		confirmation: false,
 	};
-	return settle(db, attempted, outcome);
+	return settle(env, db, attempted, outcome);
 }

@@ -1,4 +1,5 @@
-import type { Database } from "../db/client";
+import { type Database, database } from "../db/client";
+import { homeDatabase, homeOf } from "../db/shards";
 import {
 	deleteStreamRows,
 	markQueued,
@@ -35,11 +36,25 @@ const STREAM_PAGE = 25;
 // the queue, the live streams' rows to the account's stream object. Answers whether rows are
 // left (one of them failed us), for the alarm to try again.
 // `queued` hears how many webhook messages each page handed to the queue (the account's usage).
-type Destinations = { queue: Queue; streams: Env["STREAMS"]; queued?: (messages: number) => void };
+// `homes` finds a subscriber's database, where the users and roles its messages are read as
+// are kept (homesIn).
+type Destinations = {
+	queue: Queue;
+	streams: Env["STREAMS"];
+	homes: Homes;
+	queued?: (messages: number) => void;
+};
+
+type Homes = (account: string) => { binding: string; db: Database };
+
+// The database of each account, by its binding (docs/scaling.md).
+export const homesIn =
+	(env: Env): Homes =>
+	(account) => ({ binding: homeOf(env, account), db: database(homeDatabase(env, account)) });
 
 export async function drainOutbox(db: Database, to: Destinations, account: string): Promise<boolean> {
 	const [webhooks, streams] = await Promise.all([
-		drainWebhooks(db, to.queue, account, to.queued),
+		drainWebhooks(db, to, account),
 		drainStreams(db, to.streams, account),
 	]);
 	return webhooks || streams;
@@ -48,12 +63,8 @@ export async function drainOutbox(db: Database, to: Destinations, account: strin
 // The unsent webhook rows, page by page, each page marked once the queue has it. A crash
 // between the send and the mark sends that page again: delivery is at least once, and the
 // message uuid (webhook-id) lets a receiver drop the duplicate.
-async function drainWebhooks(
-	db: Database,
-	queue: Queue,
-	account: string,
-	queued?: (messages: number) => void,
-): Promise<boolean> {
+async function drainWebhooks(db: Database, to: Destinations, account: string): Promise<boolean> {
+	const { queue, queued } = to;
 	for (;;) {
 		const page = await pendingMessages(db, account, DRAIN_PAGE);
 		if (page.length === 0) return false;
@@ -61,7 +72,7 @@ async function drainWebhooks(
 		// of the event, nothing when nothing is (the row is deleted unsent: no delivery, attempt,
 		// record or count). Settled before the queue has them, so a retry sends the same bytes.
 		// Past a turn's filter work the page's rest waits: the alarm comes back for it.
-		const { rows, more } = await filtered(db, account, page, now());
+		const { rows, more } = await filtered(db, to.homes, account, page, now());
 		if (rows.length === 0) {
 			if (more) return true;
 			if (page.length < DRAIN_PAGE) return false;
@@ -95,16 +106,18 @@ async function drainWebhooks(
 type Pending = Awaited<ReturnType<typeof pendingMessages>>[number];
 
 // The page's rows as their subscribers may read them (rules/reader-filter.ts), the others
-// deleted; one read of the subscribers and one of the sights, and one evaluation per group of
-// subscribers whose rules read equal values and per message, within a turn's work: `more` when
-// the rest of the page waits for the next turn, untouched.
+// deleted; one read of the subscriptions, one of their subscribers in each subscriber's database
+// (all at once) and one of the sights, and one evaluation per group of subscribers whose rules
+// read equal values and per message, within a turn's work: `more` when the rest of the page
+// waits for the next turn, untouched.
 async function filtered(
 	db: Database,
+	homes: Homes,
 	account: string,
 	page: Pending[],
 	at: number,
 ): Promise<{ rows: Pending[]; more: boolean }> {
-	const subscribers = await subscribersOf(db, [...new Set(page.map((row) => row.subscription))]);
+	const subscribers = await subscribersOf(db, [...new Set(page.map((row) => row.subscription))], homes);
 	const readers = new Map<string, { reader: Caller; key: string }>();
 	for (const [subscription, s] of subscribers) {
 		const reader: Caller = { ...s, dict: s.dict ?? null };

@@ -5,9 +5,9 @@ import {
 	findOwnSubscription,
 	listSubscriptions,
 	patchSubscription,
-	reissueConfirmation,
 	type SubscriptionRow,
 } from "../db/subscriptions";
+import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { subscriptionView } from "../notifications/messages";
@@ -15,7 +15,7 @@ import { type Context, defineOperation } from "./operation";
 import { mapOf, subscriptionOut, timestampOut, topic, uuid, uuidOut, withMeta } from "./schemas";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { newConfirmation, queueConfirmation } from "./webhook-confirmation";
-import { endSubscription, subscriptionLimit } from "./webhooks";
+import { endSubscription, subscriptionDb, subscriptionLimit } from "./webhooks";
 import { dbOf } from "../db/client";
 
 // The owning account's view of its subscriptions, with a User Secret instead of the token.
@@ -52,9 +52,10 @@ function detail(row: SubscriptionRow, at = now()) {
 }
 
 async function ownSubscription(ctx: Context & { caller: { account: string } }, subscription: string) {
-	// Another account's subscription reports what an absent one costs.
+	// Another account's subscription reports what an absent one costs. Its uuid names the
+	// database that would keep it (its publisher's), whoever it belongs to.
 	const row = await ctx.meter.sightedOne(
-		() => findOwnSubscription(dbOf(ctx), ctx.caller.account, subscription),
+		() => findOwnSubscription(subscriptionDb(ctx, subscription), ctx.caller.account, subscription),
 		() => true,
 	);
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
@@ -101,7 +102,9 @@ export const getWebhookSubscriptions = defineOperation({
 		const scope = `get_webhook_subscriptions/${ctx.caller.user}/${JSON.stringify([query.topic ?? null, query.status ?? null])}`;
 		const position = await openCursor(ctx.env, scope, query.cursor, listPosition);
 		const after = position && { created_ts: position[0], uuid: position[1] };
-		const { rows, more } = await listSubscriptions(dbOf(ctx), ctx.caller.account, query, at, after, query.limit);
+		// Kept with their publishers: every database is asked, whatever it holds (docs/scaling.md).
+		const dbs = ctx.shards.all().map((binding) => dbOf({ d1: ctx.shards.of(binding) }));
+		const { rows, more } = await listSubscriptions(dbs, ctx.caller.account, query, at, after, query.limit);
 		const last = rows.at(-1);
 		return {
 			subscriptions: Object.fromEntries(rows.map((row) => [row.uuid, { ...row, status: effectiveStatus(row, at) }])),
@@ -153,7 +156,7 @@ export const getWebhookDeliveries = defineOperation({
 	}),
 	async run({ params }, ctx) {
 		const row = await ownSubscription(ctx, params.subscription);
-		return { deliveries: await listDeliveries(dbOf(ctx), row.uuid) };
+		return { deliveries: await listDeliveries(subscriptionDb(ctx, row.uuid), row.uuid) };
 	},
 });
 
@@ -176,21 +179,22 @@ export const resendWebhookConfirmation = defineOperation({
 				description: `The subscription is ${status}: it takes no confirmation message`,
 			});
 		}
-		// Every resend issues a message, so every one counts against the limit, in the statement
-		// that issues it: concurrent resends cannot pass it.
+		// Every resend issues a message, so every one counts against the limit, in the subscriber's
+		// object, which counts over every database and issues it in one step, one at a time
+		// (account/facets/subscriptions.ts): concurrent resends cannot pass it.
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
 		// The old token dies with the new one, and the old job finds another message and stops.
 		const confirmation = await newConfirmation(ctx.env, row.uuid);
-		const pending = await reissueConfirmation(dbOf(ctx), row, confirmation, limit, at);
+		const pending = await accountClient(ctx, ctx.caller.account).reissue(row, confirmation, limit, at);
 		if (!pending) {
 			// Refused with the row as it was read: the limit was the condition that failed.
-			const current = await findOwnSubscription(dbOf(ctx), row.account, row.uuid);
+			const current = await findOwnSubscription(subscriptionDb(ctx, row.uuid), row.account, row.uuid);
 			if (current?.status === row.status && current.message === row.message) throw subscriptionLimit(limit);
 			throw new ApiError("conflict", { description: "The subscription changed meanwhile; try again" });
 		}
 		const reason = "the new confirmation message could not be queued";
 		await queueConfirmation(ctx, pending, () =>
-			patchSubscription(dbOf(ctx), row.uuid, { status: "failed", failure_reason: reason }, now()),
+			patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, { status: "failed", failure_reason: reason }, now()),
 		);
 		return detail(pending, at);
 	},

@@ -1,14 +1,9 @@
 import * as z from "zod/mini";
 import { sibling } from "../base/shards";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
-import { grantHolds, isGranted } from "../db/grants";
-import {
-	deleteSubscription,
-	findByToken,
-	insertSubscriptionWithin,
-	patchSubscription,
-	type SubscriptionRow,
-} from "../db/subscriptions";
+import { isGranted } from "../db/grants";
+import { deleteSubscription, findByToken, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { maySubscribe } from "../policy/grant";
@@ -27,6 +22,10 @@ export const MAX_EXPIRES = 604_800;
 const expires = z.number().check(z.int(), z.gte(1), z.lte(MAX_EXPIRES, `Must be at most ${MAX_EXPIRES} seconds`));
 const clientSecret = z.string().check(z.regex(/^[A-Za-z0-9_=-]{16}$/, "Must be 16 URL-safe Base64 characters"));
 
+// A subscription's rows are kept in its publisher's database, which its uuid names
+// (docs/scaling.md), whichever account asks.
+export const subscriptionDb = (ctx: Context, uuid: string) => dbOf({ d1: ctx.shards.for(uuid) });
+
 // The token URL names the subscription: its token is the only proof a caller needs.
 const tokenParams = z.strictObject({ account: z.string() });
 const tokenQuery = z.strictObject({ token: z.string() });
@@ -35,15 +34,19 @@ const tokenQuery = z.strictObject({ token: z.string() });
 // past its validity 400, failed 409: failed, unsubscribed and expired are final for a token,
 // and only the owner's resend_webhook_confirmation issues a new one.
 async function liveSubscription(ctx: Context, account: string, token: string): Promise<SubscriptionRow> {
-	// Another account's token, or a dead one, reports what an unknown token costs.
+	// Another account's token, or a dead one, reports what an unknown token costs. The URL names
+	// the publisher, whose database keeps its subscriptions.
 	const hash = token ? await sha256Hex(token) : undefined;
-	const read = async () => (hash === undefined ? undefined : await findByToken(dbOf(ctx), account, hash));
+	const db = dbOf({ d1: ctx.shards.for(account) });
+	const read = async () => (hash === undefined ? undefined : await findByToken(db, account, hash));
 	const row = await ctx.meter.sightedOne(read, (found) => found.status !== "unsubscribed");
 	if (!row) throw new ApiError("not_found", { description: "No such subscription" });
 	if (row.status === "failed") throw new ApiError("subscription_failed");
 	if (row.status === "expired" || row.validity_ts <= now()) {
 		if (row.status !== "expired")
-			await patchSubscription(dbOf(ctx), row.uuid, { status: "expired" }, now(), { status: row.status });
+			await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, { status: "expired" }, now(), {
+				status: row.status,
+			});
 		throw new ApiError("subscription_expired");
 	}
 	return row;
@@ -63,12 +66,13 @@ export function requireNotificationStanding(caller: Caller, what: string) {
 // grant of other topics only, D1's figure would count the grant's row and each topic it names,
 // telling that the grant exists and how long it is; Server-Timing counts the row only when the
 // topics are granted, so a refusal costs what it costs for an account that grants nothing or
-// does not exist. `db` is the request's, or one that reads at the primary.
+// does not exist. `db` is the request's session of the publisher's database, which keeps its
+// grants, or one that reads there at the primary.
 export async function topicsGranted(
 	ctx: Context & { caller: Pick<Caller, "account"> },
 	publisher: string,
 	topics: string[],
-	db = dbOf(ctx),
+	db = dbOf({ d1: ctx.shards.for(publisher) }),
 ) {
 	const [held] = await ctx.meter.sighted(
 		async () => [await isGranted(db, publisher, ctx.caller.account, topics)],
@@ -106,8 +110,7 @@ export const webhookSubscribe = defineOperation({
 	}),
 	async run({ body }, ctx) {
 		const publisher = body.account ?? ctx.caller.account;
-		const granted =
-			publisher === ctx.caller.account ? undefined : grantHolds(publisher, ctx.caller.account, body.topic);
+		const granted = publisher !== ctx.caller.account;
 		if (granted && !(await topicsGranted(ctx, publisher, [body.topic]))) throw new ApiError("topic_not_granted");
 		// The policy is configuration (CALLBACK_POLICY), so it is checked here, not in the schema.
 		const checked = checkCallbackUrl(body.callback_url, ctx.env.CALLBACK_POLICY);
@@ -124,8 +127,10 @@ export const webhookSubscribe = defineOperation({
 		const serverSecret = body.client_secret ? randomBase64Url(12) : null;
 		const confirmation = await newConfirmation(ctx.env, uuid);
 		const limit = Number(ctx.env.MAX_SUBSCRIPTIONS);
-		const row = await insertSubscriptionWithin(
-			dbOf(ctx),
+		// The subscriber's object counts its subscriptions in every database and writes this one in
+		// its publisher's, one subscribe of the account at a time (account/facets/subscriptions.ts);
+		// the grant is checked again as the row is written.
+		const row = await accountClient(ctx, ctx.caller.account).subscribe(
 			{
 				uuid,
 				account: ctx.caller.account,
@@ -153,13 +158,12 @@ export const webhookSubscribe = defineOperation({
 			},
 			limit,
 			at,
-			granted,
 		);
 		// The grant was checked above; a revocation landing in between makes this a 403 too.
 		if (!row && granted && !(await topicsGranted(ctx, publisher, [body.topic])))
 			throw new ApiError("topic_not_granted");
 		if (!row) throw subscriptionLimit(limit);
-		await queueConfirmation(ctx, row, () => deleteSubscription(dbOf(ctx), row.uuid));
+		await queueConfirmation(ctx, row, () => deleteSubscription(subscriptionDb(ctx, row.uuid), row.uuid));
 		return {
 			callback_url: row.callback_url,
 			subscription: subscriptionView(row),
@@ -192,7 +196,7 @@ export const confirmSubscription = defineOperation({
 		const url = tokenUrl(ctx.env, row.publisher, query.token);
 		if (row.status === "confirmed") return managed(row, url);
 		// Only from pending: a concurrent unsubscribe or failure wins, and this answers as it.
-		const confirmed = await patchSubscription(dbOf(ctx), row.uuid, { status: "confirmed" }, now(), {
+		const confirmed = await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, { status: "confirmed" }, now(), {
 			status: "pending",
 			message: row.message,
 		});
@@ -228,7 +232,9 @@ export const refreshSubscription = defineOperation({
 			changes.sealed_previous_key = row.sealed_key;
 			changes.previous_key_until = row.sealed_key ? at + ROTATION_OVERLAP_SECONDS : null;
 		}
-		const refreshed = await patchSubscription(dbOf(ctx), row.uuid, changes, at, { status: row.status });
+		const refreshed = await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, changes, at, {
+			status: row.status,
+		});
 		if (!refreshed) {
 			// Its state changed meanwhile (confirmed, failed, ended): answer as the token now stands.
 			await liveSubscription(ctx, params.account, query.token);
@@ -267,7 +273,7 @@ export async function endSubscription(ctx: Context, row: SubscriptionRow) {
 		sealed_previous_key: null,
 		previous_key_until: null,
 	} as const;
-	return (await patchSubscription(dbOf(ctx), row.uuid, changes, now())) ?? row;
+	return (await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, changes, now())) ?? row;
 }
 
 // One more confirmation message would pass MAX_SUBSCRIPTIONS: what counts is the account's

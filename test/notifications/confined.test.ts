@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { database } from "../../src/db/client";
-import { drainOutbox } from "../../src/notifications/outbox-drain";
+import { drainOutbox, homesIn } from "../../src/notifications/outbox-drain";
 import { describe, expect, it } from "vitest";
 import { call } from "../support/requests";
 import { bootstrap, member, role } from "../support/accounts";
+import { dbOf } from "../support/shards";
 import { newTwin } from "../support/twins";
 import {
 	bodies,
@@ -16,7 +17,6 @@ import {
 	storedSubscription,
 } from "../support/webhooks";
 import { publishEntries } from "../streams/helpers";
-import { dbOf, idOf } from "../support/shards";
 
 // Webhook subscriptions of a subscriber whose role confines it (docs/notifications.md): each
 // message reaches it only as it could read it, filtered when the account's object hands it to
@@ -126,7 +126,7 @@ describe("a confined subscriber's webhook", () => {
 			);
 		// One write's messages, as its batch leaves them: the sight, and a row per subscription.
 		const twin = {
-			uuid: idOf(admin.account),
+			uuid: crypto.randomUUID(),
 			owner: admin.account,
 			status: "alive",
 			description: { driver: "nobody", s: "b".repeat(30_000) },
@@ -136,8 +136,7 @@ describe("a confined subscriber's webhook", () => {
 		];
 		const sight = crypto.randomUUID();
 		const at = Date.now() / 1000;
-		const db = dbOf(admin.account);
-		await db
+		await dbOf(admin.account)
 			.prepare("INSERT INTO outbox_sights (id, account, data, created_ts) VALUES (?, ?, ?, ?)")
 			.bind(
 				sight,
@@ -146,25 +145,26 @@ describe("a confined subscriber's webhook", () => {
 				at,
 			)
 			.run();
-		const row = db.prepare(
+		const row = dbOf(admin.account).prepare(
 			"INSERT INTO notification_outbox (message, account, subscription, trigger, twin, event, subscription_view, sent_ts, sight) VALUES (?, ?, ?, 'ledger.entry.added', ?, ?, '{}', ?, ?)",
 		);
 		const event = JSON.stringify({ n: { new_value: 1, old_value: null, changed_ts: at } });
-		await db.batch(
+		await dbOf(admin.account).batch(
 			subscriptions.map((uuid) => row.bind(crypto.randomUUID(), admin.account, uuid, twin.uuid, event, at, sight)),
 		);
 		const queued: unknown[] = [];
 		const to = {
 			queue: { sendBatch: async (jobs: unknown[]) => void queued.push(...jobs) } as unknown as Queue,
 			streams: env.STREAMS,
+			homes: homesIn(env),
 		};
-		expect(await drainOutbox(database(db), to, admin.account)).toBe(true);
+		expect(await drainOutbox(database(dbOf(admin.account)), to, admin.account)).toBe(true);
 		expect(queued.length).toBeGreaterThan(0);
 		expect(queued.length).toBeLessThan(14);
-		expect(await drainOutbox(database(db), to, admin.account)).toBe(false);
+		expect(await drainOutbox(database(dbOf(admin.account)), to, admin.account)).toBe(false);
 		expect(queued).toHaveLength(14);
 		// Every row queued whole, and the sight forgotten with the last of them.
-		const left = await db
+		const left = await dbOf(admin.account)
 			.prepare("SELECT count(*) AS n FROM outbox_sights WHERE id = ?")
 			.bind(sight)
 			.first<{ n: number }>();

@@ -1,6 +1,7 @@
 // Accounts, users and roles: an account made through the admin route, users with the role or the
 // rules a test needs and a working secret, roles made through the API or written straight into D1.
 import { dbOf, idOf } from "./shards";
+import { homeOf } from "../../src/db/shards";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { call } from "./requests";
@@ -107,5 +108,6 @@ export async function bootstrapOn(binding: string): Promise<Account> {
 		env: { NEW_ACCOUNTS: binding },
 	});
 	expect(res.status).toBe(201);
+	expect(homeOf(env, res.body.account)).toBe(binding);
 	return res.body;
 }

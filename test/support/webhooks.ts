@@ -11,8 +11,8 @@ import type { ConfirmationJob } from "../../src/notifications/jobs";
 import { tokenUrl } from "../../src/notifications/messages";
 import type { Account } from "./accounts";
 import { call } from "./requests";
-import { until } from "./waiting";
 import { dbOf } from "./shards";
+import { until } from "./waiting";
 
 export const CLIENT_SECRET = "Client-secret_16";
 

@@ -4,9 +4,9 @@ import { CONFIRMATION_COUNTED_SECONDS, PRUNED_AFTER_SECONDS } from "../../src/db
 import { MAX_SUBSCRIPTIONS_PAGE } from "../../src/operations/webhook-subscriptions";
 import { call, expectError } from "../support/requests";
 import { type Account, bootstrap } from "../support/accounts";
+import { dbOf, idOf } from "../support/shards";
 import { clockPast } from "../support/waiting";
 import { recordingQueue, storedSubscription } from "../support/webhooks";
-import { dbOf, idOf } from "../support/shards";
 
 // MAX_SUBSCRIPTIONS bounds the confirmation messages an account has the service send: each one
 // (subscribe or resend) counts for a day, whatever becomes of its subscription; a live
@@ -43,11 +43,9 @@ type Seeded = {
 	url?: string;
 };
 
-// Subscriptions of the account to its own topics, written straight into D1 (its publisher's),
-// 500 to a batch.
+// Subscriptions written straight into D1, 500 to a batch.
 async function seed(account: string, count: number, row: (i: number) => Seeded = () => ({})) {
-	const db = dbOf(account);
-	const insert = db.prepare(
+	const insert = dbOf(account).prepare(
 		`INSERT INTO subscriptions (uuid, account, publisher, user, topic, callback_url, token_hash, status, validity_ts, message, attempts,
 			created_ts, updated_ts, confirmation_ts, confirmations)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
@@ -76,7 +74,7 @@ async function seed(account: string, count: number, row: (i: number) => Seeded =
 				r.confirmations ?? 0,
 			);
 		});
-		await db.batch(statements);
+		await dbOf(account).batch(statements);
 	}
 	return uuids;
 }
@@ -222,22 +220,24 @@ describe("ended subscriptions are pruned", () => {
 			updated: seconds() - 60,
 		}));
 		const live = await seed(admin.account, 1, () => ({ status: "confirmed", created: old - 200, updated: old - 200 }));
-		const db = dbOf(admin.account);
-		const delivery = db.prepare(
+		const delivery = dbOf(admin.account).prepare(
 			"INSERT INTO webhook_deliveries (subscription, message, attempt, attempted_ts, outcome, duration_ms, detail) VALUES (?, ?, 1, 1, 'failed', 1, 'x')",
 		);
-		await db.batch([...ended, ...recent].map((uuid) => delivery.bind(uuid, crypto.randomUUID())));
+		await dbOf(admin.account).batch([...ended, ...recent].map((uuid) => delivery.bind(uuid, crypto.randomUUID())));
 
 		expect((await subscriber(admin).subscribe()).status).toBe(201);
 		const remaining = async () =>
 			(
-				await db.prepare("SELECT uuid FROM subscriptions WHERE account = ?").bind(admin.account).all<{ uuid: string }>()
+				await dbOf(admin.account)
+					.prepare("SELECT uuid FROM subscriptions WHERE account = ?")
+					.bind(admin.account)
+					.all<{ uuid: string }>()
 			).results.map((r) => r.uuid);
 		// The oldest first: the lapsed one, then the nine oldest ended.
 		expect(await remaining()).toEqual(expect.arrayContaining([...ended.slice(9), ...recent, ...live]));
 		expect(await remaining()).toHaveLength(3 + 1 + 1 + 1);
 		expect(await remaining()).not.toContain(lapsed[0]);
-		const deliveries = await db
+		const deliveries = await dbOf(admin.account)
 			.prepare("SELECT subscription FROM webhook_deliveries WHERE subscription IN (SELECT value FROM json_each(?))")
 			.bind(JSON.stringify([...ended, ...recent]))
 			.all<{ subscription: string }>();
