@@ -57,5 +57,7 @@ export const ERRORS = {
 	internal: { status: 500, subcode: 500101, description: "Internal error" },
 	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)" },
 	tokens_unconfigured: { status: 500, subcode: 500103, description: "User Tokens are not configured on this server (TOKEN_KEY)" },
+	shards_invalid: { status: 500, subcode: 500241, description: "SHARDS is invalid (a bucket unmapped or mapped twice, or an undeclared binding); nothing was read or written" },
+	bucket_moving: { status: 503, subcode: 503241, description: "The account's data is moving between databases; nothing was written; retry after Retry-After seconds" },
 	provider_keys_unreachable: { status: 503, subcode: 503261, description: "The identity provider's keys could not be fetched; retry in 30 seconds" },
 } as const;

@@ -2422,6 +2422,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/shards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The bucket map this version of the Worker serves
+         * @description The SHARDS map the serving Worker reads (buckets to D1 bindings) and the D1 bindings it declares: a move waits for it to show the new map before writes resume.
+         *
+         *     **Who may call it:** The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies.
+         *
+         *     **Refusals:**
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_shards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/shards/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Begin moving a bucket of accounts to another D1 database
+         * @description Begins moving bucket `bucket` to the binding `to`: from now its accounts' writes answer 503241 until the move finishes or is aborted. One move at a time.
+         *
+         *     **Who may call it:** The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 409101 (409): The request conflicts with the resource's state
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        post: operations["create_shard_move"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/shards/moves/{bucket}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A bucket's move as it stands (and its end, once the Worker serves the new map)
+         * @description The bucket's move: its state and the rows copied and deleted. Asked of a Worker whose SHARDS maps the bucket to the move's target once the copy is done, it lets writes resume there and deletes the source's rows.
+         *
+         *     **Who may call it:** The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_shard_move"];
+        put?: never;
+        post?: never;
+        /**
+         * Abort a bucket's move not yet flipped: the copy goes, writes resume on the source
+         * @description Aborts the bucket's move: the copy on the target is deleted, then writes resume on the source. A move the serving Worker's SHARDS already flipped can only finish (409).
+         *
+         *     **Who may call it:** The server's operator: `Authorization: Bearer <ADMIN_TOKEN>`; no statement applies.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 404102 (404): No such resource
+         *     - 409101 (409): The request conflicts with the resource's state
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_shard_move"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2433,7 +2538,7 @@ export interface components {
              * @description The catalogue's stable name of the subcode (not_found, escalation, ...)
              * @enum {string}
              */
-            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "provider_keys_unreachable";
+            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "shards_invalid" | "bucket_moving" | "provider_keys_unreachable";
             /** @description The request id, as in the x-request-id header */
             trace: string;
             description: string;
@@ -6391,7 +6496,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -6713,7 +6818,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
                 /**
@@ -6739,7 +6844,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect?: "allow" | "deny";
-                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -12629,6 +12734,367 @@ export interface operations {
             };
             /** @description 413101: The request body is larger than 64 KiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_shards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        shards: string;
+                        bindings: string[];
+                    };
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_shard_move: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "bucket": 7,
+                 *       "to": "DB_1"
+                 *     }
+                 */
+                "application/json": {
+                    bucket: number;
+                    to: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bucket: number;
+                        source: string;
+                        target: string;
+                        /** @enum {string} */
+                        state: "grace" | "copying" | "copied" | "finishing" | "aborting" | "done" | "aborted";
+                        started_ts: number;
+                        copied_rows: number;
+                        deleted_rows: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409101: The request conflicts with the resource's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_shard_move: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bucket: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bucket: number;
+                        source: string;
+                        target: string;
+                        /** @enum {string} */
+                        state: "grace" | "copying" | "copied" | "finishing" | "aborting" | "done" | "aborted";
+                        started_ts: number;
+                        copied_rows: number;
+                        deleted_rows: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_shard_move: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bucket: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bucket: number;
+                        source: string;
+                        target: string;
+                        /** @enum {string} */
+                        state: "grace" | "copying" | "copied" | "finishing" | "aborting" | "done" | "aborted";
+                        started_ts: number;
+                        copied_rows: number;
+                        deleted_rows: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409101: The request conflicts with the resource's state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -40,3 +40,21 @@ export function shardBindings(names: Iterable<string>): string[] {
 }
 
 export const shardNumber = (binding: string) => Number(binding.slice(3));
+
+// A map as SHARDS writes it: runs of buckets on one binding as `lo-hi:DB_k`, one bucket alone as
+// `b:DB_k`, in bucket order.
+export function formatShards(bindings: readonly string[]): string {
+	const parts: string[] = [];
+	let lo = 0;
+	for (let bucket = 1; bucket <= bindings.length; bucket++) {
+		if (bucket < bindings.length && bindings[bucket] === bindings[lo]) continue;
+		parts.push(`${lo === bucket - 1 ? lo : `${lo}-${bucket - 1}`}:${bindings[lo]}`);
+		lo = bucket;
+	}
+	return parts.join(",");
+}
+
+// The map with one bucket on another binding: what a move's flip writes.
+export function remapBucket(bindings: readonly string[], bucket: number, binding: string): string {
+	return formatShards(bindings.map((current, b) => (b === bucket ? binding : current)));
+}

@@ -125,8 +125,10 @@ export function rowPage(db: Database, key: RowKey, after: string, count: number)
 // Each twin of a page judged by `verdict`: a twin rule compiled to SQL over the twin's columns
 // (1, 0 or NULL, rules/compile.ts), read by the twin's primary key in the database holding it
 // (its owner's: docs/scaling.md). The twin's columns come back only where SQL could not decide
-// (NULL) and the Worker must. It runs for an empty list too: a page that skipped a database
-// would count one query less in Server-Timing.
+// (NULL) and the Worker must. The uuids are bound values, TWINS_PER_READ to a statement (D1
+// binds at most 100), so that only the twins found count as rows read; every database gets
+// `reads` statements, whatever it holds (one with no twin looks for none), so that what a page
+// costs does not tell where its twins are.
 export type TwinVerdict = {
 	twin: string;
 	verdict: number | null;
@@ -135,14 +137,26 @@ export type TwinVerdict = {
 	description: string | null;
 };
 
-export function twinVerdicts(db: Database, uuids: string[], verdict: string) {
-	// The verdict reads the twin's columns unqualified (uuid, owner, status, description).
-	const judged = sql`SELECT uuid AS twin, owner, status, description, (${sql.raw(verdict)}) AS verdict
-		FROM twins WHERE uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`;
-	return db.all<TwinVerdict>(sql`SELECT twin, verdict,
-		CASE WHEN verdict IS NULL THEN owner END AS owner, CASE WHEN verdict IS NULL THEN status END AS status,
-		CASE WHEN verdict IS NULL THEN description END AS description
-		FROM (${judged})`);
+export const TWINS_PER_READ = 90;
+
+export async function twinVerdicts(db: Database, uuids: string[], verdict: string, reads: number) {
+	const judged = await Promise.all(
+		Array.from({ length: reads }, (_, i) => {
+			const part = uuids.slice(i * TWINS_PER_READ, (i + 1) * TWINS_PER_READ);
+			const list = sql.join(
+				(part.length ? part : [""]).map((uuid) => sql`${uuid}`),
+				sql`, `,
+			);
+			// The verdict reads the twin's columns unqualified (uuid, owner, status, description).
+			const read = sql`SELECT uuid AS twin, owner, status, description, (${sql.raw(verdict)}) AS verdict
+				FROM twins WHERE uuid IN (${list})`;
+			return db.all<TwinVerdict>(sql`SELECT twin, verdict,
+				CASE WHEN verdict IS NULL THEN owner END AS owner, CASE WHEN verdict IS NULL THEN status END AS status,
+				CASE WHEN verdict IS NULL THEN description END AS description
+				FROM (${read})`);
+		}),
+	);
+	return judged.flat();
 }
 
 // The next ledgers of an account after `after`, in twin order, with their sizes: what a build

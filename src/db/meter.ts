@@ -92,17 +92,6 @@ export class D1Meter {
 		return row;
 	}
 
-	// A read fanned out over databases chosen by rows the caller may not all see (a page's twins,
-	// each in its owner's database) counts as one statement, however many it asked: the count
-	// would tell where a hidden row lives. Like `sighted`, it must not run beside other metered
-	// work of the same request.
-	async asOneStatement<T>(read: () => Promise<T>): Promise<T> {
-		const before = this.queries;
-		const value = await read();
-		this.queries = before + 1;
-		return value;
-	}
-
 	snapshot(): D1Cost {
 		const { queries, rowsRead, rowsWritten, ms } = this;
 		return { queries, rowsRead, rowsWritten, ms, bookmarks: this.bookmarks() };

@@ -5,7 +5,15 @@ import { sha256Hex } from "../base/crypto";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
 import { MAX_INDEXES_TABLES_CEILING } from "../base/limits";
-import { findIndexTable, type IndexTableRow, twinVerdicts, listIndexTables, type RowKey, rowPage } from "../db/indexes";
+import {
+	findIndexTable,
+	type IndexTableRow,
+	listIndexTables,
+	type RowKey,
+	rowPage,
+	TWINS_PER_READ,
+	twinVerdicts,
+} from "../db/indexes";
 import { TWIN_COLUMNS } from "../db/twins";
 import { now } from "../base/time";
 import { compileRule } from "../rules/compile";
@@ -242,10 +250,12 @@ async function readPage(
 		const binding = homeOf(ctx.env, row.twin);
 		held.set(binding, [...(held.get(binding) ?? []), row.twin]);
 	}
+	// As many reads in every database as the page's twins would take in one.
+	const reads = Math.max(1, Math.ceil(page.length / TWINS_PER_READ));
 	const judged = await Promise.all(
 		ctx.shards
 			.all()
-			.map((binding) => twinVerdicts(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], verdict)),
+			.map((binding) => twinVerdicts(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], verdict, reads)),
 	);
 	const verdicts = new Map(judged.flat().map((row) => [row.twin, row]));
 	const share = Math.floor(WORK_UNITS / count);

@@ -37,7 +37,7 @@ export const getShards = defineOperation({
 		"The SHARDS map the serving Worker reads (buckets to D1 bindings) and the D1 bindings it declares: a move waits for it to show the new map before writes resume.",
 	refuses: [],
 	auth: "admin",
-	response: z.object({ shards: z.string(), bindings: z.array(z.string()) }),
+	response: z.object({ shards: z.string(), bindings: z.array(z.string()).check(z.maxLength(256)) }),
 	async run(_input, ctx) {
 		checkedShards(ctx.env);
 		return { shards: ctx.env.SHARDS, bindings: declaredShards(ctx.env) };

@@ -280,3 +280,30 @@ describe("npm start's shards", () => {
 		}
 	});
 });
+
+describe("npm run shards:move", () => {
+	const move = (args: string[]) =>
+		run("scripts/shards-move.mjs", args, { ADMIN_TOKEN: "a-token-of-at-least-32-characters-long" });
+
+	it.each([
+		[["--bucket", "256", "--to", "DB_1"], "--bucket must be a bucket, 0-255"],
+		[["--bucket", "x", "--to", "DB_1"], "--bucket must be a bucket, 0-255"],
+		[["--to", "DB_1"], "--bucket must be a bucket, 0-255"],
+		[["--bucket", "3", "--to", "DB_7"], "--to must name a D1 binding wrangler.toml declares: DB_0, DB_1"],
+		[["--bucket", "3"], "--to must name a D1 binding wrangler.toml declares"],
+	])("refuses %j, naming why, and does nothing", async (args, message) => {
+		const { code, stdout, stderr } = await move(args);
+		expect(code).toBe(1);
+		expect(stderr).toContain(message);
+		expect(stdout).toBe("");
+	});
+
+	it("names an unreachable server and exits non-zero, wrangler.toml untouched", async () => {
+		const before = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+		const { code, stderr } = await move(["--bucket", "3", "--to", "DB_1", "--url", "http://127.0.0.1:9"]);
+		expect(code).toBe(1);
+		expect(stderr).toMatch(/The server at http:\/\/127\.0\.0\.1:9 is unreachable/);
+		expect(stderr).not.toMatch(STACK);
+		expect(readFileSync(join(ROOT, "wrangler.toml"), "utf8")).toBe(before);
+	});
+});

@@ -4,6 +4,7 @@ import { IdentityProvider } from "../federation/identity-provider";
 import { call, fingerprint } from "../support/requests";
 import { type Account, bootstrap, createUser, issueSecret, member, role, type Statement } from "../support/accounts";
 import { pathOf, subscribeRecording } from "../support/webhooks";
+import { idOf } from "../support/shards";
 
 // For every operation: the second account's credentials (or paths) with the first account's
 // ids, tokens and cursors. The answer is a refusal, and none of the first account's data.
@@ -527,6 +528,21 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	],
 	// Not an account's operation: the admin token makes a new account, it reads none.
 	create_account: () => [],
+	// The administrator's routes, like create_account: no account's credential reaches them.
+	get_shards: (w) => [{ method: "GET", path: "/admin/shards", secret: w.second.secret, expect: [401] }],
+	create_shard_move: (w) => [
+		{
+			method: "POST",
+			path: "/admin/shards/moves",
+			secret: w.second.secret,
+			body: { bucket: 1, to: "DB_1" },
+			expect: [401],
+		},
+	],
+	get_shard_move: (w) => [{ method: "GET", path: "/admin/shards/moves/1", secret: w.second.secret, expect: [401] }],
+	delete_shard_move: (w) => [
+		{ method: "DELETE", path: "/admin/shards/moves/1", secret: w.second.secret, expect: [401] },
+	],
 	// The second account's own provider may trust the first's issuer; it may not provision with
 	// the first account's role.
 	create_identity_provider: (w) => [
@@ -786,24 +802,24 @@ describe("the tenant-isolation matrix", () => {
 		// own twin) must look exactly like the one for ids that exist nowhere: the whole
 		// fingerprint, every header with Server-Timing's figures included.
 		const strangers: [string, string][] = [
-			[firstUser, crypto.randomUUID()],
-			[first.user, crypto.randomUUID()],
-			[firstTwin, crypto.randomUUID()],
-			[first.role, crypto.randomUUID()],
-			[first.account, crypto.randomUUID()],
+			[firstUser, idOf(firstUser)],
+			[first.user, idOf(first.user)],
+			[firstTwin, idOf(firstTwin)],
+			[first.role, idOf(first.role)],
+			[first.account, idOf(first.account)],
 			[firstToken, firstToken.replace(/./g, "A")],
 			[firstPin, firstPin.replace(/./g, "A")],
 			[firstCursor, firstCursor.replace(/./g, "A")],
-			[firstSubscription, crypto.randomUUID()],
+			[firstSubscription, idOf(firstSubscription)],
 			[firstIdentity, encodeURIComponent("RFID#other")],
 			["first_entry", "other_entry"],
-			[firstDownload, `${crypto.randomUUID()}.${Date.now() + 3_600_000}.${"A".repeat(43)}`],
-			[firstHandler, crypto.randomUUID()],
+			[firstDownload, `${idOf(firstTwin)}.${Date.now() + 3_600_000}.${"A".repeat(43)}`],
+			[firstHandler, idOf(firstHandler)],
 			[firstUploadToken, firstUploadToken.replace(/./g, "A")],
 			["first-doc", "other-doc"],
 			["first_index", "other_index"],
 			["first-color", "other-color"],
-			[firstProvider, crypto.randomUUID()],
+			[firstProvider, idOf(firstProvider)],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;
@@ -904,7 +920,8 @@ describe("the tenant-isolation matrix", () => {
 			["SN#hidden1", "SN#absent1"],
 			["first_entry", "other_entry"],
 		];
-		const nowhere = crypto.randomUUID();
+		// Of the first account's bucket: an absent id is compared in the database a present one names.
+		const nowhere = idOf(first.account);
 		const renaming = (c: Case) => (text: string) =>
 			[...names, ...(c.account ? [[first.account, nowhere]] : [])].reduce(
 				(t, [from, to]) => t.replaceAll(from, to),

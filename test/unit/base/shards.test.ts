@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseShards, shardBindings } from "../../../src/base/shard-map";
+import { formatShards, parseShards, remapBucket, shardBindings } from "../../../src/base/shard-map";
 import { bucketedId, bucketOfId, bucketOfSecret, sibling } from "../../../src/base/shards";
 import { base64Url } from "../../../src/base/crypto";
 
@@ -71,5 +71,23 @@ describe("bucketed ids", () => {
 			expect(secret).toHaveLength(64);
 			expect(bucketOfSecret(secret)).toBe(bucket);
 		}
+	});
+});
+
+describe("a map written back", () => {
+	it("reads as it was written, runs compressed", () => {
+		for (const text of ["0-127:DB_0,128-255:DB_1", "0:DB_1,1-254:DB_0,255:DB_2", "0-255:DB_0"]) {
+			const map = parseShards(text, DECLARED);
+			if (!map.ok) throw new Error(map.fault);
+			expect(formatShards(map.bindings)).toBe(text);
+		}
+	});
+
+	it("moves one bucket, splitting its run", () => {
+		const map = parseShards("0-127:DB_0,128-255:DB_1", DECLARED);
+		if (!map.ok) throw new Error(map.fault);
+		expect(remapBucket(map.bindings, 7, "DB_1")).toBe("0-6:DB_0,7:DB_1,8-127:DB_0,128-255:DB_1");
+		expect(remapBucket(map.bindings, 127, "DB_1")).toBe("0-126:DB_0,127-255:DB_1");
+		expect(remapBucket(map.bindings, 0, "DB_2")).toBe("0:DB_2,1-127:DB_0,128-255:DB_1");
 	});
 });
