@@ -2,7 +2,7 @@ import { type Database, database } from "../db/client";
 import * as rows from "../db/docs";
 import type { AttachRace, DocMove, QueuedMove } from "../db/docs";
 import type { D1Meter } from "../db/meter";
-import { homeDatabase, homeOf } from "../db/shards";
+import { homeDatabase, homeOf, refuseIfMoving } from "../db/shards";
 import { now } from "../base/time";
 import { type Host, TIMER } from "./host";
 
@@ -18,10 +18,20 @@ import { type Host, TIMER } from "./host";
 // write's meter; `apart` when they are two.
 export type DocStores = { home: Database; twin: Database; apart: boolean };
 
-export function docStores(env: Env, home: Database, meter: D1Meter, account: string, twin: string): DocStores {
+export async function docStores(
+	env: Env,
+	home: Database,
+	meter: D1Meter,
+	account: string,
+	twin: string,
+): Promise<DocStores> {
 	const binding = homeOf(env, twin);
 	if (binding === homeOf(env, account)) return { home, twin: home, apart: false };
-	return { home, twin: database(meter.wrap(homeDatabase(env, twin), binding)), apart: true };
+	// The twin's rows wait while its owner's bucket moves between databases, as the owner's own
+	// writes do (docs/scaling.md, "Moving a bucket").
+	const twinDb = meter.wrap(homeDatabase(env, twin), binding);
+	await refuseIfMoving(twinDb, twin);
+	return { home, twin: database(twinDb), apart: true };
 }
 
 // How long a move may wait for the alarm: the write that made it finishes it well before,

@@ -304,6 +304,8 @@ export class AccountObject {
 					code: error.code,
 					description: error.message,
 					details: error.details,
+					// A retry delay (503241) reaches the answer.
+					...(error.headers ? { headers: error.headers } : {}),
 					cost: meter.snapshot(),
 				};
 			// Logged here, with the object's stack; the caller answers 500 (or its step retries).

@@ -7,7 +7,7 @@ import { ApiError, type ErrorCode, type ErrorDetail } from "../base/errors";
 // What the object spent in D1 comes back too, to be counted in the request's Server-Timing.
 export type Outcome<T> = { cost: D1Cost } & (
 	| { ok: true; value: T }
-	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[] }
+	| { ok: false; code: ErrorCode; description: string; details?: ErrorDetail[]; headers?: Record<string, string> }
 	| { ok: false; failure: string }
 );
 
@@ -17,5 +17,6 @@ export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 	meter.add(outcome.cost);
 	if (outcome.ok) return outcome.value;
 	if ("failure" in outcome) throw new Error(`The account's object failed: ${outcome.failure}`);
-	throw new ApiError(outcome.code, { description: outcome.description, details: outcome.details });
+	const { description, details, headers } = outcome;
+	throw new ApiError(outcome.code, { description, details, headers });
 }

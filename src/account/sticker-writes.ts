@@ -22,6 +22,8 @@ import {
 } from "../db/stickers";
 import { database } from "../db/client";
 import { homeDatabase, homeOf, shardDatabase } from "../db/shards";
+import { movingBuckets } from "../db/moves";
+import { bucketOfId } from "../base/shards";
 import { now } from "../base/time";
 import { type Host, RETRY_SECONDS, TIMER } from "./host";
 import { findTwins, type TwinRow } from "../db/twins";
@@ -339,6 +341,10 @@ export async function drainCopies(env: Env, account: string): Promise<boolean> {
 		for (;;) {
 			const page = await pendingCopies(home, account, COPIES_PAGE);
 			if (page.length === 0) return false;
+			// A copy bound for a bucket that is moving waits for the move, with every row after it,
+			// so that the copies still apply in commit order (docs/scaling.md, "Moving a bucket").
+			const moving = await movingBuckets(homeDatabase(env, account));
+			if (page.some((row) => row.recipients.some((id) => moving.has(bucketOfId(id) ?? -1)))) return true;
 			const byHome = new Map<string, { row: CopyRow; recipients: string[] }[]>();
 			for (const row of page) {
 				for (const [binding, recipients] of groupByHome(env, row.recipients))

@@ -127,3 +127,9 @@ export function findMoves(db: D1Database) {
 export async function isMoving(db: D1Database, bucket: number): Promise<boolean> {
 	return (await db.prepare("SELECT 1 FROM bucket_moves WHERE bucket = ?").bind(bucket).first()) !== null;
 }
+
+// The buckets moving now, as any shard has them (every move's row is on every shard).
+export async function movingBuckets(db: D1Database): Promise<Set<number>> {
+	const { results } = await db.prepare("SELECT bucket FROM bucket_moves").all<{ bucket: number }>();
+	return new Set(results.map((row) => row.bucket));
+}

@@ -120,3 +120,15 @@ export function secretBucket(env: Env, account: string): number {
 	const onFirst = checkedShards(env).indexOf(FIRST_SHARD);
 	return onFirst === -1 ? 0 : onFirst;
 }
+
+// Whether the account an id belongs to is in a bucket moving between databases: a write of
+// another account into its rows waits, as its own writes do (docs/scaling.md, "Moving a bucket").
+export async function refuseIfMoving(db: D1Database, id: string): Promise<void> {
+	const bucket = bucketOfId(id);
+	if (bucket === undefined) return;
+	const row = await db.prepare("SELECT 1 FROM bucket_moves WHERE bucket = ?").bind(bucket).first();
+	if (row !== null) throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
+}
+
+// How long a write refused for a bucket's move is told to wait.
+export const MOVE_RETRY_SECONDS = 5;

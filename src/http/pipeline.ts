@@ -20,9 +20,8 @@ import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { fingerprintOf, keepsReplay, presentedKey, quotaOf, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
-import { homeOf, type Sessions } from "../db/shards";
-import { bucketOfId, FIRST_SHARD } from "../base/shards";
-import { isMoving } from "../db/moves";
+import { homeOf, MOVE_RETRY_SECONDS, refuseIfMoving as refuseIfMovingIn, type Sessions } from "../db/shards";
+import { FIRST_SHARD } from "../base/shards";
 
 export type RequestState = {
 	requestId: string;
@@ -132,7 +131,6 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 
 // While the account's bucket moves between databases, its reads are served from where its rows
 // are and its writes wait (docs/scaling.md, "Moving a bucket").
-export const MOVE_RETRY_SECONDS = 5;
 function refuseIfMoving(caller: Caller, method: string) {
 	if (caller.moving && method !== "GET" && method !== "HEAD")
 		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
@@ -145,11 +143,7 @@ const writesWithoutCredential = (operation: Operation, method: string) =>
 
 // Such a route names its account in the path, and no credential query reads the move's row:
 // it is read on its own, before anything is written.
-async function refuseIfBucketMoves(d1: D1Database, account: string) {
-	const bucket = bucketOfId(account);
-	if (bucket !== undefined && (await isMoving(d1, bucket)))
-		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
-}
+const refuseIfBucketMoves = (d1: D1Database, account: string) => refuseIfMovingIn(d1, account);
 
 function countAs(state: RequestState, operation: Operation, caller: Caller) {
 	state.counted = { account: caller.account, user: caller.user, operation: operation.name };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { idOf } from "../support/shards";
 import { call, expectError, fingerprint } from "../support/requests";
 import { bootstrap, createUser } from "../support/accounts";
 
@@ -40,7 +41,7 @@ describe("show_terminated on get_twin", () => {
 		expect((await call("GET", `/twins/${twin}`, { secret: admin.secret })).body.status).toBe("terminated");
 		expect((await call("GET", `/twins/${twin}?show_terminated=True`, { secret: admin.secret })).status).toBe(200);
 		const hidden = await call("GET", `/twins/${twin}?show_terminated=false`, { secret: admin.secret });
-		const other = crypto.randomUUID();
+		const other = idOf(twin);
 		const absent = await call("GET", `/twins/${other}?show_terminated=false`, { secret: admin.secret });
 		expectError(hidden, 404, 404102);
 		expect(fingerprint(hidden, (text) => text.replaceAll(twin, "ID"))).toEqual(

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { idOf } from "../support/shards";
 import { call, expectError, fingerprint } from "../support/requests";
 import { bootstrap, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
@@ -142,7 +143,7 @@ describe("If-Match on update_twin and terminate_twin", () => {
 		const tag = (await get(owner.secret, twin)).headers.get("etag")!;
 		const stranger = await bootstrap();
 		const sameAccount = await userWithRules(owner, { twin: "TWIN.open == true" });
-		const absent = crypto.randomUUID();
+		const absent = idOf(twin);
 		const swap = (text: string) => text.replaceAll(twin, absent);
 		for (const secret of [stranger.secret, sameAccount.secret]) {
 			for (const header of [tag, "*", '"stale"', 'W/"weak"', "not a tag"]) {

@@ -2,7 +2,16 @@ import { describe, expect, it } from "vitest";
 import { OPERATION_NAMES } from "../../src/policy/names";
 import { IdentityProvider } from "../federation/identity-provider";
 import { call, fingerprint } from "../support/requests";
-import { type Account, bootstrap, createUser, issueSecret, member, role, type Statement } from "../support/accounts";
+import {
+	type Account,
+	bootstrap,
+	bootstrapOn,
+	createUser,
+	issueSecret,
+	member,
+	role,
+	type Statement,
+} from "../support/accounts";
 import { pathOf, subscribeRecording } from "../support/webhooks";
 import { idOf } from "../support/shards";
 
@@ -1055,7 +1064,8 @@ describe("a confined reader, against a twin it may not see", () => {
 	it("reads an index page as if the hidden twin had no row, but for the rows it examined", async () => {
 		const pages = [];
 		for (const hiddenRow of [true, false]) {
-			const admin = await bootstrap();
+			// Both accounts on one database: the bookmark header names the caller's first.
+			const admin = await bootstrapOn("DB_0");
 			const created = await call("POST", "/account/services/indexes", {
 				secret: admin.secret,
 				body: { indexes: { vans: INDEX } },

@@ -183,6 +183,45 @@ describe("moving a bucket", () => {
 		await settled(bucket, "done", map);
 	});
 
+	it("makes other accounts' writes into the bucket's rows wait: a subscription with it, a sticker copy for it", async () => {
+		const a = await bootstrapOn("DB_0");
+		const b = await bootstrapOn("DB_1");
+		const bucket = bucketOf(a);
+		const granted = await call("PATCH", `/notifications/webhooks/access/accounts/${b.account}`, {
+			secret: a.secret,
+			body: { topics: ["news"] },
+		});
+		expect(granted.status).toBe(200);
+		const bTwin = await newTwin(b.secret);
+
+		await moveTo(bucket, "DB_1");
+		// A's topics live in A's database: B's subscription waits.
+		const subscribe = await call("POST", "/notifications/webhooks", {
+			secret: b.secret,
+			body: { topic: "news", account: a.account, callback_url: "https://example.com/hook" },
+		});
+		expectError(subscribe, 503, 503241);
+		expect(subscribe.headers.get("retry-after")).toBe("5");
+		// B's sticker for A's user is put at once; A's copy waits for the move.
+		const put = await call("POST", `/twins/${bTwin}/stickers`, {
+			secret: b.secret,
+			body: { stickers: { red: { recipients: [a.user] } } },
+		});
+		expect(put.status, JSON.stringify(put.body)).toBe(201);
+		await new Promise((resolve) => setTimeout(resolve, 2500));
+		const copies = "SELECT count(*) AS n FROM sticker_recipients WHERE recipient = ?";
+		expect((await env.DB_0.prepare(copies).bind(a.user).first<{ n: number }>())!.n).toBe(0);
+
+		await call("DELETE", movePath(bucket), { headers: admin });
+		await settled(bucket, "aborted");
+		await until(
+			() => env.DB_0.prepare(copies).bind(a.user).first<{ n: number }>(),
+			(row) => row!.n === 1,
+			"the sticker's copy once the move is over",
+			10_000,
+		);
+	});
+
 	it("refuses a bad bucket, an undeclared or current binding, and callers without the admin token", async () => {
 		const a = await bootstrapOn("DB_1");
 		const post = (body: unknown, headers = admin) => call("POST", "/admin/shards/moves", { headers, body });

@@ -61,8 +61,9 @@ export function expectError(res: Awaited<ReturnType<typeof call>>, status: numbe
 
 // Everything a client could compare between two answers, except the request's own id, the time
 // in Server-Timing, and the D1 bookmarks' values (each database's state when the request ran,
-// not the resource): which databases the bookmark header names is compared. `swap` replaces
-// names that differ between the two requests by design.
+// not the resource): which databases the bookmark header names is compared, the caller's own
+// (always first) as `home`, so that two accounts' answers compare whichever database each is
+// on. `swap` replaces names that differ between the two requests by design.
 export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: string) => string = (text) => text) {
 	const { trace: _, ...body } = res.body ?? {};
 	const headers = [...res.headers.entries()]
@@ -72,10 +73,15 @@ export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: 
 			name === "server-timing"
 				? value.replace(/dur=[\d.]+/, "dur=")
 				: name === "x-d1-bookmark"
-					? value.replace(/=[^,]*/g, "=")
+					? bookmarkNames(value)
 					: value,
 		]);
 	return JSON.parse(swap(JSON.stringify({ status: res.status, body, headers })));
+}
+
+function bookmarkNames(header: string) {
+	const [home, ...others] = header.split(", ").map((entry) => entry.split("=")[0]);
+	return ["home", ...others.map((binding) => (binding === home ? "home" : binding))].join(", ");
 }
 
 // A figure of the Server-Timing header: queries, rows_read or rows_written.

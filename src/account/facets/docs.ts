@@ -82,7 +82,7 @@ export function docFacet(host: Host) {
 		attachDocs(caller: CallerId, twin: string, input: docs.AttachInput) {
 			return host.write(caller, "attach_twin_doc", async (db, current, meter) => {
 				await moves.settle(current.account);
-				const stores = docStores(host.env, db, meter, current.account, twin);
+				const stores = await docStores(host.env, db, meter, current.account, twin);
 				return docs.attachDocs(stores, moves, meter, current, twin, input, limits(), now());
 			});
 		},
@@ -90,7 +90,7 @@ export function docFacet(host: Host) {
 		updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
 			return host.write(caller, "update_twin_doc", async (db, current, meter) => {
 				await moves.settle(current.account);
-				const stores = docStores(host.env, db, meter, current.account, twin);
+				const stores = await docStores(host.env, db, meter, current.account, twin);
 				return docs.updateDoc(stores, current, twin, name, description, now());
 			});
 		},
@@ -98,7 +98,7 @@ export function docFacet(host: Host) {
 		deleteDoc(caller: CallerId, twin: string, name: string) {
 			return host.write(caller, "delete_twin_doc", async (db, current, meter) => {
 				await moves.settle(current.account);
-				const stores = docStores(host.env, db, meter, current.account, twin);
+				const stores = await docStores(host.env, db, meter, current.account, twin);
 				return tidyingAfter(current.account, docs.deleteDoc(stores, moves, current, twin, name, now()));
 			});
 		},
@@ -106,7 +106,7 @@ export function docFacet(host: Host) {
 		deleteDocs(caller: CallerId, twin: string) {
 			return host.write(caller, "delete_twin_docs", async (db, current, meter) => {
 				await moves.settle(current.account);
-				const stores = docStores(host.env, db, meter, current.account, twin);
+				const stores = await docStores(host.env, db, meter, current.account, twin);
 				return tidyingAfter(current.account, docs.deleteDocs(stores, moves, current, twin, now()));
 			});
 		},

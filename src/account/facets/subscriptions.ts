@@ -1,7 +1,7 @@
 import { type Database, database } from "../../db/client";
 import { grantHolds } from "../../db/grants";
 import type { D1Meter } from "../../db/meter";
-import { everyShard, homeOf, shardDatabase } from "../../db/shards";
+import { everyShard, homeDatabase, homeOf, refuseIfMoving, shardDatabase } from "../../db/shards";
 import {
 	countedIn,
 	insertSubscription,
@@ -49,6 +49,8 @@ export function subscriptionFacet(host: Host) {
 				const shards = shardsOf(host.env, meter);
 				const counted = sum(await Promise.all(shards.map(({ db }) => pruneAndCount(db, row.account, at))));
 				if (counted >= limit) return null;
+				// Another account's rows wait while its bucket moves (docs/scaling.md, "Moving a bucket").
+				if (row.publisher !== row.account) await refuseIfMoving(homeDatabase(host.env, row.publisher), row.publisher);
 				const also = row.publisher === row.account ? undefined : grantHolds(row.publisher, row.account, row.topic);
 				return (await insertSubscription(on(shards, row.uuid), row, at, also)) ?? null;
 			});
