@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { idOf } from "../support/shards";
 import { describe, expect, it } from "vitest";
 import { call, d1Cost, expectError, fingerprint } from "../support/requests";
 import { bootstrap, member, role, userWithRules } from "../support/accounts";
@@ -83,7 +84,7 @@ describe("who sees a sticker", () => {
 	it("answers a reader that cannot see the twin as for an absent twin, on every sticker route", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret, { kind: "hidden" });
-		const absent = crypto.randomUUID();
+		const absent = idOf(twin);
 		await putStickers(admin.secret, twin, { red: { recipients: [admin.account] } });
 		const blind = await userWithRules(admin, { twin: "TWIN.kind != 'hidden'" });
 		const body = { stickers: { red: { recipients: [blind.user] } } };
