@@ -70,16 +70,24 @@ if (!token) fail("No admin token: set ADMIN_TOKEN, pass --admin-token-file FILE,
 
 const base = findServer(values.url);
 
-async function api(method, path, body) {
+// `patient`: the server may be reloading (a flip of `npm start`) or deploying; it is asked
+// again for up to RELOAD_MS.
+const RELOAD_MS = 120_000;
+async function api(method, path, body, patient = false) {
 	let response;
-	try {
-		response = await fetch(`${base}${path}`, {
-			method,
-			headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
-			body: body ? JSON.stringify(body) : undefined,
-		});
-	} catch (error) {
-		fail(`The server at ${base} is unreachable (${error.cause?.code ?? error.message}); is \`npm start\` running?`);
+	for (const deadline = Date.now() + RELOAD_MS; ; ) {
+		try {
+			response = await fetch(`${base}${path}`, {
+				method,
+				headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+				body: body ? JSON.stringify(body) : undefined,
+			});
+			break;
+		} catch (error) {
+			if (!patient || Date.now() > deadline)
+				fail(`The server at ${base} is unreachable (${error.cause?.code ?? error.message}); is \`npm start\` running?`);
+			await sleep(POLL_MS);
+		}
 	}
 	const answer = await response.json().catch(() => ({}));
 	return { status: response.status, body: answer };
@@ -112,26 +120,39 @@ const served = await api("GET", "/admin/shards");
 if (served.status !== 200) fail(`GET /admin/shards answered ${served.status}: ${served.body.description ?? ""}`);
 const map = parseShards(served.body.shards, served.body.bindings);
 if (!map.ok) fail(`The server's SHARDS is invalid: ${map.fault}`);
-if (map.bindings[bucket] === values.to) fail(`Bucket ${bucket} is on ${values.to} already`);
-const started = await api("POST", "/admin/shards/moves", { bucket, to: values.to });
-if (started.status !== 201) fail(`Not started (${started.status}): ${started.body.description ?? ""}`);
-console.log(`bucket ${bucket}: ${map.bindings[bucket]} -> ${values.to}; its writes answer 503241 until the move ends`);
-await until("copied");
+// A move of this bucket to the same binding that a killed run left goes on where it stands.
+const running = await api("GET", `/admin/shards/moves/${bucket}`);
+const resumes =
+	running.status === 200 &&
+	running.body.target === values.to &&
+	["grace", "copying", "copied", "finishing"].includes(running.body.state);
+if (resumes) console.log(`bucket ${bucket}: the move to ${values.to} goes on (${running.body.state})`);
+else {
+	if (map.bindings[bucket] === values.to) fail(`Bucket ${bucket} is on ${values.to} already`);
+	const started = await api("POST", "/admin/shards/moves", { bucket, to: values.to });
+	if (started.status !== 201) fail(`Not started (${started.status}): ${started.body.description ?? ""}`);
+	console.log(
+		`bucket ${bucket}: ${map.bindings[bucket]} -> ${values.to}; its writes answer 503241 until the move ends`,
+	);
+}
+if (!resumes || running.body.state !== "finishing") await until("copied");
 
 // The flip: the map in wrangler.toml, which later starts and deploys keep.
 const flipped = remapBucket(map.bindings, bucket, values.to);
 const text = readFileSync(WRANGLER_TOML, "utf8");
 const line = /^SHARDS = "[^"]*"$/m;
 if (!line.test(text)) fail('wrangler.toml has no line SHARDS = "..." to change');
-writeFileSync(WRANGLER_TOML, text.replace(line, `SHARDS = "${flipped}"`));
-console.log(`wrangler.toml: SHARDS = "${flipped}"`);
-if (values.url) {
+if (served.body.shards !== flipped) {
+	writeFileSync(WRANGLER_TOML, text.replace(line, `SHARDS = "${flipped}"`));
+	console.log(`wrangler.toml: SHARDS = "${flipped}"`);
+}
+if (values.url && served.body.shards !== flipped) {
 	const deploy = spawnSync("npm", ["run", "deploy"], { stdio: "inherit" });
 	if (deploy.status !== 0) fail("The deploy failed: the move waits, copied; run again to flip, or --abort");
 }
 // Writes resume only once the Worker serves the new map.
 for (;;) {
-	const { status, body } = await api("GET", "/admin/shards");
+	const { status, body } = await api("GET", "/admin/shards", undefined, true);
 	if (status === 200 && body.shards === flipped) break;
 	await sleep(POLL_MS);
 }

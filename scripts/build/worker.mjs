@@ -5,7 +5,7 @@
 // the entry and what it imports statically; the rest is compiled when first imported. wrangler's
 // own bundler makes one script, which the runtime compiles whole before the first request.
 // Options as wrangler's bundler sets them; minified, with source maps for readable stacks.
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
@@ -16,11 +16,6 @@ const ENTRY = "src/index.ts";
 
 // `write: false` builds in memory, for a test that reads what the build would be.
 export async function buildWorker({ write = true } = {}) {
-	// Chunk names carry a hash: old ones would be uploaded with the new (wrangler.toml's rules
-	// take every file under chunks/), so they go first. index.d.ts stays (see there).
-	if (write)
-		for (const name of ["chunks", "index.js", "index.js.map"])
-			rmSync(join(OUT, name), { recursive: true, force: true });
 	const result = await esbuild.build({
 		write,
 		absWorkingDir: ROOT,
@@ -42,6 +37,16 @@ export async function buildWorker({ write = true } = {}) {
 		logLevel: "warning",
 	});
 	if (write && !existsSync(join(OUT, "index.js"))) throw new Error("the build wrote no build/worker/index.js");
+	// Chunk names carry a hash: old ones would be uploaded with the new (wrangler.toml's rules take
+	// every file under chunks/), so those this build did not write go. Only after it: the entry is
+	// never missing, also while a running `npm start` reloads (a changed wrangler.toml, a moved
+	// bucket's flip) and checks for it as the build runs.
+	if (write) {
+		const written = new Set(Object.keys(result.metafile.outputs).map((name) => join(ROOT, name)));
+		const chunks = join(OUT, "chunks");
+		for (const name of existsSync(chunks) ? readdirSync(chunks) : [])
+			if (!written.has(join(chunks, name))) rmSync(join(chunks, name), { force: true });
+	}
 	return result.metafile;
 }
 
