@@ -6,12 +6,13 @@
 // (indexes.mjs: ledger writes with 0, 1 and 10 tables, a table of 100,000 rows built and
 // queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
 // memory per idle stream) and one account's write ceiling (writes.mjs), profiles a new
-// isolate's startup against a bare Worker's (startup.mjs), and last runs the side-by-side
-// comparison (compare.mjs). Prints tables and writes bench/results.json. `-- --only ledger`,
-// `-- --only notifications`, `-- --only docs`, `-- --only indexes`, `-- --only streams`,
-// `-- --only writes` or `-- --only startup` runs that part alone; `-- --port N` serves on N.
+// isolate's startup against a bare Worker's (startup.mjs), two shards against one (shards.mjs,
+// servers of its own), and last runs the side-by-side comparison (compare.mjs). Prints tables
+// and writes bench/results.json. `-- --only ledger`, `-- --only notifications`, `-- --only docs`,
+// `-- --only indexes`, `-- --only streams`, `-- --only writes`, `-- --only startup` or
+// `-- --only shards` runs that part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { parseCli } from "../cli.mjs";
@@ -22,11 +23,12 @@ import { benchNotifications, printNotifications } from "./notifications.mjs";
 import { benchStreams, printStreams } from "./streams.mjs";
 import { benchStartup, printStartup } from "./startup.mjs";
 import { benchWrites, printWrites } from "./writes.mjs";
+import { benchShards, printShards } from "./shards.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
-const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup"];
+const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup", "shards"];
 const { values: args } = parseCli({
 	usage: `
 usage: npm run bench [-- options]
@@ -57,9 +59,13 @@ async function only(name, bench, print) {
 	console.log("\nwritten to bench/results.json");
 }
 
-// Startup needs no server: it profiles the bundle.
+// Startup needs no server: it profiles the bundle. Shards starts servers of its own.
 if (args.only === "startup") {
 	await only("startup", benchStartup, printStartup);
+	process.exit(0);
+}
+if (args.only === "shards") {
+	await only("shards", benchShards, printShards);
 	process.exit(0);
 }
 rmSync(STATE, { recursive: true, force: true });
@@ -108,8 +114,13 @@ try {
 	server.stop();
 }
 
-// The whole bench ends with the side-by-side comparison against a plain Worker.
+// Then two shards against one, each on a server of its own, and the side-by-side comparison
+// against a plain Worker.
 if (!args.only) {
+	const shards = await benchShards();
+	printShards(shards);
+	const written = JSON.parse(readFileSync("bench/results.json", "utf8"));
+	writeFileSync("bench/results.json", `${JSON.stringify({ ...written, shards }, null, 2)}\n`);
 	console.log("\nside by side with a plain Worker (npm run bench:compare runs this part alone)\n");
 	const compare = spawn(process.execPath, [fileURLToPath(new URL("./compare.mjs", import.meta.url))], {
 		stdio: "inherit",
