@@ -1,5 +1,5 @@
 import { ApiError } from "../base/errors";
-import { bucketOfId, bucketOfSecret, FIRST_SHARD, parseShards, type ShardMap, shardBindings } from "../base/shards";
+import { bucketOfId, FIRST_SHARD, parseShards, type ShardMap, shardBindings } from "../base/shards";
 import type { D1Meter } from "./meter";
 
 // Which D1 database holds what (docs/scaling.md): the var SHARDS, read once per isolate, maps
@@ -35,9 +35,6 @@ export function homeOf(env: Env, id: string): string {
 	const bucket = bucketOfId(id);
 	return bucket === undefined ? FIRST_SHARD : bindingOfBucket(env, bucket);
 }
-
-// Where a secret's hash is looked for first: the database of the bucket its first byte names.
-export const homeOfSecret = (env: Env, secret: string) => bindingOfBucket(env, bucketOfSecret(secret) ?? 0);
 
 export function shardDatabase(env: Env, binding: string): D1Database {
 	const d1 = (env as unknown as Record<string, D1Database | undefined>)[binding];

@@ -20,7 +20,7 @@ import { loadOnce } from "../base/load-once";
 import { refuseIfLimited, spendAttempt, spendFailedLookup } from "./rate-limit";
 import { fingerprintOf, keepsReplay, presentedKey, quotaOf, runOnce } from "./idempotency";
 import type { OperationName } from "../policy/names";
-import { homeOf, MOVE_RETRY_SECONDS, refuseIfMoving as refuseIfMovingIn, type Sessions } from "../db/shards";
+import { homeOf, MOVE_RETRY_SECONDS, refuseIfMoving, type Sessions } from "../db/shards";
 import { FIRST_SHARD } from "../base/shards";
 
 export type RequestState = {
@@ -76,7 +76,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			mark(state, "authenticate");
 			countAs(state, operation, caller);
 			checkStatement(caller, operation.name);
-			refuseIfMoving(caller, request.method);
+			refuseWritesWhileMoving(caller, request.method);
 			mark(state, "statement");
 			key = presentedKey(request, operation);
 			caller.dict = dictOf(request, caller.credential!);
@@ -98,8 +98,10 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 		const named = request.params?.account;
 		if (shards.home === undefined && typeof named === "string") shards.home = homeOf(env, named);
 		const d1 = shards.of(shards.home ?? FIRST_SHARD);
+		// No credential query read the move's row for such a route: it is read on its own, before
+		// anything is written.
 		if (typeof named === "string" && writesWithoutCredential(operation, request.method))
-			await refuseIfBucketMoves(d1, named);
+			await refuseIfMoving(d1, named);
 		const ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, claim);
 		try {
 			const input = await readInput(operation, request, url, body, ctx);
@@ -131,7 +133,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 
 // While the account's bucket moves between databases, its reads are served from where its rows
 // are and its writes wait (docs/scaling.md, "Moving a bucket").
-function refuseIfMoving(caller: Caller, method: string) {
+function refuseWritesWhileMoving(caller: Caller, method: string) {
 	if (caller.moving && method !== "GET" && method !== "HEAD")
 		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
 }
@@ -140,10 +142,6 @@ function refuseIfMoving(caller: Caller, method: string) {
 // confirm, refresh and unsubscribe (the confirm a GET), an upload's PUT. A download only reads.
 const writesWithoutCredential = (operation: Operation, method: string) =>
 	operation.auth === "none" || (operation.auth === "capability" && method !== "GET" && method !== "HEAD");
-
-// Such a route names its account in the path, and no credential query reads the move's row:
-// it is read on its own, before anything is written.
-const refuseIfBucketMoves = (d1: D1Database, account: string) => refuseIfMovingIn(d1, account);
 
 function countAs(state: RequestState, operation: Operation, caller: Caller) {
 	state.counted = { account: caller.account, user: caller.user, operation: operation.name };

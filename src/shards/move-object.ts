@@ -75,8 +75,10 @@ export class MoveObject {
 			after: 0,
 			inflight: false,
 		};
-		await this.onEveryShard((db) => putMove(db, rowOf(state, "copying")));
+		// Kept before the rows go out: an object that stops in between still knows its move, and
+		// an abort deletes whatever rows were written.
 		await this.save(state);
+		await this.onEveryShard((db) => putMove(db, rowOf(state, "copying")));
 		await this.ctx.storage.setAlarm(Date.now() + Number(this.env.MOVE_GRACE_SECONDS ?? 10) * 1000);
 		return { ok: true, move: view(state) };
 	}
