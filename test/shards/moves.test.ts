@@ -5,6 +5,8 @@ import { type Account, bootstrapOn, createUser } from "../support/accounts";
 import { call, expectError } from "../support/requests";
 import { newTwin } from "../support/twins";
 import { until } from "../support/waiting";
+import { IdentityProvider } from "../federation/identity-provider";
+import { addProvider, exchange } from "../federation/helpers";
 
 // Moving a bucket of accounts to another database while the service runs (docs/scaling.md,
 // "Moving a bucket"). The flip, which a deploy or a reloaded `npm start` does, is a request
@@ -220,6 +222,23 @@ describe("moving a bucket", () => {
 			"the sticker's copy once the move is over",
 			10_000,
 		);
+	});
+
+	it("makes an exchange that would provision a user wait, and lets it through once the move is over", async () => {
+		const a = await bootstrapOn("DB_0");
+		const bucket = bucketOf(a);
+		const idp = await IdentityProvider.create();
+		await addProvider(a, idp, { provisioning: { role: a.role } });
+		const token = await idp.idToken({ sub: `new-${crypto.randomUUID()}` });
+		await moveTo(bucket, "DB_1");
+		const refused = await exchange(a.account, token);
+		expectError(refused, 503, 503241);
+		expect(refused.headers.get("retry-after")).toBe("5");
+		await call("DELETE", movePath(bucket), { headers: admin });
+		await settled(bucket, "aborted");
+		const made = await exchange(a.account, token);
+		expect(made.status, JSON.stringify(made.body)).toBe(201);
+		expect(made.body.provisioned).toBe(true);
 	});
 
 	it("refuses a bad bucket, an undeclared or current binding, and callers without the admin token", async () => {

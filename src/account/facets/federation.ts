@@ -1,4 +1,5 @@
 import { accountLimit, MAX_IDENTITY_PROVIDERS_CEILING } from "../../base/limits";
+import { refuseIfMoving } from "../../db/shards";
 import { CLOSE } from "../../notifications/streams/frames";
 import * as federation from "../federation-writes";
 import type { CallerId, Host } from "../host";
@@ -52,6 +53,9 @@ export function federationFacet(host: Host, maxUsers: () => number) {
 		// exchanges of it arrive together.
 		provision(provisioning: federation.Provisioning) {
 			return host.serialized(async (db) => {
+				// No credential query read the account's move row for an exchange: it is read here,
+				// before the new user is written (docs/scaling.md, "Moving a bucket").
+				await refuseIfMoving(host.home(), provisioning.account);
 				const made = await federation.provision(db, provisioning, maxUsers());
 				if (made.provisioned) host.record(made.user, "exchange_user_token", made.user);
 				return made;
