@@ -1,7 +1,7 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import { sibling } from "../base/shards";
 import { type Database, database } from "../db/client";
-import { homeOf, shardDatabase } from "../db/shards";
+import { groupByHome, shardDatabase } from "../db/shards";
 import * as db_ from "../db/indexes";
 import type { IndexDefinition, IndexTableRow } from "../db/indexes";
 import { runBatch } from "../db/ledgers";
@@ -479,10 +479,8 @@ export async function indexStep(
 
 // The owners of twins, each read in the database holding the twin (its owner's: docs/scaling.md).
 async function twinOwners(env: Env, twins: string[]): Promise<Map<string, string>> {
-	const held = new Map<string, string[]>();
-	for (const twin of twins) held.set(homeOf(env, twin), [...(held.get(homeOf(env, twin)) ?? []), twin]);
 	const found = await Promise.all(
-		[...held].map(([binding, uuids]) => db_.ownersOf(database(shardDatabase(env, binding)), uuids)),
+		[...groupByHome(env, twins)].map(([binding, uuids]) => db_.ownersOf(database(shardDatabase(env, binding)), uuids)),
 	);
 	return new Map(found.flat().map((row) => [row.uuid, row.owner]));
 }

@@ -21,7 +21,7 @@ import {
 	stickersOn,
 } from "../db/stickers";
 import { database } from "../db/client";
-import { homeDatabase, homeOf, shardDatabase } from "../db/shards";
+import { groupByHome, homeDatabase, homeOf, shardDatabase } from "../db/shards";
 import { movingBuckets } from "../db/moves";
 import { bucketOfId } from "../base/shards";
 import { now } from "../base/time";
@@ -370,14 +370,4 @@ export async function drainCopies(env: Env, account: string): Promise<boolean> {
 export async function copiesStep(host: Host, account: string): Promise<number | undefined> {
 	const outcome = await host.serialized(() => drainCopies(host.env, account));
 	return outcome.ok && !outcome.value ? undefined : now() + COPIES_GRACE_SECONDS;
-}
-
-// Ids by the binding of the database each names.
-function groupByHome(env: Env, ids: string[]): Map<string, string[]> {
-	const byHome = new Map<string, string[]>();
-	for (const id of ids) {
-		const binding = homeOf(env, id);
-		byHome.set(binding, [...(byHome.get(binding) ?? []), id]);
-	}
-	return byHome;
 }

@@ -1,6 +1,7 @@
 import { ApiError } from "../base/errors";
 import { bucketOfId, FIRST_SHARD, parseShards, type ShardMap, shardBindings } from "../base/shards";
 import type { D1Meter } from "./meter";
+import { isMoving } from "./moves";
 
 // Which D1 database holds what (docs/scaling.md): the var SHARDS, read once per isolate, maps
 // an account's bucket to its binding. A version-8 id names its bucket; any other id is of an
@@ -118,13 +119,23 @@ export function secretBucket(env: Env, account: string): number {
 	return onFirst === -1 ? 0 : onFirst;
 }
 
+// Ids by the binding of the database holding each (a twin's, its owner's).
+export function groupByHome(env: Env, ids: Iterable<string>): Map<string, string[]> {
+	const byHome = new Map<string, string[]>();
+	for (const id of ids) {
+		const binding = homeOf(env, id);
+		byHome.set(binding, [...(byHome.get(binding) ?? []), id]);
+	}
+	return byHome;
+}
+
 // Whether the account an id belongs to is in a bucket moving between databases: a write of
 // another account into its rows waits, as its own writes do (docs/scaling.md, "Moving a bucket").
 export async function refuseIfMoving(db: D1Database, id: string): Promise<void> {
 	const bucket = bucketOfId(id);
 	if (bucket === undefined) return;
-	const row = await db.prepare("SELECT 1 FROM bucket_moves WHERE bucket = ?").bind(bucket).first();
-	if (row !== null) throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
+	if (await isMoving(db, bucket))
+		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
 }
 
 // How long a write refused for a bucket's move is told to wait.

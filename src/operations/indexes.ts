@@ -30,7 +30,7 @@ import { defineOperation } from "./operation";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
 import { dbOf } from "../db/client";
-import { homeOf } from "../db/shards";
+import { groupByHome } from "../db/shards";
 
 // Indexes tables (docs/indexes.md): typed rows kept from the account's own ledgers, one per twin
 // whose ledger passes the table's rule, current when a ledger write answers. Definitions are
@@ -245,11 +245,10 @@ async function readPage(
 	const page = await rowPage(dbOf(ctx), key, after, count);
 	// Each twin is judged in its owner's database; every database is asked, with the twins it
 	// holds, so what a page costs does not tell where its twins are.
-	const held = new Map<string, string[]>();
-	for (const row of page) {
-		const binding = homeOf(ctx.env, row.twin);
-		held.set(binding, [...(held.get(binding) ?? []), row.twin]);
-	}
+	const held = groupByHome(
+		ctx.env,
+		page.map((row) => row.twin),
+	);
 	// As many reads in every database as the page's twins would take in one.
 	const reads = Math.max(1, Math.ceil(page.length / TWINS_PER_READ));
 	const judged = await Promise.all(

@@ -21,7 +21,7 @@ import { type Context, defineOperation } from "./operation";
 import { commaList, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
 import { MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { dbFor, dbOf } from "../db/client";
-import { homeOf } from "../db/shards";
+import { groupByHome, homeOf } from "../db/shards";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.
 export const MAX_RESOLVED = 1000;
@@ -148,11 +148,10 @@ async function resolveIdentity(
 		.flat()
 		.sort((x, y) => (positionOf(x) < positionOf(y) ? -1 : positionOf(x) > positionOf(y) ? 1 : 0))
 		.slice(0, limit);
-	const held = new Map<string, string[]>();
-	for (const row of rows) {
-		const binding = homeOf(ctx.env, row.twin);
-		held.set(binding, [...(held.get(binding) ?? []), row.twin]);
-	}
+	const held = groupByHome(
+		ctx.env,
+		rows.map((row) => row.twin),
+	);
 	const twins = await Promise.all(
 		ctx.shards
 			.all()

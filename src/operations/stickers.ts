@@ -14,7 +14,7 @@ import { context as accountsContext } from "./resolve";
 import { mapOf, queryTimestamp, timestamp, timestampOut, topic, uuid, uuidOut } from "./schemas";
 import { visibleTwin } from "./twins";
 import { dbOf } from "../db/client";
-import { homeOf } from "../db/shards";
+import { groupByHome } from "../db/shards";
 
 // Stickers: coloured markers an account puts on a twin for its recipients (users, roles or
 // accounts). A sticker is visible to a recipient that sees its twin; get_sticker shows the
@@ -255,11 +255,7 @@ function offsetIn(max: number) {
 // is asked, with the twins it holds (none is a query too), so that what a page costs, and the
 // databases x-d1-bookmark names, tell nothing of where a hidden twin lives.
 async function twinsWhereTheyLive(ctx: Context, uuids: string[]) {
-	const byHome = new Map<string, string[]>();
-	for (const uuid of new Set(uuids)) {
-		const binding = homeOf(ctx.env, uuid);
-		byHome.set(binding, [...(byHome.get(binding) ?? []), uuid]);
-	}
+	const byHome = groupByHome(ctx.env, new Set(uuids));
 	const found = await Promise.all(
 		ctx.shards.all().map((binding) => findTwins(dbOf({ d1: ctx.shards.of(binding) }), byHome.get(binding) ?? [])),
 	);
