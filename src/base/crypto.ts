@@ -59,23 +59,22 @@ export async function newUserSecret(bucket: number) {
 
 // An HMAC-SHA-256 key derived (HKDF-SHA-256) from a Worker secret for one purpose (`info`), so
 // that one secret signs several kinds of value and none passes for another. One per purpose,
-// kept for the isolate's life; a changed secret derives anew.
-const derivedKeys = new Map<string, { secret: string; key: Promise<CryptoKey> }>();
+// kept for the isolate's life; a changed secret derives anew. The key is kept, never the promise
+// of it: a request (or an object) must not await a promise another one made, whose I/O context
+// it is not (see base/load-once.ts); calls before the first derivation ends each derive.
+const derivedKeys = new Map<string, { secret: string; key: CryptoKey }>();
 
-export function derivedHmacKey(secret: string, info: string): Promise<CryptoKey> {
+export async function derivedHmacKey(secret: string, info: string): Promise<CryptoKey> {
 	const held = derivedKeys.get(info);
 	if (held?.secret === secret) return held.key;
-	const key = crypto.subtle
-		.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
-		.then((material) =>
-			crypto.subtle.deriveKey(
-				{ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: encoder.encode(info) },
-				material,
-				{ name: "HMAC", hash: "SHA-256", length: 256 },
-				false,
-				["sign", "verify"],
-			),
-		);
+	const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
+	const key = await crypto.subtle.deriveKey(
+		{ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(), info: encoder.encode(info) },
+		material,
+		{ name: "HMAC", hash: "SHA-256", length: 256 },
+		false,
+		["sign", "verify"],
+	);
 	derivedKeys.set(info, { secret, key });
 	return key;
 }
