@@ -3,8 +3,9 @@
 // Each configuration gets its own `wrangler dev` and state, one after the other in the same run:
 // the default map (SHARDS "0-127:DB_0,128-255:DB_1") and every bucket on DB_0. In each, accounts
 // made through create_account attach one public identity to some of their twins, and a reader
-// whose role sees other accounts' identities measures /whoami and scan_twins throughput and
-// resolve_twin_identity with context=system, which asks every database.
+// whose role sees other accounts' identities measures /whoami and scan_twins throughput,
+// resolve_twin_identity with context=system (the directory of public identities), and the
+// directory's lag: from a new public identity's answer to the first resolve that finds it.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -21,6 +22,7 @@ const ACCOUNTS = 6;
 const TWINS = 100;
 const IDENTITY = "RFID#bench";
 const SAMPLES = 100;
+const LAG_SAMPLES = 50;
 const SECONDS = 10;
 
 async function load(url, path, secret) {
@@ -74,6 +76,7 @@ async function measure(name, shards) {
 		const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
 		const found = samples[0].answer.twins.length;
 		return {
+			directory_lag: await directoryLag(url, accounts[1], reader),
 			accounts_per_shard: countBy(
 				accounts.map((a) => (Number.parseInt(a.account.slice(0, 2), 16) < 128 || shards ? "DB_0" : "DB_1")),
 			),
@@ -90,6 +93,37 @@ async function measure(name, shards) {
 	} finally {
 		server.stop();
 	}
+}
+
+// Another account attaches a public identity of a new name to one of its twins; the reader
+// resolves it in the system context, back to back, from the write's answer until it is found.
+async function directoryLag(url, writer, reader) {
+	const twin = await call(url, writer.secret, "POST", "/twins", {});
+	const lags = [];
+	const polls = [];
+	for (let i = 0; i < LAG_SAMPLES; i++) {
+		const identity = `LAG#${randomBytes(6).toString("hex")}`;
+		await call(url, writer.secret, "POST", `/twins/${twin.uuid}/identities`, {
+			identities: { [identity]: { visibility: "true" } },
+		});
+		const answered = performance.now();
+		const path = `/resolve/${encodeURIComponent(identity)}?context=system`;
+		for (let poll = 1; ; poll++) {
+			const { answer } = await timed(url, reader, "GET", path);
+			if (answer.twins.length > 0) {
+				lags.push(performance.now() - answered);
+				polls.push(poll);
+				break;
+			}
+			if (performance.now() - answered > 10_000) throw new Error(`${identity} not found within 10 s`);
+		}
+	}
+	const ms = lags.sort((a, b) => a - b);
+	return {
+		p50_ms: +ms[Math.floor(ms.length / 2)].toFixed(2),
+		p95_ms: +ms[Math.floor(ms.length * 0.95)].toFixed(2),
+		most_polls: Math.max(...polls),
+	};
 }
 
 function countBy(values) {
@@ -124,4 +158,11 @@ export function printShards(results) {
 		);
 	}
 	console.log(`\nratios two/one: ${JSON.stringify(results.ratios)}`);
+	console.log("\ndirectory lag, from a public identity's answer to the first resolve that finds it\n");
+	console.log("| configuration | p50 ms | p95 ms | most resolves until found |");
+	console.log("|---|---|---|---|");
+	for (const name of ["two shards", "one shard"]) {
+		const lag = results[name].directory_lag;
+		console.log(`| ${name} | ${lag.p50_ms} | ${lag.p95_ms} | ${lag.most_polls} |`);
+	}
 }

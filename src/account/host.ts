@@ -51,6 +51,7 @@ export const TIMER = {
 	indexes: "indexes",
 	stickers: "stickers",
 	stickerCopies: "sticker-copies",
+	directory: "directory",
 } as const;
 
 // What a step answers when its work failed for a moment (D1 did): try again in a minute.

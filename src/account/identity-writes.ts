@@ -1,4 +1,7 @@
-import type { Database } from "../db/client";
+import { type Database, database } from "../db/client";
+import { directoryChangeOf, directoryPuts, putHolder } from "../db/directory";
+import { runBatch } from "../db/ledgers";
+import { homeDatabase, refuseIfMoving } from "../db/shards";
 import {
 	deleteIdentity,
 	type IdentityChanges,
@@ -16,7 +19,11 @@ import type { TwinView } from "../rules/visibility";
 
 // An account's identity writes. AccountDO runs them one at a time, so the duplicate and quota
 // checks of a create cannot race another write of the same account (only that account writes
-// its identities, on whichever twin).
+// its identities, on whichever twin). A write that makes an identity public, private or gone
+// leaves a row in the account's directory outbox in its own batch (`directory: true`), which
+// the object applies to the directory before it answers (directory.ts); one that makes an
+// identity public on another account's twin first lists the account with the twin, in the
+// twin owner's database, so that readers of the twin's identities ask this account's database.
 
 export const MAX_IDENTITIES_PER_TWIN = 1000;
 
@@ -44,6 +51,7 @@ export async function createIdentities(
 	writer: Caller,
 	twin: TwinView,
 	input: IdentityInput,
+	env: Env,
 ) {
 	const at = now();
 	const names = Object.keys(input);
@@ -95,24 +103,52 @@ export async function createIdentities(
 		created_ts: at,
 		updated_ts: at,
 	}));
-	await insertIdentities(db, rows);
-	return { uuid: twin.uuid, identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])) };
+	const published = rows.filter((row) => row.visibility !== null).map((row) => row.identity);
+	if (published.length) await listHolder(env, twin, writer.account);
+	await runBatch(db, [...insertIdentities(db, rows), ...directoryPuts(db, writer.account, twin.uuid, published)]);
+	return {
+		uuid: twin.uuid,
+		identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])),
+		directory: published.length > 0,
+	};
+}
+
+// The account listed with another account's twin, in that account's database, before the
+// write that gives it public identities there; nothing is written into a bucket that is moving.
+async function listHolder(env: Env, twin: Pick<TwinView, "uuid" | "owner">, account: string) {
+	if (twin.owner === account) return;
+	const d1 = homeDatabase(env, twin.uuid);
+	await refuseIfMoving(d1, twin.uuid);
+	await putHolder(database(d1), twin.uuid, account);
 }
 
 export async function updateIdentity(
 	db: Database,
+	env: Env,
 	account: string,
-	twin: string,
+	twin: Pick<TwinView, "uuid" | "owner">,
 	identity: string,
 	changes: IdentityChanges,
 ) {
-	const row = await patchIdentity(db, twin, account, identity, changes, now());
+	const key = { twin: twin.uuid, account, identity };
+	const directory = changes.visibility !== undefined;
+	if (changes.visibility != null) await listHolder(env, twin, account);
+	const [rows] = await runBatch(db, [
+		patchIdentity(db, twin.uuid, account, identity, changes, now()),
+		...(directory ? [directoryChangeOf(db, key, "as-it-is")] : []),
+	]);
+	const [row] = rows as IdentityRow[];
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
-	return { uuid: twin, ...identityRecord(row) };
+	return { uuid: twin.uuid, ...identityRecord(row), directory };
 }
 
 export async function removeIdentity(db: Database, account: string, twin: string, identity: string) {
-	const row = await deleteIdentity(db, twin, account, identity);
+	// The outbox row is read from the identity before the delete removes it.
+	const [, rows] = await runBatch(db, [
+		directoryChangeOf(db, { twin, account, identity }, "end"),
+		deleteIdentity(db, twin, account, identity),
+	]);
+	const [row] = rows as IdentityRow[];
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
-	return { uuid: twin, ...identityRecord(row) };
+	return { uuid: twin, ...identityRecord(row), directory: row.visibility !== null };
 }

@@ -10,6 +10,7 @@ import { Journal } from "./journal";
 import { type LedgerWrite, writeLedger } from "./ledger-writes";
 import { drainOutbox, drainRetryAt, homesIn } from "../notifications/outbox-drain";
 import { Timers } from "./timers";
+import { DIRECTORY_GRACE_SECONDS, directoryStep, drainDirectory } from "./directory";
 import { type CallerId, type Host, TIMER } from "./host";
 import { docFacet } from "./facets/docs";
 import { federationFacet } from "./facets/federation";
@@ -42,6 +43,8 @@ const MOVE_WAIT_MS = 5000;
 // Objects from before the schedule (timers.ts) kept their account under this key, and the
 // earliest sticker expiry under the other: their first alarm runs every step once.
 const LEGACY_KEYS = ["outbox-account", "sticker-due"];
+// Set once the object has applied the directory outbox rows of identities from before it.
+const DIRECTORY_FILLED = "directory-filled";
 
 export type ScanAnswer = { stale: true } | { stale?: undefined; page: string };
 
@@ -84,6 +87,7 @@ export class AccountObject {
 	private readonly timers: Timers;
 	// What the features' background steps borrow from the object (host.ts).
 	private readonly host: Host;
+	private directoryFilled = false;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
@@ -100,6 +104,7 @@ export class AccountObject {
 			[TIMER.indexes]: (account) => indexes.indexStep(this.host, this.catalog, account, this.indexLimits()),
 			[TIMER.stickers]: (account) => stickers.expiryStep(this.host, account),
 			[TIMER.stickerCopies]: (account) => stickers.copiesStep(this.host, account),
+			[TIMER.directory]: (account) => directoryStep(this.host, account),
 		});
 		const object = this;
 		const host: Host = {
@@ -423,10 +428,24 @@ export class AccountObject {
 			// another account's sticker (docs/stickers.md "Across databases").
 			const current = await writes.currentCaller(this.callerDatabase(caller.account, db, meter), caller);
 			checkStatement(current, action);
+			await this.fillDirectory();
 			const value = await work(db, current, meter);
 			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);
 			return value;
 		});
+	}
+
+	// Public identities from before the directory wait in the account's outbox (the migration that
+	// made it put them there): the object's first write ever applies them, or leaves the rest to
+	// the directory's timer. Every later write finds the mark and reads nothing.
+	private async fillDirectory(): Promise<void> {
+		if (!this.directoryFilled) this.directoryFilled = (await this.ctx.storage.get(DIRECTORY_FILLED)) === true;
+		if (this.directoryFilled) return;
+		const account = this.account();
+		if (await drainDirectory(this.env, account))
+			await this.timers.by(TIMER.directory, account, now() + DIRECTORY_GRACE_SECONDS);
+		await this.ctx.storage.put(DIRECTORY_FILLED, true);
+		this.directoryFilled = true;
 	}
 
 	// A D1 round trip does not hold the object's input gate, so mutual exclusion is explicit:

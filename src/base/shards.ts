@@ -38,3 +38,11 @@ export function bucketOfSecret(secret: string): number | undefined {
 	const bytes = fromBase64Url(secret.slice(0, 4));
 	return bytes?.[0];
 }
+
+// The bucket whose database holds an identity's directory entries (docs/scaling.md, "What
+// crosses accounts"): the first byte of the identity's SHA-256, so that entries spread over
+// the databases evenly whoever attached them.
+export async function bucketOfIdentity(identity: string): Promise<number> {
+	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(identity));
+	return new Uint8Array(digest)[0]!;
+}

@@ -27,9 +27,3 @@ export function dbOf({ d1 }: { d1: D1Database }): Database {
 // The request's drizzle on the database of the account `id` belongs to (a twin's owner, a
 // ledger's account): a row is read where its id says it lives (docs/scaling.md).
 export const dbFor = (ctx: { shards: Sessions }, id: string): Database => dbOf({ d1: ctx.shards.for(id) });
-
-// The request's drizzle on every shard, for a read of what any account may hold (another
-// account's public identities on a twin): one query per database, in parallel, whatever each
-// holds, so that what it costs tells nothing of where the rows are.
-export const everyDb = (ctx: { shards: Sessions }): Database[] =>
-	ctx.shards.all().map((binding) => dbOf({ d1: ctx.shards.of(binding) }));

@@ -44,13 +44,12 @@ export function listPublicIdentities(db: Database, twin: string, only: string | 
 }
 
 // Each insert is its own statement (D1 binds at most 100 parameters per statement); the batch
-// applies them all or none.
-export async function insertIdentities(db: Database, rows: IdentityRow[]) {
-	const [first, ...rest] = rows.map((row) => db.insert(twinIdentities).values(row));
-	await db.batch([first, ...rest]);
+// they join applies them all or none.
+export function insertIdentities(db: Database, rows: IdentityRow[]) {
+	return rows.map((row) => db.insert(twinIdentities).values(row));
 }
 
-export async function patchIdentity(
+export function patchIdentity(
 	db: Database,
 	twin: string,
 	account: string,
@@ -58,20 +57,18 @@ export async function patchIdentity(
 	changes: IdentityChanges,
 	at: number,
 ) {
-	const [row] = await db
+	return db
 		.update(twinIdentities)
 		.set({ ...changes, updated_ts: at })
 		.where(key(twin, account, identity))
 		.returning();
-	return row;
 }
 
-export async function deleteIdentity(db: Database, twin: string, account: string, identity: string) {
-	const [row] = await db
+export function deleteIdentity(db: Database, twin: string, account: string, identity: string) {
+	return db
 		.delete(twinIdentities)
 		.where(key(twin, account, identity))
 		.returning();
-	return row;
 }
 
 // An attachment of the identity resolve_twin_identity looks for: the `own` account's, or
@@ -98,10 +95,6 @@ export type ResolvedRow = AttachmentRow & {
 	termination_certificate: string | null;
 	twin_updated_ts: number;
 };
-
-// Where a page of resolve_twin_identity ends: its parts are read in index order, the `own`
-// account's ids by twin, then other accounts' public ids by account and twin.
-export type ResolvePosition = { part: "own" | "foreign"; account: string; twin: string };
 
 const attachmentColumns = sql.raw("twin, account, identity, validity_ts, visibility, created_ts, updated_ts");
 
@@ -132,8 +125,7 @@ export function foreignAttachments(
 }
 
 // The twins of a page's attachments held in one database. Descriptions, up to 32 KiB each, are
-// read only when asked for. It runs for an empty list too: a page that skipped a database
-// would count one query less in Server-Timing.
+// read only when asked for.
 export function resolvedTwins(db: Database, uuids: string[], descriptions: boolean) {
 	const json = descriptions
 		? sql.raw("description, creation_certificate, termination_certificate")

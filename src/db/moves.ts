@@ -5,8 +5,9 @@ import { BUCKETS } from "../base/shards";
 // account's, or for a few tables the row that names it (a twin's owner, a subscription's
 // publisher, a doc's twin, an index row's table, a delivery's subscription). A bucket's rows are
 // those whose home column is a version-8 id starting with the bucket's two hex digits; a
-// version-4 id (an account from before sharding, on DB_0) never moves.
-export type MovedTable = { name: string; home: string; counter?: string };
+// version-4 id (an account from before sharding, on DB_0) never moves. The directory of public
+// identities is placed by a hash instead, its home column the bucket number itself (`numbered`).
+export type MovedTable = { name: string; home: string; counter?: string; numbered?: true };
 
 // In the order rows are copied: a table before those whose keys point to it (deletes run the
 // other way). `counter`: an integer key the database assigns (AUTOINCREMENT): it is not copied, the target
@@ -25,6 +26,9 @@ export const MOVED_TABLES: readonly MovedTable[] = [
 	{ name: "outbox_sights", home: "account" },
 	{ name: "webhook_deliveries", home: "subscription", counter: "seq" },
 	{ name: "twin_identities", home: "account" },
+	{ name: "twin_holders", home: "twin" },
+	{ name: "directory_outbox", home: "account", counter: "id" },
+	{ name: "identity_directory", home: "bucket", numbered: true },
 	{ name: "ledger_entries", home: "account" },
 	{ name: "ledger_history", home: "account" },
 	{ name: "uploads", home: "account" },
@@ -48,7 +52,8 @@ export const prefixOf = (bucket: number) => bucket.toString(16).padStart(2, "0")
 export const validBucket = (bucket: number) => Number.isInteger(bucket) && bucket >= 0 && bucket < BUCKETS;
 
 // The rows of a bucket in a table: a range of the home column's index, then the version.
-function ofBucket(table: MovedTable, bucket: number): { where: string; values: string[] } {
+function ofBucket(table: MovedTable, bucket: number): { where: string; values: (string | number)[] } {
+	if (table.numbered) return { where: `"${table.home}" = ?`, values: [bucket] };
 	const next = bucket + 1 < BUCKETS ? prefixOf(bucket + 1) : "g";
 	const home = `"${table.home}"`;
 	return {

@@ -295,6 +295,52 @@ export const twinIdentities = sqliteTable(
 	],
 );
 
+// Public identities by name, for resolve_twin_identity over every account (docs/scaling.md,
+// "What crosses accounts"): a row per (identity, account, twin) whose identity is public, in
+// the database SHARDS gives `bucket`, the first byte of the identity's SHA-256, so one lookup in
+// one database finds the candidates wherever their accounts live. Written by the attaching
+// account's object from directory_outbox; a reader re-reads each candidate where its account
+// lives, so a row the outbox has not yet removed hides nothing and shows nothing.
+export const identityDirectory = sqliteTable(
+	"identity_directory",
+	{
+		identity: text("identity").notNull(),
+		account: text("account").notNull(),
+		twin: text("twin").notNull(),
+		bucket: integer("bucket").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.identity, t.account, t.twin] }), index("identity_directory_bucket").on(t.bucket)],
+);
+
+// An account's outbox of directory changes: a row per identity made public ("put") or private
+// or deleted ("end"), in the same D1 batch as the identity's own change. The account's object
+// applies them in id order (commit order) to identity_directory, by key, and deletes each once
+// applied: applying one again changes nothing.
+export const directoryOutbox = sqliteTable(
+	"directory_outbox",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		identity: text("identity").notNull(),
+		twin: text("twin").notNull(),
+		change: text("change").$type<"put" | "end">().notNull(),
+	},
+	(t) => [index("directory_outbox_account").on(t.account, t.id)],
+);
+
+// The accounts holding identities on a twin, in the twin owner's database, so that a reader of
+// other accounts' identities on it asks only the databases those accounts live in. Written
+// before the holder's identities are: a holder listed whose identities are gone costs a
+// reader one query and shows nothing.
+export const twinHolders = sqliteTable(
+	"twin_holders",
+	{
+		twin: text("twin").notNull(),
+		account: text("account").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.twin, t.account] })],
+);
+
 // One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
 // JSON text and `size` the bytes the row holds (`"name":value`, and visibility, history and
 // publish as stored), so the 64 KiB limit, a sum of stored sizes rather than a serialization

@@ -1,6 +1,6 @@
 import { ApiError } from "../base/errors";
 import { bucketOfId, FIRST_SHARD, parseShards, type ShardMap, shardBindings } from "../base/shards";
-import type { D1Meter } from "./meter";
+import { D1Meter } from "./meter";
 import { isMoving } from "./moves";
 
 // Which D1 database holds what (docs/scaling.md): the var SHARDS, read once per isolate, maps
@@ -51,6 +51,8 @@ export const homeDatabase = (env: Env, id: string) => shardDatabase(env, homeOf(
 // at least as new), each metered by the request's meter under its binding.
 export class Sessions {
 	private readonly opened = new Map<string, D1Database>();
+	// The reads aside (below), by part and binding, until revealed.
+	private readonly asides = new Map<string, { meter: D1Meter; d1: D1Database }>();
 	// The binding of the caller's account, once the credential named it: x-d1-bookmark lists it first.
 	home: string | undefined;
 
@@ -76,6 +78,34 @@ export class Sessions {
 	// Every declared shard, for a fan-out that must ask each database that may hold candidates.
 	all(): string[] {
 		return everyShard(this.env);
+	}
+
+	// A fan-out's read of a database chosen by what the caller may not see (docs/scaling.md, "What
+	// holds across databases"): a session of its own, begun at the primary and metered apart
+	// under `part`, which counts for the request (its statements, time and bookmark) only once
+	// `reveal` names it, for a result the caller sees. So the databases a fan-out asks for
+	// candidates it then hides cost nothing and are named nowhere, as if the candidates were absent.
+	aside(part: string, binding: string): D1Database {
+		const key = `${part}/${binding}`;
+		let read = this.asides.get(key);
+		if (!read) {
+			const meter = new D1Meter();
+			read = { meter, d1: meter.wrap(shardDatabase(this.env, binding).withSession("first-primary"), binding) };
+			this.asides.set(key, read);
+		}
+		return read.d1;
+	}
+
+	// The reads aside of `part` in these databases, counted for the request, each once.
+	reveal(part: string, bindings: Iterable<string>): void {
+		for (const binding of new Set(bindings)) {
+			const key = `${part}/${binding}`;
+			const read = this.asides.get(key);
+			if (!read) continue;
+			this.asides.delete(key);
+			const { queries, ms } = read.meter;
+			this.meter.add({ queries, ms, bookmarks: read.meter.bookmarks() });
+		}
 	}
 }
 

@@ -12,7 +12,9 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { decodedOnce, mapOf, queryBoolean, ruleText, timestamp, timestampOut, uuid, uuidOut } from "./schemas";
 import { twinView, visibleTwin } from "./twins";
-import { dbFor, dbOf, everyDb } from "../db/client";
+import { dbFor, dbOf } from "../db/client";
+import { holdersOf } from "../db/directory";
+import { homeOf } from "../db/shards";
 
 const IDENTITY = /^[A-Za-z_][0-9A-Za-z_]{0,7}#[0-9A-Za-z_=+-]{1,128}$/;
 
@@ -151,12 +153,23 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 	// Bounded like a personal list; the order is fixed, so the same rows come back each time.
 	// The rows it may not see cost nothing in Server-Timing, as if they were absent.
 	const sees = (row: IdentityRow) => row.account !== reader.account && canSeeIdentity(reader, row, twin, at, budget);
-	// Each account's identities are in its own database: one account's, or every database's,
-	// merged in the order one database would give them.
+	// Each account's identities are in its own database: one account's, or those of the accounts
+	// the twin's owner lists as holding public identities on it, and the owner's own, merged in
+	// the order one database would give them. The databases asked for the holders are read
+	// aside: the request counts those that gave what the caller sees (Sessions.aside).
 	const read = async () => {
-		const dbs = only === null ? everyDb(ctx) : [dbFor(ctx, only)];
+		if (only !== null) return listPublicIdentities(dbFor(ctx, only), twin.uuid, only, MAX_IDENTITIES_PER_TWIN);
+		const holders = await holdersOf(dbFor(ctx, twin.uuid), twin.uuid, MAX_IDENTITIES_PER_TWIN);
+		const bindings = new Set([twin.uuid, ...holders].map((id) => homeOf(ctx.env, id)));
 		const lists = await Promise.all(
-			dbs.map((db) => listPublicIdentities(db, twin.uuid, only, MAX_IDENTITIES_PER_TWIN)),
+			[...bindings].map((binding) =>
+				listPublicIdentities(
+					dbOf({ d1: ctx.shards.aside("identities", binding) }),
+					twin.uuid,
+					null,
+					MAX_IDENTITIES_PER_TWIN,
+				),
+			),
 		);
 		const key = (row: IdentityRow) => `${row.account}/${row.identity}`;
 		return lists
@@ -165,6 +178,10 @@ async function foreignOf(ctx: Context & { caller: Caller }, twin: TwinRow, only:
 			.slice(0, MAX_IDENTITIES_PER_TWIN);
 	};
 	const rows = await ctx.meter.sighted(read, sees);
+	ctx.shards.reveal(
+		"identities",
+		rows.map((row) => homeOf(ctx.env, row.account)),
+	);
 	for (const row of rows) {
 		foreign[row.account] ??= {};
 		foreign[row.account]![row.identity] = listed(row);
@@ -205,7 +222,12 @@ export const updateTwinIdentity = defineOperation({
 	response: identityOut,
 	async run({ params, body }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
-		return accountClient(ctx, ctx.caller.account).updateIdentity(ctx.caller, twin.uuid, params.identity, body);
+		return accountClient(ctx, ctx.caller.account).updateIdentity(
+			ctx.caller,
+			{ uuid: twin.uuid, owner: twin.owner },
+			params.identity,
+			body,
+		);
 	},
 });
 

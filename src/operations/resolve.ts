@@ -4,9 +4,10 @@ import {
 	foreignAttachments,
 	ownAttachments,
 	type ResolvedRow,
-	type ResolvePosition,
 	resolvedTwins,
 } from "../db/identities";
+import { candidateAttachments, directoryCandidates } from "../db/directory";
+import { bucketOfIdentity } from "../base/shards";
 import { readsRoot } from "../rules/ast";
 import { canSeeIdentity, isExpired } from "../rules/identities";
 import { ruleOf } from "../rules/stored";
@@ -21,7 +22,7 @@ import { type Context, defineOperation } from "./operation";
 import { commaList, queryBoolean, twinRecord, uuid, uuidOut } from "./schemas";
 import { MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { dbFor, dbOf } from "../db/client";
-import { groupByHome, homeOf } from "../db/shards";
+import { bindingOfBucket, groupByHome, homeOf } from "../db/shards";
 
 // At most this many attachments are examined per page, and so at most this many twins answered.
 export const MAX_RESOLVED = 1000;
@@ -84,22 +85,36 @@ export const resolveTwinIdentity = defineOperation({
 		const limit = descriptions ? MAX_RESOLVED_DESCRIBED : MAX_RESOLVED;
 		const scope = cursorScope(reader, params.identity, query);
 		const position = await openCursor(ctx.env, scope, query.cursor, resolvePosition);
-		const after: ResolvePosition | null = position && { part: position[0], account: position[1], twin: position[2] };
+		const after: Position | null = position && { part: position[0], account: position[1], twin: position[2] };
 
 		const at = now();
 		// Every rule this page evaluates shares one budget.
 		const budget = new Budget(WORK_UNITS);
-		let examined: ResolvedRow[] = [];
-		const read = async () =>
-			(examined = await resolveIdentity(ctx, { identity: params.identity, own, foreign, descriptions }, after, limit));
+		let page: Page = { examined: [], rows: [] };
+		const read = async () => {
+			page = await resolveIdentity(ctx, { identity: params.identity, own, foreign, descriptions }, after, limit);
+			return page.rows;
+		};
 		// Expired identities no longer identify; the others as the reader's sight decides.
 		const sees = (row: ResolvedRow) => !isExpired(row, at) && canSeeIdentity(reader, row, twinOf(row), at, budget);
 		// Each attachment costs its index entry and its twin.
 		const visible = await ctx.meter.sighted(read, sees, 2);
+		// The databases read for what the caller sees count; those read only for what it may not see
+		// do not, as if that were absent.
+		ctx.shards.reveal(
+			"identities",
+			visible.filter((row) => row.aside).map((row) => homeOf(ctx.env, row.account)),
+		);
+		ctx.shards.reveal(
+			"twins",
+			visible.map((row) => homeOf(ctx.env, row.twin)),
+		);
 
-		const last = examined.at(-1);
+		const last = page.examined.at(-1);
 		const cursor =
-			examined.length < limit || !last ? null : await sealCursor(ctx.env, scope, [last.part, last.account, last.twin]);
+			page.examined.length < limit || !last
+				? null
+				: await sealCursor(ctx.env, scope, [last.part, last.account, last.twin]);
 		const twins = new Map<string, ReturnType<typeof twinOf>>();
 		for (const row of visible.sort((x, y) => (x.twin < y.twin ? -1 : x.twin > y.twin ? 1 : 0))) {
 			if (!twins.has(row.twin)) twins.set(row.twin, twinOf(row));
@@ -118,51 +133,76 @@ type ResolveQuery = {
 	descriptions: boolean;
 };
 
-const positionOf = (row: AttachmentRow) => `${row.part === "own" ? 0 : 1}/${row.account}/${row.twin}`;
+type Position = { part: "own" | "foreign"; account: string; twin: string };
+const positionOf = (row: Position) => `${row.part === "own" ? 0 : 1}/${row.account}/${row.twin}`;
+const inOrder = (x: Position, y: Position) =>
+	positionOf(x) < positionOf(y) ? -1 : positionOf(x) > positionOf(y) ? 1 : 0;
+
+// A page: the attachments it examined, in order (the cursor goes on after the last), and those
+// found as they are now, with their twins. `aside`: found by a read of a database chosen by the
+// directory, which counts for the request only for the rows the caller sees (Sessions.aside).
+type Page = { examined: Position[]; rows: (ResolvedRow & { aside: boolean })[] };
 
 // Up to `limit` attachments of one identity after `after`, with their twins: the `own`
 // account's by twin, then, when `foreign` is given, other accounts' public ones (or the listed
 // accounts') by account and twin. Each account's attachments are in its database and each twin
 // in its owner's (docs/scaling.md): the own part reads its account's database, the foreign part
-// the listed accounts' databases or, for every account, each database; the twins are read from
-// every database, each with those it holds, so the queries a page makes depend on the query
-// alone, never on where the rows it examined live.
+// the listed accounts' databases or, for every account, the directory of public identities in
+// the database of the identity's hash, whose candidates are then read again where their
+// accounts live (the directory may lag a change). Those reads, and the twins', ask only the
+// databases holding candidates, aside: the request counts those that gave what the caller sees.
 async function resolveIdentity(
 	ctx: Context,
 	query: ResolveQuery,
-	after: ResolvePosition | null,
+	after: Position | null,
 	limit: number,
-): Promise<ResolvedRow[]> {
-	const reads: Promise<AttachmentRow[]>[] = [];
+): Promise<Page> {
+	const reads: Promise<Position[]>[] = [];
+	const found: AttachmentRow[] = [];
+	const keep = (rows: AttachmentRow[]) => {
+		found.push(...rows);
+		return rows;
+	};
 	if (query.own && after?.part !== "foreign")
-		reads.push(ownAttachments(dbFor(ctx, query.own), query.identity, query.own, after?.twin ?? "", limit));
+		reads.push(ownAttachments(dbFor(ctx, query.own), query.identity, query.own, after?.twin ?? "", limit).then(keep));
 	const { foreign } = query;
-	if (foreign && foreign.only?.length !== 0) {
-		const from = after?.part === "foreign" ? after : null;
-		const bindings = foreign.only ? [...new Set(foreign.only.map((a) => homeOf(ctx.env, a)))] : ctx.shards.all();
-		for (const binding of bindings)
-			reads.push(foreignAttachments(dbOf({ d1: ctx.shards.of(binding) }), query.identity, foreign, from, limit));
-	}
-	if (reads.length === 0) return [];
-	const rows = (await Promise.all(reads))
-		.flat()
-		.sort((x, y) => (positionOf(x) < positionOf(y) ? -1 : positionOf(x) > positionOf(y) ? 1 : 0))
-		.slice(0, limit);
-	const held = groupByHome(
-		ctx.env,
-		rows.map((row) => row.twin),
-	);
-	const twins = await Promise.all(
-		ctx.shards
-			.all()
-			.map((binding) =>
-				resolvedTwins(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], query.descriptions),
+	const from = after?.part === "foreign" ? after : null;
+	if (foreign?.only && foreign.only.length !== 0) {
+		for (const binding of new Set(foreign.only.map((a) => homeOf(ctx.env, a))))
+			reads.push(
+				foreignAttachments(dbOf({ d1: ctx.shards.of(binding) }), query.identity, foreign, from, limit).then(keep),
+			);
+	} else if (foreign && foreign.only === null) {
+		const directory = dbOf({ d1: ctx.shards.of(bindingOfBucket(ctx.env, await bucketOfIdentity(query.identity))) });
+		reads.push(
+			directoryCandidates(directory, query.identity, foreign.except, from, limit).then((rows) =>
+				rows.map((row) => ({ ...row, part: "foreign" as const })),
 			),
+		);
+	}
+	const examined = (await Promise.all(reads)).flat().sort(inOrder).slice(0, limit);
+	// What the directory named, not yet read where its account lives.
+	const known = new Set(found.map(positionOf));
+	const candidates = examined.filter((position) => !known.has(positionOf(position)));
+	const again = await Promise.all(
+		[...groupBy(candidates, (c) => homeOf(ctx.env, c.account))].map(([binding, list]) =>
+			candidateAttachments(dbOf({ d1: ctx.shards.aside("identities", binding) }), query.identity, list),
+		),
 	);
-	const found = new Map(twins.flat().map((twin) => [twin.uuid, twin]));
+	const inPage = new Set(examined.map(positionOf));
+	const attachments = [
+		...found.filter((row) => inPage.has(positionOf(row))).map((row) => ({ ...row, aside: false })),
+		...again.flat().map((row) => ({ ...row, aside: true })),
+	];
+	const twins = await Promise.all(
+		[...groupByHome(ctx.env, new Set(attachments.map((row) => row.twin)))].map(([binding, uuids]) =>
+			resolvedTwins(dbOf({ d1: ctx.shards.aside("twins", binding) }), uuids, query.descriptions),
+		),
+	);
+	const byUuid = new Map(twins.flat().map((twin) => [twin.uuid, twin]));
 	// Twins are never deleted: every attachment finds its twin.
-	return rows.flatMap((row) => {
-		const twin = found.get(row.twin);
+	const rows = attachments.sort(inOrder).flatMap((row) => {
+		const twin = byUuid.get(row.twin);
 		if (!twin) return [];
 		const { owner, status, description, creation_certificate, termination_certificate } = twin;
 		return [
@@ -177,4 +217,11 @@ async function resolveIdentity(
 			},
 		];
 	});
+	return { examined, rows };
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+	const groups = new Map<string, T[]>();
+	for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
+	return groups;
 }

@@ -137,8 +137,8 @@ describe("resolve_twin_identity", () => {
 		expect(after).toEqual(before);
 		for (const { queries, rows } of after) {
 			// Authentication, then the identity's index entries and rows: the caller's account's
-			// in its database, other accounts' in each database asked (at most both); then the
-			// twins, one query per database (both, always).
+			// in its database, other accounts' in the directory's database or in each named
+			// account's (at most both); then the twins, one query per database holding one.
 			expect(queries).toBeLessThanOrEqual(1 + 1 + 2 + 2);
 			expect(rows).toBeLessThanOrEqual(10);
 		}

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { bucketOfId } from "../../src/base/shards";
-import { type Account, bootstrapOn, createUser } from "../support/accounts";
+import { bucketOfId, bucketOfIdentity } from "../../src/base/shards";
+import { type Account, bootstrapOn, createUser, userWithRules } from "../support/accounts";
+import { attach } from "../identities/helpers";
 import { call, expectError } from "../support/requests";
 import { newTwin } from "../support/twins";
 import { until } from "../support/waiting";
@@ -31,6 +32,14 @@ const flippedMap = (bucket: number) =>
 const rowCount = async (db: D1Database, table: string, column: string, account: string) =>
 	(await db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`).bind(account).first<{ n: number }>())!.n;
 
+// An identity whose directory entry the bucket holds.
+async function identityOfBucket(bucket: number) {
+	for (;;) {
+		const identity = `RFID#${crypto.randomUUID().slice(0, 12)}`;
+		if ((await bucketOfIdentity(identity)) === bucket) return identity;
+	}
+}
+
 async function moveTo(bucket: number, to: string) {
 	const res = await call("POST", "/admin/shards/moves", { headers: admin, body: { bucket, to } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -54,6 +63,18 @@ describe("moving a bucket", () => {
 		const twin = await newTwin(a.secret, { plate: "AB-1" });
 		const user = await createUser(a);
 		const other = await bootstrapOn("DB_0");
+		// Rows placed by the bucket, not by its accounts: a directory entry of an identity whose hash
+		// names it, and the list of another database's account holding identities on A's twin.
+		const named = await identityOfBucket(bucket);
+		await attach(a.secret, twin, { [named]: { visibility: "true" } });
+		const b = await bootstrapOn("DB_1");
+		const bReader = (await userWithRules(b, { twin: "true", identity: "true" })).secret;
+		await attach(bReader, twin, { "RFID#b": { visibility: "true" } });
+		const placed = async (db: D1Database) => [
+			await rowCount(db, "identity_directory", "identity", named),
+			await rowCount(db, "twin_holders", "twin", twin),
+		];
+		expect(await placed(env.DB_0)).toEqual([1, 1]);
 
 		const started = await moveTo(bucket, "DB_1");
 		expect(started).toMatchObject({ bucket, source: "DB_0", target: "DB_1", state: "grace" });
@@ -92,6 +113,15 @@ describe("moving a bucket", () => {
 		expect(await rowCount(env.DB_0, "twins", "owner", a.account)).toBe(0);
 		expect(await rowCount(env.DB_0, "accounts", "uuid", a.account)).toBe(0);
 		expect(await rowCount(env.DB_1, "twins", "owner", a.account)).toBe(1);
+		expect([await placed(env.DB_0), await placed(env.DB_1)]).toEqual([
+			[0, 0],
+			[1, 1],
+		]);
+		const found = await call("GET", `/resolve/${encodeURIComponent(named)}?context=system`, {
+			secret: bReader,
+			env: { SHARDS: map },
+		});
+		expect(found.body.twins).toEqual([twin]);
 		const me = await call("GET", "/whoami", { secret: a.secret, env: { SHARDS: map } });
 		expect(me.status).toBe(200);
 		expect(me.headers.get("x-d1-bookmark")).toMatch(/^DB_1=/);
@@ -185,7 +215,7 @@ describe("moving a bucket", () => {
 		await settled(bucket, "done", map);
 	});
 
-	it("makes other accounts' writes into the bucket's rows wait: a subscription with it, a sticker copy for it", async () => {
+	it("makes other accounts' writes into the bucket's rows wait: a subscription, a sticker copy, a public identity", async () => {
 		const a = await bootstrapOn("DB_0");
 		const b = await bootstrapOn("DB_1");
 		const bucket = bucketOf(a);
@@ -195,8 +225,19 @@ describe("moving a bucket", () => {
 		});
 		expect(granted.status).toBe(200);
 		const bTwin = await newTwin(b.secret);
+		const aTwin = await newTwin(a.secret);
+		const bReader = (await userWithRules(b, { twin: "true", identity: "true" })).secret;
 
 		await moveTo(bucket, "DB_1");
+		// A public identity on A's twin lists B with the twin, in A's database: it waits; a
+		// private one writes only in B's and goes through.
+		const listed = await call("POST", `/twins/${aTwin}/identities`, {
+			secret: bReader,
+			body: { identities: { "RFID#b": { visibility: "true" } } },
+		});
+		expectError(listed, 503, 503241);
+		expect(listed.headers.get("retry-after")).toBe("5");
+		await attach(bReader, aTwin, { "SN#b": {} });
 		// A's topics live in A's database: B's subscription waits.
 		const subscribe = await call("POST", "/notifications/webhooks", {
 			secret: b.secret,

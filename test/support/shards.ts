@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import { homeDatabase, homeOf } from "../../src/db/shards";
-import { sibling } from "../../src/base/shards";
+import { bindingOfBucket, homeDatabase, homeOf } from "../../src/db/shards";
+import { bucketOfIdentity, sibling } from "../../src/base/shards";
 
 // The D1 database holding the rows of the account `id` belongs to (an account uuid, or the id
 // of any row it made): tests that read or write D1 past the API find it as the Worker does.
@@ -20,3 +20,18 @@ export const bindingOf = (id: string): string => homeOf(env, id);
 export const onShardOf = (id: string, db: D1Database | undefined): Partial<Record<keyof Env, unknown>> => ({
 	[bindingOf(id)]: db,
 });
+
+// The binding whose directory holds an identity's entries (resolve with context=system asks it).
+export const directoryOf = async (identity: string): Promise<string> =>
+	bindingOfBucket(env, await bucketOfIdentity(identity));
+
+// A name nobody attached, as long as `identity`, whose directory is in the same database: the
+// absence an answer about `identity` is compared with. `stem` and a digit, the first that fits.
+export async function absentIdentityLike(identity: string, stem: string): Promise<string> {
+	const home = await directoryOf(identity);
+	for (let digit = 0; digit < 10; digit++) {
+		const name = `${stem}${digit}`;
+		if ((await directoryOf(name)) === home) return name;
+	}
+	throw new Error(`no ${stem}<digit> has its directory where ${identity} has`);
+}

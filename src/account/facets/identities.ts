@@ -1,27 +1,53 @@
+import { now } from "../../base/time";
 import type { IdentityChanges } from "../../db/identities";
 import type { TwinView } from "../../rules/visibility";
-import type { CallerId, Host } from "../host";
+import { DIRECTORY_GRACE_SECONDS, drainDirectory } from "../directory";
+import { type CallerId, type Host, TIMER } from "../host";
 import * as identities from "../identity-writes";
 
 // The account's object's identity writes (docs/operations.md "Identities"): on any twin the
-// account can see, which the caller has checked.
+// account can see, which the caller has checked. A write that may change the directory of
+// public identities sets the directory's timer before it commits and applies its outbox rows
+// right after, in the same step (directory.ts): a crash in between leaves the timer to do it.
 export function identityFacet(host: Host) {
+	// `may`: whether the write may change the directory, known before it runs.
+	const published = async <T extends { directory: boolean }>(
+		account: string,
+		may: boolean,
+		write: () => Promise<T>,
+	) => {
+		if (may) await host.timers.by(TIMER.directory, account, now() + DIRECTORY_GRACE_SECONDS);
+		const { directory, ...value } = await write();
+		if (directory) await drainDirectory(host.env, account);
+		return value;
+	};
 	return {
 		createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput) {
 			return host.write(caller, "create_twin_identity", (db, current, meter) =>
-				identities.createIdentities(db, meter, current, twin, input),
+				published(
+					current.account,
+					Object.values(input).some((i) => i.visibility != null),
+					() => identities.createIdentities(db, meter, current, twin, input, host.env),
+				),
 			);
 		},
 
-		updateIdentity(caller: CallerId, twin: string, identity: string, changes: IdentityChanges) {
+		updateIdentity(
+			caller: CallerId,
+			twin: Pick<TwinView, "uuid" | "owner">,
+			identity: string,
+			changes: IdentityChanges,
+		) {
 			return host.write(caller, "update_twin_identity", (db) =>
-				identities.updateIdentity(db, caller.account, twin, identity, changes),
+				published(caller.account, changes.visibility !== undefined, () =>
+					identities.updateIdentity(db, host.env, caller.account, twin, identity, changes),
+				),
 			);
 		},
 
 		deleteIdentity(caller: CallerId, twin: string, identity: string) {
 			return host.write(caller, "delete_twin_identity", (db) =>
-				identities.removeIdentity(db, caller.account, twin, identity),
+				published(caller.account, true, () => identities.removeIdentity(db, caller.account, twin, identity)),
 			);
 		},
 	};
