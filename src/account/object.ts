@@ -428,7 +428,6 @@ export class AccountObject {
 			// another account's sticker (docs/stickers.md "Across databases").
 			const current = await writes.currentCaller(this.callerDatabase(caller.account, db, meter), caller);
 			checkStatement(current, action);
-			await this.fillDirectory();
 			const value = await work(db, current, meter);
 			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);
 			return value;
@@ -436,8 +435,9 @@ export class AccountObject {
 	}
 
 	// Public identities from before the directory wait in the account's outbox (the migration that
-	// made it put them there): the object's first write ever applies them, or leaves the rest to
-	// the directory's timer. Every later write finds the mark and reads nothing.
+	// made it put them there): the object's first step ever (a write, a ledger's included, or a
+	// timer's) applies them, or leaves the rest to the directory's timer. Every later step finds
+	// the mark and reads nothing.
 	private async fillDirectory(): Promise<void> {
 		if (!this.directoryFilled) this.directoryFilled = (await this.ctx.storage.get(DIRECTORY_FILLED)) === true;
 		if (this.directoryFilled) return;
@@ -453,7 +453,10 @@ export class AccountObject {
 	private serialized<T>(work: (db: Database, meter: D1Meter) => Promise<T>): Promise<Outcome<T>> {
 		const run = this.tail.then(() => {
 			const meter = new D1Meter();
-			return this.answer(meter, () => work(database(meter.wrap(this.home(), homeOf(this.env, this.account()))), meter));
+			return this.answer(meter, async () => {
+				await this.fillDirectory();
+				return work(database(meter.wrap(this.home(), homeOf(this.env, this.account()))), meter);
+			});
 		});
 		this.tail = run.catch(() => undefined);
 		return run;
