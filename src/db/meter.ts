@@ -1,7 +1,8 @@
 import { selectedColumns } from "./columns";
 
-// Counts what a request costs in D1: statements, rows read and written, time. Every response
-// reports it in Server-Timing, so a caller can see what a call cost.
+// Counts what a request costs in D1: statements, round trips (`calls`: a statement run alone is
+// one, a batch of any length is one), rows read and written, time. Every response reports it
+// in Server-Timing, so a caller can see what a call cost and how many times it waited for D1.
 //
 // D1's raw() (what drizzle uses for typed selects) returns no meta, so a metered statement
 // answers raw() from all(), turning each row object into its values in column order, as
@@ -13,6 +14,7 @@ import { selectedColumns } from "./columns";
 // callers" in docs/design.md).
 export type D1Cost = {
 	queries: number;
+	calls: number;
 	rowsRead: number;
 	rowsWritten: number;
 	ms: number;
@@ -21,6 +23,7 @@ export type D1Cost = {
 
 export class D1Meter {
 	queries = 0;
+	calls = 0;
 	rowsRead = 0;
 	rowsWritten = 0;
 	ms = 0;
@@ -29,6 +32,7 @@ export class D1Meter {
 
 	add(cost: Partial<D1Cost>) {
 		this.queries += cost.queries ?? 0;
+		this.calls += cost.calls ?? 0;
 		this.rowsRead += cost.rowsRead ?? 0;
 		this.rowsWritten += cost.rowsWritten ?? 0;
 		this.ms += cost.ms ?? 0;
@@ -93,12 +97,12 @@ export class D1Meter {
 	}
 
 	snapshot(): D1Cost {
-		const { queries, rowsRead, rowsWritten, ms } = this;
-		return { queries, rowsRead, rowsWritten, ms, bookmarks: this.bookmarks() };
+		const { queries, calls, rowsRead, rowsWritten, ms } = this;
+		return { queries, calls, rowsRead, rowsWritten, ms, bookmarks: this.bookmarks() };
 	}
 
 	serverTiming(): string {
-		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten}"`;
+		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten} calls=${this.calls}"`;
 	}
 
 	// A session is wrapped like the database itself; its bookmark is followed under its binding.
@@ -117,6 +121,8 @@ export class D1Meter {
 						results.forEach((result, i) => {
 							if (statements[i] instanceof MeteredStatement) meter.record(result.meta);
 						});
+						// One round trip, counted when the caller may see any of its statements.
+						if (statements.some((s) => s instanceof MeteredStatement)) meter.calls += 1;
 						return results;
 					};
 				}
@@ -145,12 +151,14 @@ class MeteredStatement {
 	async all<T>() {
 		const result = await this.inner.all<T>();
 		this.meter.record(result.meta);
+		this.meter.calls += 1;
 		return result;
 	}
 
 	async run<T>() {
 		const result = await this.inner.run<T>();
 		this.meter.record(result.meta);
+		this.meter.calls += 1;
 		return result;
 	}
 

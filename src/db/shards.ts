@@ -103,8 +103,8 @@ export class Sessions {
 			const read = this.asides.get(key);
 			if (!read) continue;
 			this.asides.delete(key);
-			const { queries, ms } = read.meter;
-			this.meter.add({ queries, ms, bookmarks: read.meter.bookmarks() });
+			const { queries, calls, ms } = read.meter;
+			this.meter.add({ queries, calls, ms, bookmarks: read.meter.bookmarks() });
 		}
 	}
 }

@@ -45,6 +45,21 @@ describe("D1Meter", () => {
 		expect(meter.queries).toBe(1);
 	});
 
+	it("counts a round trip per statement run alone and one per batch, whatever its length", async () => {
+		const admin = await bootstrap();
+		const meter = new D1Meter();
+		const d1 = meter.wrap(dbOf(admin.account), bindingOf(admin.account));
+		await d1.prepare("SELECT 1").run();
+		await d1.prepare("SELECT 2").first();
+		await d1.batch([d1.prepare("SELECT 3"), d1.prepare("SELECT 4"), d1.prepare("SELECT 5")]);
+		expect([meter.queries, meter.calls]).toEqual([5, 3]);
+		// A batch of statements the caller must not see the cost of is no round trip of its.
+		await d1.batch([dbOf(admin.account).prepare("SELECT 6")]);
+		expect([meter.queries, meter.calls]).toEqual([5, 3]);
+		expect(meter.serverTiming()).toMatch(/desc="queries=5 rows_read=\d+ rows_written=0 calls=3"$/);
+		expect(meter.snapshot().calls).toBe(3);
+	});
+
 	it("keeps the newest bookmark of each database under its binding", async () => {
 		const meter = new D1Meter();
 		const sessions = { DB_0: env.DB_0.withSession("first-primary"), DB_1: env.DB_1.withSession("first-primary") };

@@ -9,7 +9,7 @@ describe("error envelope", () => {
 		const admin = await bootstrap();
 		const nowhere = await call("GET", "/nowhere");
 		expectError(nowhere, 404, 404101);
-		expect(nowhere.headers.get("server-timing")).toBe('d1;dur=0.0;desc="queries=0 rows_read=0 rows_written=0"');
+		expect(nowhere.headers.get("server-timing")).toBe('d1;dur=0.0;desc="queries=0 rows_read=0 rows_written=0 calls=0"');
 		expectError(await call("GET", "/users/a/b/c", { secret: admin.secret }), 404, 404101);
 	});
 

@@ -84,8 +84,8 @@ function bookmarkNames(header: string) {
 	return ["home", ...others.map((binding) => (binding === home ? "home" : binding))].join(", ");
 }
 
-// A figure of the Server-Timing header: queries, rows_read or rows_written.
-export function d1Cost(res: { headers: Headers }, figure: "queries" | "rows_read" | "rows_written") {
+// A figure of the Server-Timing header: queries, calls (round trips), rows_read or rows_written.
+export function d1Cost(res: { headers: Headers }, figure: "queries" | "calls" | "rows_read" | "rows_written") {
 	const match = new RegExp(`${figure}=(\\d+)`).exec(res.headers.get("server-timing") ?? "");
 	if (!match) throw new Error(`no ${figure} in Server-Timing`);
 	return Number(match[1]);
