@@ -25,6 +25,9 @@ const PAGE = 50;
 export async function drainDirectory(env: Env, account: string): Promise<boolean> {
 	try {
 		const home = database(homeDatabase(env, account));
+		// Read once, when there is something to apply: a move starting meanwhile waits its grace
+		// period for the writes already under way.
+		let moving: Set<number> | undefined;
 		for (;;) {
 			const page = await pendingDirectory(home, account, PAGE);
 			if (page.length === 0) return false;
@@ -33,8 +36,8 @@ export async function drainDirectory(env: Env, account: string): Promise<boolean
 			);
 			// An entry bound for a bucket that is moving waits for the move, with every row after
 			// it, so that the entries still change in commit order (docs/scaling.md, "Moving a bucket").
-			const moving = await movingBuckets(homeDatabase(env, account));
-			if (rows.some((row) => moving.has(row.bucket))) return true;
+			moving ??= await movingBuckets(homeDatabase(env, account));
+			if (rows.some((row) => moving!.has(row.bucket))) return true;
 			const byBinding = new Map<string, (OutboxRow & { bucket: number })[]>();
 			for (const row of rows) {
 				const binding = bindingOfBucket(env, row.bucket);

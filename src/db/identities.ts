@@ -106,21 +106,20 @@ export function ownAttachments(db: Database, identity: string, own: string, afte
 		ORDER BY twin LIMIT ${limit}`) as Promise<AttachmentRow[]>;
 }
 
-// Other accounts' public attachments of an identity (or the listed accounts'), by account and
-// twin, after `after`, in one database; other accounts' private ids are never read.
+// The listed accounts' public attachments of an identity, by account and twin, after `after`,
+// in one database; their private ids are never read. (Every other account's are found through
+// the directory of public identities, db/directory.ts.)
 export function foreignAttachments(
 	db: Database,
 	identity: string,
-	foreign: { only: string[] | null; except: string },
+	accounts: string[],
 	after: { account: string; twin: string } | null,
 	limit: number,
 ) {
-	const accounts = foreign.only
-		? sql`AND account IN (SELECT value FROM json_each(${JSON.stringify(foreign.only)}))`
-		: sql``;
 	const from = after ? sql`AND (account, twin) > (${after.account}, ${after.twin})` : sql``;
 	return db.all(sql`SELECT 'foreign' AS part, ${attachmentColumns} FROM twin_identities
-		WHERE identity = ${identity} AND visibility IS NOT NULL AND account <> ${foreign.except} ${accounts} ${from}
+		WHERE identity = ${identity} AND visibility IS NOT NULL
+			AND account IN (SELECT value FROM json_each(${JSON.stringify(accounts)})) ${from}
 		ORDER BY account, twin LIMIT ${limit}`) as Promise<AttachmentRow[]>;
 }
 

@@ -170,7 +170,7 @@ async function resolveIdentity(
 	if (foreign?.only && foreign.only.length !== 0) {
 		for (const binding of new Set(foreign.only.map((a) => homeOf(ctx.env, a))))
 			reads.push(
-				foreignAttachments(dbOf({ d1: ctx.shards.of(binding) }), query.identity, foreign, from, limit).then(keep),
+				foreignAttachments(dbOf({ d1: ctx.shards.of(binding) }), query.identity, foreign.only, from, limit).then(keep),
 			);
 	} else if (foreign && foreign.only === null) {
 		const directory = dbOf({ d1: ctx.shards.of(bindingOfBucket(ctx.env, await bucketOfIdentity(query.identity))) });
