@@ -22,7 +22,6 @@ import { compare, evaluate } from "../rules/evaluate";
 import { fanOut, insertSight, streamPublication, truncationLog } from "../db/outbox";
 import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
-import { D1Meter } from "../db/meter";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 import { mergePatch } from "../base/merge-patch";
 
@@ -76,25 +75,43 @@ export function historyCutoff(history: string, at: number): number {
 const DEFAULT_FAN_OUT = 1000;
 
 // `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS), and
-// `notify.beforeCommit` runs before a batch with messages commits; `notify.meter` is the one
-// `db` reports to. Answers the entries and whether the batch wrote notification messages for
-// the account's object to drain.
+// `notify.beforeCommit` runs before a batch with messages commits. Reads the ledger, plans the
+// write on it and commits the plan in one batch: the account's object plans on the ledger it
+// keeps instead (account/ledger-groups.ts), and commits several plans in one batch.
+export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
+	const rows = await readLedger(db, write.twin.uuid, write.writer.account);
+	const plan = await planLedgerWrite(db, write, ledgerOf(rows), at, notify);
+	if (plan.published) await notify.beforeCommit?.();
+	await runBatch(db, plan.statements);
+	plan.committed();
+	return { ...plan.value, published: plan.published, grown: plan.grown };
+}
+
+// A ledger's rows as the writes read it, by name.
+export const ledgerOf = (rows: EntryRow[]) => new Map(rows.map((row) => [row.name, storedOf(row)]));
+
+// What one write will do, decided on `current` (the ledger as the write finds it) before
+// anything is written: the statements of its one batch (its entries, history, index rows and
+// notification messages), its answer, the ledger after it, and `seen`, the entries the writer
+// sees of `current` (what reading the ledger costs it in Server-Timing). `committed` runs once
+// the statements have landed. Throws the write's refusal.
 //
 // An entry the writer cannot see is absent to its writes, as to its reads: update and delete
 // pass it by, conditions read it as null, Server-Timing does not count it, and an add may not
 // make an entry its writer would not see (403102 for a hidden name and an absent one alike).
-export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
+export async function planLedgerWrite(
+	db: Database,
+	write: LedgerWrite,
+	current: Map<string, StoredEntry>,
+	at: number,
+	notify: Notify = {},
+): Promise<LedgerPlan> {
 	const account = write.writer.account;
-	const meter = notify.meter ?? new D1Meter();
-	let sight!: EntrySight;
+	const sight = new EntrySight(write.writer, write.twin, account, current, at);
 	// One budget for every rule of the write; past it the write is refused, naming the rule.
 	const sees = (entry: StoredEntry) => refuseOverBudget(`entries.${entry.name}`, () => sight.sees(entry));
-	let current = new Map<string, StoredEntry>();
-	await meter.sighted(async () => {
-		current = new Map((await readLedger(db, write.twin.uuid, account)).map((row) => [row.name, storedOf(row)]));
-		sight = new EntrySight(write.writer, write.twin, account, current, at);
-		return [...current.values()];
-	}, sees);
+	const seen = [...current.values()].filter(sees).length;
+	notify.read?.(seen);
 	checkConditions(sight, write.conditions);
 
 	const key = (name: string) => ({ twin: write.twin.uuid, account, name });
@@ -116,11 +133,12 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 			old_value: entry.value,
 			new_value: null,
 		}));
-		return commit(
+		return plan(
 			db,
 			statements,
 			{ write, at, notify, trigger: "ledger.entry.deleted", events, ledger: left, before: current, sight },
 			answer,
+			seen,
 		);
 	}
 
@@ -160,7 +178,13 @@ export async function writeLedger(db: Database, write: LedgerWrite, at: number, 
 		});
 	}
 	const trigger = write.kind === "add" ? "ledger.entry.added" : "ledger.entry.updated";
-	return commit(db, statements, { write, at, notify, trigger, events, ledger: after, before: current, sight }, answer);
+	return plan(
+		db,
+		statements,
+		{ write, at, notify, trigger, events, ledger: after, before: current, sight },
+		answer,
+		seen,
+	);
 }
 
 // `index` gives the statements that bring the writing account's Indexes tables up to the
@@ -171,7 +195,23 @@ type IndexChanges = (ledger: {
 	owner: string;
 	values: Record<string, Json>;
 }) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
-type Notify = { fanOut?: number; beforeCommit?: () => Promise<void>; meter?: D1Meter; index?: IndexChanges };
+// `read` learns how many entries of the ledger the writer sees, once the write has read them.
+type Notify = {
+	fanOut?: number;
+	beforeCommit?: () => Promise<void>;
+	index?: IndexChanges;
+	read?: (seen: number) => void;
+};
+
+export type LedgerPlan = {
+	statements: BatchItem<"sqlite">[];
+	value: ReturnType<typeof entriesOut>;
+	after: Map<string, StoredEntry>;
+	seen: number;
+	published: boolean;
+	grown: number;
+	committed: () => void;
+};
 
 // The write's events: its trigger, each entry's change, the ledger after it (and before), and
 // the sight the write was checked with (its budget is the request's).
@@ -188,8 +228,14 @@ type Events = {
 
 // The change lands whole or not at all, and with it its notification messages (the outbox
 // rows, one per trigger, topic and subscription, and the live streams' row): an event commits
-// exactly when its change does.
-async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events, answer: Record<string, StoredEntry>) {
+// exactly when its change does, since they are statements of the same batch.
+async function plan(
+	db: Database,
+	statements: BatchItem<"sqlite">[],
+	e: Events,
+	answer: Record<string, StoredEntry>,
+	seen: number,
+): Promise<LedgerPlan> {
 	const { writer, twin } = e.write;
 	// Publish rules are the writer's: they read the ledger after the write as the writer sees it,
 	// within the request's budget.
@@ -225,11 +271,16 @@ async function commit(db: Database, statements: BatchItem<"sqlite">[], e: Events
 			...truncationLog(db, publication),
 			streamPublication(db, { ...publication, sources: [messages] }),
 		);
-		await e.notify.beforeCommit?.();
 	}
-	await runBatch(db, statements);
-	index?.committed();
-	return { ...entriesOut(answer), published, grown: storedBytes(e.ledger) - storedBytes(e.before) };
+	return {
+		statements,
+		value: entriesOut(answer),
+		after: e.ledger,
+		seen,
+		published,
+		grown: storedBytes(e.ledger) - storedBytes(e.before),
+		committed: () => index?.committed(),
+	};
 }
 
 // An entry as the rules read it, without what they never read (its text, size, history, publish).

@@ -1,13 +1,12 @@
-import { isVisible } from "../rules/visibility";
 import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
 import { type Database, database } from "../db/client";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
-import { type Caller, type Claim, type Principal, principalOf } from "../base/caller";
+import type { Caller, Claim } from "../base/caller";
 import { now } from "../base/time";
 import { bindingOf, CursorStore } from "./cursors";
 import { Journal } from "./journal";
-import { type LedgerWrite, writeLedger } from "./ledger-writes";
+import { type LedgerRequest, LedgerGroups } from "./ledger-groups";
 import { drainOutbox, drainRetryAt, homesIn } from "../notifications/outbox-drain";
 import { Timers } from "./timers";
 import { DIRECTORY_GRACE_SECONDS, directoryStep, drainDirectory } from "./directory";
@@ -21,7 +20,7 @@ import { shardsOf, subscriptionFacet } from "./facets/subscriptions";
 import type { Outcome } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
-import { checkCredential, checkStatement } from "../policy/credential";
+import { checkCredential, checkStatement, sameCaller } from "../policy/credential";
 import { decide } from "../policy/statement";
 import { cutPage, pageJson, planPage, type ScanRequest } from "./scan";
 import * as secrets from "./secret-writes";
@@ -53,11 +52,6 @@ const ownerOf = (caller: Caller, request: ScanRequest) => ({
 	binding: bindingOf(request.match, request.details),
 });
 
-// The same principal: both are built by checkCredential from a credential row, so their keys
-// come in one order.
-const sameCaller = (checked: Principal, claimed: Caller) =>
-	JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
-
 // The methods of the features that live in their own modules (facets/): the object takes them
 // on as its own in its constructor, so the runtime and the RPC stubs find them on it.
 export interface AccountObject
@@ -88,6 +82,8 @@ export class AccountObject {
 	// What the features' background steps borrow from the object (host.ts).
 	private readonly host: Host;
 	private directoryFilled = false;
+	// The account's ledger writes, and what the object keeps for them (ledger-groups.ts).
+	private readonly ledgers: LedgerGroups;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
@@ -124,6 +120,17 @@ export class AccountObject {
 			armDrain: (account) => this.timers.by(TIMER.outbox, account, drainRetryAt(now())),
 		};
 		this.host = host;
+		this.ledgers = new LedgerGroups({
+			account: () => this.account(),
+			env: () => this.env,
+			serialized: (work) => this.serialized(() => work()),
+			answer: (meter, work) => this.answer(meter, () => work()),
+			catalog: this.catalog,
+			indexLimits: () => this.indexLimits(),
+			armDrain: () => host.armDrain(this.account()),
+			drain: () => this.drain(this.account()),
+			grown: (at, bytes) => this.usage.add(at, null, { ledger_size_delta: bytes }),
+		});
 		// The features' methods, on the object as its own (see the interface above the class).
 		Object.assign(
 			this,
@@ -387,33 +394,11 @@ export class AccountObject {
 		return this.lines.latest(limit);
 	}
 
-	// One ledger write of this account: conditions, checks and the batch, with no other write
-	// of the account in between. Its notification messages go to the queue right after the commit.
-	writeLedger(write: LedgerWrite) {
-		const account = write.writer.account;
-		return this.serialized(async (db, meter) => {
-			const fanOut = Number(this.env.MAX_SUBSCRIPTIONS);
-			const at = now();
-			// As the other writes: a role change queued ahead of this write counts here, for the
-			// statement, the twin and the entries alike (docs/permission-model.md).
-			const writer = await writes.currentCaller(db, write.writer);
-			checkStatement(writer, write.action);
-			if (!isVisible(writer, write.twin, at)) throw new ApiError("not_found", { description: "No such twin" });
-			// A writer that may not see the whole ledger must not see what its rows cost either.
-			const indexDb = writer.rules.entry === null ? db : database(this.home());
-			const index = (ledger: indexes.LedgerInput) =>
-				indexes.indexChanges(indexDb, this.catalog, ledger, at, this.indexLimits());
-			const { published, grown, ...value } = await writeLedger(db, { ...write, writer }, at, {
-				fanOut,
-				beforeCommit: () => this.host.armDrain(account),
-				meter,
-				index,
-			});
-			// The account's, not the writer's: ledger bytes are what the account keeps.
-			if (grown) this.usage.add(at, null, { ledger_size_delta: grown });
-			if (published) await this.drain(account);
-			return value;
-		});
+	// One ledger write of this account, grouped with the writes that wait beside it
+	// (ledger-groups.ts): checked against the state the earlier ones leave, committed with them
+	// in one D1 batch. Its notification messages go to the queue right after the commit.
+	writeLedger(request: LedgerRequest) {
+		return this.ledgers.write(request);
 	}
 
 	private write<T extends { uuid: string } | { user: string }>(
@@ -430,6 +415,9 @@ export class AccountObject {
 			checkStatement(current, action);
 			const value = await work(db, current, meter);
 			this.lines.record(now(), caller.user, action, "uuid" in value ? value.uuid : value.user);
+			// A ledger write's writer rests on roles, users and their secrets: after a write to
+			// them, the object reads its writers again rather than fail a batch on a guard.
+			if (/role|user/.test(action)) this.ledgers.facts.forgetWriters();
 			return value;
 		});
 	}

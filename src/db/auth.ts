@@ -9,14 +9,14 @@ const MOVING = `(SELECT state FROM bucket_moves WHERE prefix = substr(users.acco
 // One query resolves a secret to its user and role, so authentication costs one D1 round trip.
 // It runs on every authenticated request, so its text is fixed here rather than rebuilt by the
 // query builder each time (that cost more CPU than the rest of a minimal request together).
-const SELECT = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules,
+export const CREDENTIAL_SELECT = `SELECT users.account, users.uuid AS user, users.role, roles.statement, roles.rules,
 	users.description, ${MOVING}, user_secrets.validity_ts, user_secrets.fingerprint, user_secrets.created_ts, user_secrets.hash
 	FROM user_secrets
 	JOIN users ON users.uuid = user_secrets.user
 	JOIN roles ON roles.uuid = users.role`;
-const CREDENTIAL = `${SELECT} WHERE user_secrets.hash = ? LIMIT 1`;
+const CREDENTIAL = `${CREDENTIAL_SELECT} WHERE user_secrets.hash = ? LIMIT 1`;
 // A stream token names its user, not its secret: the user's one secret, whatever it is now.
-const CREDENTIAL_OF_USER = `${SELECT} WHERE user_secrets.user = ? LIMIT 1`;
+const CREDENTIAL_OF_USER = `${CREDENTIAL_SELECT} WHERE user_secrets.user = ? LIMIT 1`;
 
 // A token issued for a user by another (issue_user_token) rests on the issuer's secret, found by
 // its hash, and on the target's secret as it is now (none is an answer too): one query, as a

@@ -11,7 +11,7 @@ export const MAX_HISTORY_RECORDS = 1000;
 // The whole ledger of one account on one twin, one row_read per entry. A ledger is at most
 // 64 KiB, so this read is bounded, and reading it whole makes what a request costs
 // independent of which names it asks for.
-export function readLedger(db: Database, twin: string, account: string): Promise<EntryRow[]> {
+export function readLedger(db: Database, twin: string, account: string) {
 	return db
 		.select()
 		.from(ledgerEntries)

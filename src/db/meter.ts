@@ -116,13 +116,19 @@ export class D1Meter {
 					// A statement prepared on an unwrapped database may join the batch (it commits
 					// with the rest) without being counted: work the caller must not see the cost
 					// of, since it depends on what the caller may not see (see account/index-tables.ts).
+					// Each statement counts for the meter it was prepared with: a batch the account's
+					// object commits for several requests (account/ledger-groups.ts) counts each
+					// request's statements, and one round trip, for that request.
 					return async (statements: (MeteredStatement | D1PreparedStatement)[]) => {
 						const results = await target.batch(statements.map((s) => (s instanceof MeteredStatement ? s.inner : s)));
+						const meters = new Set<D1Meter>();
 						results.forEach((result, i) => {
-							if (statements[i] instanceof MeteredStatement) meter.record(result.meta);
+							const statement = statements[i];
+							if (!(statement instanceof MeteredStatement)) return;
+							statement.meter.record(result.meta);
+							meters.add(statement.meter);
 						});
-						// One round trip, counted when the caller may see any of its statements.
-						if (statements.some((s) => s instanceof MeteredStatement)) meter.calls += 1;
+						for (const counted of meters) counted.calls += 1;
 						return results;
 					};
 				}
@@ -140,7 +146,7 @@ function newest(a: string | null, b: string | null) {
 class MeteredStatement {
 	constructor(
 		readonly inner: D1PreparedStatement,
-		private readonly meter: D1Meter,
+		readonly meter: D1Meter,
 		private readonly query: string,
 	) {}
 

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Description, RoleRules, Statement } from "../base/caller";
-import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are seconds since the epoch with millisecond precision, as the API shows them.
 // JSON columns hold the objects exactly as the API accepts and returns them.
@@ -700,3 +700,10 @@ export const bucketMoves = sqliteTable("bucket_moves", {
 	state: text("state", { enum: ["copying", "copied", "finishing", "aborting"] }).notNull(),
 	started_ts: real("started_ts").notNull(),
 });
+
+// Never holds a row. A guard of the account's object (db/write-facts.ts) inserts into it, in the
+// same D1 batch as a write, only when a fact the write rests on is no longer as the object read
+// it; the CHECK refuses that insert, and with it the whole batch rolls back.
+export const writeGuards = sqliteTable("write_guards", { held: integer("held").notNull() }, (t) => [
+	check("write_guards_held", sql`${t.held} = 1`),
+]);

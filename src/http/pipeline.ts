@@ -233,6 +233,8 @@ async function runOnGuess(
 	state: RequestState,
 	body: Uint8Array | undefined,
 ) {
+	// A write with an Idempotency-Key runs once, which the usual path sees to.
+	if (request.headers.has("idempotency-key")) return undefined;
 	const presented = await presentedCredential(request, env).catch(() => undefined);
 	const hash = presented && secretHashOf(presented);
 	const found = hash === undefined ? undefined : guessCaller(hash);

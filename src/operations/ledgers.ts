@@ -1,11 +1,11 @@
 import * as z from "zod/mini";
-import type { EntryChange, EntryPatch, LedgerAction, LedgerWrite } from "../account/ledger-writes";
+import type { EntryChange, EntryPatch, LedgerAction } from "../account/ledger-writes";
+import type { LedgerRequest } from "../account/ledger-groups";
 import { accountClient } from "../account/client";
-import type { Caller } from "../base/caller";
-import { ApiError } from "../base/errors";
+import type { Caller, Claim } from "../base/caller";
 import type { Json } from "../rules/ast";
 import type { Context } from "./operation";
-import { defineOperation } from "./operation";
+import { defineOperation, StaleGuess } from "./operation";
 import {
 	addBody,
 	deleteBody,
@@ -16,20 +16,11 @@ import {
 	updateBody,
 	updateValueBody,
 } from "./ledger-schemas";
-import { twinView, visibleTwin } from "./twins";
 
 // The writes of a ledger: only the caller's own (`personal` or its account uuid), on any twin
 // the caller sees, alive or terminated. They run in the account's object, one at a time.
 
 type Params = z.infer<typeof ledgerParams>;
-
-async function writableLedger(ctx: Context & { caller: Caller }, params: Params) {
-	const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-	if (params.ledger !== "personal" && params.ledger !== ctx.caller.account) {
-		throw new ApiError("not_owner", { description: "Only the caller's own ledger may be written" });
-	}
-	return twinView(twin);
-}
 
 type Request = { action: LedgerAction } & (
 	| { kind: "add" | "update"; entries: Record<string, EntryChange>; conditions?: Record<string, string> }
@@ -37,10 +28,26 @@ type Request = { action: LedgerAction } & (
 	| { kind: "delete"; names: string[] | null; conditions?: Record<string, string> }
 );
 
-async function send(ctx: Context & { caller: Caller }, params: Params, request: Request) {
-	const twin = await writableLedger(ctx, params);
-	const write: LedgerWrite = { ...request, twin, writer: ctx.caller, conditions: request.conditions ?? {} };
-	return accountClient(ctx, ctx.caller.account).writeLedger(write);
+// The account's object checks the rest in its own order (account/ledger-groups.ts): the writer
+// (the secret itself, for a guess or any caller of a secret), its permission, the twin (one
+// the caller may not see is 404102 as if absent), that the ledger is the caller's own (403103),
+// then the write. The Worker reads nothing for a write: the object keeps or reads it all.
+async function send(ctx: Context & { caller: Caller; claim: Claim }, params: Params, request: Request) {
+	const { caller, claim } = ctx;
+	const binding = caller.credential?.binding;
+	const hash = claim.hash ?? (binding?.kind === "secret" ? binding.hash : undefined);
+	const write = {
+		...request,
+		twin: params.twin,
+		ledger: params.ledger,
+		writer: caller,
+		conditions: request.conditions ?? {},
+		...(hash === undefined ? {} : { hash }),
+		...(claim.hash === undefined ? {} : { guessed: true as const }),
+	} as LedgerRequest;
+	const answer = await accountClient(ctx, caller.account).writeLedger(write);
+	if (answer.stale) throw new StaleGuess();
+	return { entries: answer.entries };
 }
 
 export const addTwinLedgerEntry = defineOperation({
@@ -51,6 +58,7 @@ export const addTwinLedgerEntry = defineOperation({
 	refuses: ["not_found", "not_owner", "escalation", "conflict", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "running", rpm: 1450 }, visibility: "true", history: "30D" } } },
 	auth: "secret",
+	checksCredential: true,
 	status: 201,
 	response: ownEntries,
 	params: ledgerParams,
@@ -89,6 +97,7 @@ export const updateTwinLedgerEntry = defineOperation({
 		conditions: { status: "value_changed_ts > 0" },
 	},
 	auth: "secret",
+	checksCredential: true,
 	response: ownEntries,
 	params: ledgerParams,
 	body: updateBody,
@@ -109,6 +118,7 @@ export const updateTwinLedgerEntryValue = defineOperation({
 	refuses: ["not_found", "not_owner", "condition_failed", "ledger_too_large"],
 	example: { entries: { status: { value: { state: "running", rpm: 1500 } } } },
 	auth: "secret",
+	checksCredential: true,
 	response: ownEntries,
 	params: ledgerParams,
 	body: updateValueBody,
@@ -126,6 +136,7 @@ export const deleteTwinLedgerEntry = defineOperation({
 	refuses: ["not_found", "not_owner", "condition_failed"],
 	example: { conditions: { status: "value_changed_ts > 0" } },
 	auth: "secret",
+	checksCredential: true,
 	response: ownEntries,
 	params: ledgerParams,
 	query: z.strictObject({ entries: z.optional(entryList) }),

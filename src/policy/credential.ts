@@ -1,4 +1,4 @@
-import type { Binding, Caller, Principal } from "../base/caller";
+import { type Binding, type Caller, type Principal, principalOf } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { decide } from "./statement";
 
@@ -24,6 +24,12 @@ export function checkCredential(found: CredentialFound | undefined, at: number):
 	const { validity_ts: _, fingerprint: __, created_ts: ___, hash: ____, ...principal } = found;
 	return principal;
 }
+
+// Whether a credential row, checked, stands for the caller an isolate guessed from an earlier
+// row: the same principal. Both are built by checkCredential from a credential row, so their
+// keys come in one order.
+export const sameCaller = (checked: Principal, claimed: Caller) =>
+	JSON.stringify(checked) === JSON.stringify(principalOf(claimed));
 
 // What a token that rests on more than a secret stands for, checked against what it was made on
 // (docs/sign-in.md "Revocation"): anything changed since is 401102 on the next request.

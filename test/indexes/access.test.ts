@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { call, expectError, fingerprint } from "../support/requests";
 import { bootstrap, member, role, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
-import { addEntries } from "../support/ledgers";
+import { addEntries, warmWriter } from "../support/ledgers";
 import { until } from "../support/waiting";
 import { createIndexes, INDEXES, indexDefinition, indexPath, indexRowsByTwin, indexTable } from "./helpers";
 
@@ -215,6 +215,7 @@ describe("a ledger write by a writer who cannot see the whole ledger", () => {
 			"the build",
 		);
 		const narrow = await userWithRules(admin, { entry: "entry_name != 'salary'" });
+		await warmWriter(narrow.secret, await newTwin(admin.secret));
 
 		const write = (twin: string) =>
 			call("PATCH", `/twins/${twin}/ledgers/personal/value`, {

@@ -3,7 +3,7 @@ import { call, expectError, fingerprint } from "../support/requests";
 import { type Account, bootstrap, userWithRules } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { absentIdentityLike } from "../support/shards";
-import { addEntries, ledger } from "../support/ledgers";
+import { addEntries, ledger, warmWriter } from "../support/ledgers";
 import { attach, idPath } from "../identities/helpers";
 
 // A name the caller's role hides answers as an absent name does, on writes as on reads: same
@@ -75,6 +75,7 @@ describe("ledger entries a role hides", () => {
 		const twin = await newTwin(admin.secret);
 		await addEntries(admin.secret, twin, { salary: { value: 100 }, note: { value: "seen" } });
 		const narrow = await userWithRules(admin, { entry: entryRule });
+		await warmWriter(narrow.secret, await newTwin(admin.secret));
 		return { admin, twin, narrow };
 	}
 
@@ -124,6 +125,7 @@ describe("ledger entries a role hides", () => {
 		await addEntries(admin.secret, withHidden, { salary: { value: 1 }, bonus: { value: 2 }, note: { value: 3 } });
 		await addEntries(admin.secret, without, { note: { value: 3 } });
 		const narrow = await userWithRules(admin, { entry: "not (entry_name in ['salary', 'bonus'])" });
+		await warmWriter(narrow.secret, await newTwin(admin.secret));
 		for (const [method, tail, body] of [
 			["POST", "", { entries: { extra: { value: 1 } } }],
 			["PATCH", "", { entries: { note: { value: 4 } } }],
