@@ -7,7 +7,10 @@
 // queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
 // memory per idle stream) and one account's write ceiling (writes.mjs), profiles a new
 // isolate's startup against a bare Worker's (startup.mjs), two shards against one (shards.mjs,
-// servers of its own), and last runs the side-by-side comparison (compare.mjs). Prints tables
+// servers of its own), and last runs the side-by-side comparison (compare.mjs). The writes part
+// runs on a server of its own too, on the bench's Worker entry (d1-delay/entry.ts: the product
+// with every D1 call counted and, when asked, delayed); the other parts measure the product's
+// own build, which that entry would change (one bundle, a wrapper on every D1 call). Prints tables
 // and writes bench/results.json. `-- --only ledger`, `-- --only notifications`, `-- --only docs`,
 // `-- --only indexes`, `-- --only streams`, `-- --only writes`, `-- --only startup` or
 // `-- --only shards` runs that part alone; `-- --port N` serves on N.
@@ -49,6 +52,8 @@ if (args.only && !PARTS.includes(args.only)) throw new Error(`--only takes one o
 const SAMPLES = 100;
 const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
+const WRITES_STATE = ".wrangler/bench-writes-state";
+const WRITES_ENTRY = fileURLToPath(new URL("./d1-delay/entry.ts", import.meta.url));
 
 mkdirSync("bench", { recursive: true });
 // One part alone: its figures under its name in bench/results.json, and its table.
@@ -68,22 +73,50 @@ if (args.only === "shards") {
 	await only("shards", benchShards, printShards);
 	process.exit(0);
 }
-rmSync(STATE, { recursive: true, force: true });
-
 const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
 // A second account, for the write ceiling of two accounts side by side.
 const other = accountSeed("bench-writes");
+
+// Seeds go into a server's local database with the server running: it applied the migrations.
+// DB_0: the seeded accounts have version-4 uuids (seed.mjs), which belong to the first shard.
+async function seed(state, name, sql) {
+	const file = fileURLToPath(new URL(`../../.wrangler/${name}.sql`, import.meta.url));
+	mkdirSync(".wrangler", { recursive: true });
+	writeFileSync(file, sql);
+	await wranglerDone(["d1", "execute", "DB_0", "--local", "--persist-to", state, "--file", file, "--yes"], {
+		stdio: ["ignore", "ignore", "inherit"],
+	});
+}
+
+// The writes part, on its own server and state with both accounts (the first without twins).
+// Alone it serves on --port; in the full run, beside the idle main server, on free ports.
+async function writesPart(port) {
+	rmSync(WRITES_STATE, { recursive: true, force: true });
+	const server = await startDevServer({
+		port,
+		persistTo: WRITES_STATE,
+		inspectorPort: port === undefined ? undefined : port + 1000,
+		entry: WRITES_ENTRY,
+	});
+	try {
+		await seed(WRITES_STATE, "bench-writes-seed", `${accountSql}\n${other.sql}\n`);
+		return await benchWrites(server.url, [{ secret }, other]);
+	} finally {
+		server.stop();
+	}
+}
+
+if (args.only === "writes") {
+	await only("writes", () => writesPart(PORT), printWrites);
+	process.exit(0);
+}
+rmSync(STATE, { recursive: true, force: true });
 // The indexes part seeds two accounts of its own, in the full run too.
 const indexesSeeded = !args.only || args.only === "indexes" ? indexesSeed() : undefined;
-const seed = `${accountSql}
-${other.sql}
+const seedSql = `${accountSql}
 ${twinsSeed(account, TWINS, "json_object('i', i, 'site', CASE i % 3 WHEN 0 THEN 'north' ELSE 'south' END)")}
 ${indexesSeeded?.sql ?? ""}
 `;
-const seedFile = fileURLToPath(new URL("../../.wrangler/bench-seed.sql", import.meta.url));
-mkdirSync(".wrangler", { recursive: true });
-writeFileSync(seedFile, seed);
-
 // Notifications go to a receiver on this machine.
 // The streams part opens 1100 streams of one account on itself, past MAX_STREAMS' 1000.
 const server = await startDevServer({
@@ -93,11 +126,7 @@ const server = await startDevServer({
 	vars: { CALLBACK_POLICY: "any", MAX_STREAMS: "2000" },
 });
 try {
-	// The server applied the migrations; the seed goes into the same local database.
-	// DB_0: the seeded accounts have version-4 uuids (seed.mjs), which belong to the first shard.
-	await wranglerDone(["d1", "execute", "DB_0", "--local", "--persist-to", STATE, "--file", seedFile, "--yes"], {
-		stdio: ["ignore", "ignore", "inherit"],
-	});
+	await seed(STATE, "bench-seed", seedSql);
 	const headers = { authorization: secret };
 	const url = server.url;
 	const parts = {
@@ -106,7 +135,6 @@ try {
 		docs: [() => benchDocs(url, secret), printDocs],
 		indexes: [() => benchIndexes(url, indexesSeeded), printIndexes],
 		streams: [() => benchStreams(url, secret), printStreams],
-		writes: [() => benchWrites(url, [{ secret }, other]), printWrites],
 	};
 	if (args.only) await only(args.only, ...parts[args.only]);
 	else await benchAll(server, headers);
@@ -183,7 +211,7 @@ async function benchAll(server, headers) {
 	const docs = await benchDocs(server.url, secret);
 	const indexes = await benchIndexes(server.url, indexesSeeded);
 	const streams = await benchStreams(server.url, secret);
-	const writes = await benchWrites(server.url, [{ secret }, other]);
+	const writes = await writesPart();
 	// Profiled while the dev server idles: the profiles are wall-clock.
 	const startup = await benchStartup();
 	const results = {

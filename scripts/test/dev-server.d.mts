@@ -5,6 +5,8 @@ export function startDevServer(options: {
 	persistTo: string;
 	vars?: Record<string, string>;
 	inspectorPort?: number;
+	/** A Worker entry script to run in place of the product's, bundled by wrangler. */
+	entry?: string;
 }): Promise<{
 	url: string;
 	stop: () => void;

@@ -1,6 +1,8 @@
 // Starts `wrangler dev` in its own process group on a given port (a free one when none is
 // given) and state folder, for the benchmarks, the load script and the end-to-end tests;
-// stop() signals the whole group.
+// stop() signals the whole group. `entry` runs another Worker entry script in place of the
+// product's (wrangler.toml's own bindings, vars and objects still apply), for a benchmark that
+// wraps the product.
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { applyMigrations, wrangler } from "../wrangler.mjs";
@@ -26,7 +28,7 @@ export async function portFrom(name, env = process.env) {
 	return port;
 }
 
-export async function startDevServer({ port, persistTo, vars = {}, inspectorPort }) {
+export async function startDevServer({ port, persistTo, vars = {}, inspectorPort, entry }) {
 	port ??= await freePort();
 	await applyMigrations({ persistTo });
 	// Webhooks need a sealing key and the public origin, tokens a signing key; a throwaway
@@ -35,9 +37,13 @@ export async function startDevServer({ port, persistTo, vars = {}, inspectorPort
 	const all = { WEBHOOK_KEY: key(), TOKEN_KEY: key(), PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars };
 	const varArgs = Object.entries(all).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
 	varArgs.push("--inspector-port", String(inspectorPort ?? (await freePort())));
+	// wrangler.toml serves the product as its own build makes it, unbundled; another entry is
+	// TypeScript that wrangler must bundle, the product's modules it imports with it.
+	const entryArgs = entry === undefined ? [] : [entry, "--bundle"];
 	const child = wrangler(
 		[
 			"dev",
+			...entryArgs,
 			"--ip",
 			"127.0.0.1",
 			"--port",
