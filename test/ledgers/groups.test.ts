@@ -9,7 +9,7 @@ import { dbOf } from "../support/shards";
 // (docs/design.md, "One round trip per write"). These check that what it keeps never decides
 // anything D1 does not hold, and that grouped writes answer as one at a time would.
 
-const valueOf = async (secret: string, twin: string) =>
+const counterOf = async (secret: string, twin: string) =>
 	(await call("GET", ledger(twin, "personal", "/value"), { secret })).body.entries.counter.value as number;
 
 describe("grouped ledger writes", () => {
@@ -22,7 +22,7 @@ describe("grouped ledger writes", () => {
 		// Each writer reads the counter and sets it one higher if it still holds what it read.
 		const writer = async () => {
 			for (let attempt = 0; attempt < 4; attempt++) {
-				const seen = await valueOf(admin.secret, twin);
+				const seen = await counterOf(admin.secret, twin);
 				const res = await call("PATCH", ledger(twin, "personal", "/value"), {
 					secret: admin.secret,
 					body: { entries: { counter: { value: seen + 1 } }, conditions: { counter: `entry_value == ${seen}` } },
@@ -44,7 +44,7 @@ describe("grouped ledger writes", () => {
 		expect(won.length).toBeGreaterThan(1);
 		expect(lost.length).toBeGreaterThan(0);
 		for (const seen of lost) expect(seen).toBeLessThan(won.length);
-		expect(await valueOf(admin.secret, twin)).toBe(won.length);
+		expect(await counterOf(admin.secret, twin)).toBe(won.length);
 		// The history holds each committed value once, newest first.
 		const history = await call("GET", `${ledger(twin, "personal", "/history")}?entries=counter`, {
 			secret: admin.secret,
@@ -73,7 +73,7 @@ describe("grouped ledger writes", () => {
 			body: { entries: { counter: { value: 8 } }, conditions: { counter: "entry_value == 7" } },
 		});
 		expect(res.status, JSON.stringify(res.body)).toBe(200);
-		expect(await valueOf(admin.secret, twin)).toBe(8);
+		expect(await counterOf(admin.secret, twin)).toBe(8);
 		// Kept again from its own batch: the next write waits for that batch alone.
 		const next = await call("PATCH", ledger(twin, "personal", "/value"), {
 			secret: admin.secret,
@@ -129,6 +129,6 @@ describe("grouped ledger writes", () => {
 			expect(res.body.entries.counter.value).toBe(i + 1);
 			expect(d1Cost(res, "calls")).toBe(1);
 		});
-		for (const [i, twin] of twins.entries()) expect(await valueOf(admin.secret, twin)).toBe(i + 1);
+		for (const [i, twin] of twins.entries()) expect(await counterOf(admin.secret, twin)).toBe(i + 1);
 	});
 });
