@@ -165,15 +165,15 @@ export class LedgerGroups {
 			const at = this.stamp();
 			try {
 				const plan = await this.plan(pending, k, ledgers, at, raw, binding);
-				if (plan === "stale" && !fresh) again.push(pending);
+				if (plan === "stale" && !fresh && !alone) again.push(pending);
 				else if (plan === "stale") this.settle(pending, { value: { stale: true } });
 				else planned.push({ pending, plan, keys: k, at });
 			} catch (error) {
-				if (error instanceof ApiError && !fresh) again.push(pending);
+				if (error instanceof ApiError && !fresh && !alone) again.push(pending);
 				else this.settle(pending, { error });
 			}
 		}
-		if (planned.length) await this.commit(planned, group, again, raw, binding);
+		if (planned.length) await this.commit(planned, group, again, raw, binding, alone);
 		facts.end(isHome);
 		// Run again alone, it answers with what that run cost: what its first try read for the
 		// group is not its own, and would make its answer depend on what the object kept.
@@ -254,7 +254,14 @@ export class LedgerGroups {
 
 	// The planned writes in one batch: the guards of the kept facts they rest on, their
 	// statements in order, then each written ledger's fact and rows read back for the next group.
-	private async commit(planned: Planned[], group: Pending[], again: Pending[], raw: Database, binding: string) {
+	private async commit(
+		planned: Planned[],
+		group: Pending[],
+		again: Pending[],
+		raw: Database,
+		binding: string,
+		alone: boolean,
+	) {
 		const facts = this.facts;
 		const unique = (list: FactKey[]) => [...new Map(list.map((key) => [factId(key), key])).values()];
 		const relied = unique(planned.flatMap(({ keys }) => [keys.writer, keys.twin, keys.ledger])).filter(
@@ -290,11 +297,14 @@ export class LedgerGroups {
 				...BatchItem<"sqlite">[],
 			]);
 		} catch (error) {
+			// A write alone on facts read for it has nothing left to try: it answers the failure.
+			const final =
+				alone ||
+				(group.length === 1 &&
+					planned.every(({ keys }) => [keys.writer, keys.twin, keys.ledger].every((key) => facts.fresh(key))));
 			facts.forget();
 			this.host.catalog.forget();
-			const alone = planned.length === 1 && group.length === 1;
-			if (alone && [planned[0]!.keys.writer, planned[0]!.keys.ledger].every((key) => facts.fresh(key)))
-				this.settle(planned[0]!.pending, { error });
+			if (final) for (const { pending } of planned) this.settle(pending, { error });
 			else again.push(...planned.map(({ pending }) => pending));
 			return;
 		}

@@ -4,6 +4,7 @@ import { bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
 import { addEntries, ledger } from "../support/ledgers";
 import { dbOf } from "../support/shards";
+import { loggedErrors } from "../support/faults";
 
 // The account's object groups the ledger writes that wait for it and keeps what they rest on
 // (docs/design.md, "One round trip per write"). These check that what it keeps never decides
@@ -130,5 +131,29 @@ describe("grouped ledger writes", () => {
 			expect(d1Cost(res, "calls")).toBe(1);
 		});
 		for (const [i, twin] of twins.entries()) expect(await counterOf(admin.secret, twin)).toBe(i + 1);
+	});
+
+	it("answer a batch that keeps failing with 500, once, and write again once it no longer fails", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { counter: { value: 0 } });
+		const db = dbOf(admin.account);
+		const write = (value: number) =>
+			call("PATCH", ledger(twin, "personal", "/value"), {
+				secret: admin.secret,
+				body: { entries: { counter: { value } } },
+			});
+		// Without the guards' table every batch of a ledger write fails, however often it is run again.
+		const logged = loggedErrors();
+		await db.prepare("ALTER TABLE write_guards RENAME TO write_guards_away").run();
+		try {
+			const failed = await Promise.all([write(1), write(2), write(3)]);
+			for (const res of failed) expectError(res, 500, 500101);
+			expect(String(logged.mock.calls[0]?.[0])).toContain("write_guards");
+		} finally {
+			await db.prepare("ALTER TABLE write_guards_away RENAME TO write_guards").run();
+		}
+		expect((await write(4)).status).toBe(200);
+		expect(await counterOf(admin.secret, twin)).toBe(4);
 	});
 });
