@@ -41,6 +41,9 @@ import type { Outcome } from "./outcome";
 //   would not have written yet.
 
 export const MAX_GROUP = 32;
+// A group's batch stops taking writes past this many statements; the writes left wait for the
+// next step. A batch is one D1 call, but each of its statements is a query D1 limits and runs.
+export const MAX_GROUP_STATEMENTS = 400;
 
 // A write as the Worker sends it: the twin by uuid (the object reads it) and the ledger as the
 // path names it. `writer` is the caller the Worker checked, or (`guessed`) the isolate's guess
@@ -159,7 +162,13 @@ export class LedgerGroups {
 		const ledgers = new Map<string, Map<string, StoredEntry>>();
 		const planned: Planned[] = [];
 		const again: Pending[] = [];
+		const later: Pending[] = [];
+		let statements = 0;
 		for (const [i, pending] of group.entries()) {
+			if (statements >= MAX_GROUP_STATEMENTS) {
+				later.push(pending);
+				continue;
+			}
 			const k = keys[i]!;
 			const fresh = [k.writer, k.twin, k.ledger].every((key) => facts.fresh(key));
 			const at = this.stamp();
@@ -167,7 +176,10 @@ export class LedgerGroups {
 				const plan = await this.plan(pending, k, ledgers, at, raw, binding);
 				if (plan === "stale" && !fresh && !alone) again.push(pending);
 				else if (plan === "stale") this.settle(pending, { value: { stale: true } });
-				else planned.push({ pending, plan, keys: k, at });
+				else {
+					planned.push({ pending, plan, keys: k, at });
+					statements += plan.statements.length;
+				}
 			} catch (error) {
 				if (error instanceof ApiError && !fresh && !alone) again.push(pending);
 				else this.settle(pending, { error });
@@ -175,6 +187,11 @@ export class LedgerGroups {
 		}
 		if (planned.length) await this.commit(planned, group, again, raw, binding, alone);
 		facts.end(isHome);
+		// First in line for the next step, as they came.
+		if (later.length) {
+			this.waiting.unshift(...later);
+			this.schedule();
+		}
 		// Run again alone, it answers with what that run cost: what its first try read for the
 		// group is not its own, and would make its answer depend on what the object kept.
 		for (const pending of group.filter((p) => again.includes(p))) {

@@ -156,4 +156,21 @@ describe("grouped ledger writes", () => {
 		expect((await write(4)).status).toBe(200);
 		expect(await counterOf(admin.secret, twin)).toBe(4);
 	});
+
+	it("land every one of many large concurrent writes, whatever number of batches they take", async () => {
+		const admin = await bootstrap();
+		const twins = await Promise.all(Array.from({ length: 12 }, () => newTwin(admin.secret)));
+		// 40 entries with history each: three statements an entry, far more than one batch takes.
+		const entries = (round: number) =>
+			Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`e${i}`, { value: round * 100 + i, history: "1D" }]));
+		const answers = await Promise.all(
+			twins.map((twin) => call("POST", ledger(twin), { secret: admin.secret, body: { entries: entries(1) } })),
+		);
+		for (const res of answers) expect(res.status, JSON.stringify(res.body)).toBe(201);
+		for (const twin of twins) {
+			const stored = (await call("GET", ledger(twin, "personal", "/value"), { secret: admin.secret })).body.entries;
+			expect(Object.keys(stored)).toHaveLength(40);
+			expect(stored.e39.value).toBe(139);
+		}
+	});
 });
