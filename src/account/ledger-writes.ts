@@ -1,15 +1,6 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
-import {
-	appendHistory,
-	deleteEntries,
-	dropHistory,
-	type EntryRow,
-	pruneHistory,
-	readLedger,
-	runBatch,
-	upsertEntry,
-} from "../db/ledgers";
+import { appendHistory, deleteEntries, dropHistory, type EntryRow, pruneHistory, upsertEntry } from "../db/ledgers";
 import { ApiError, type ErrorDetail } from "../base/errors";
 import { jsonBytes, utf8Bytes } from "../base/json";
 import { type Json, readsRoot } from "../rules/ast";
@@ -74,18 +65,9 @@ export function historyCutoff(history: string, at: number): number {
 // The default of MAX_SUBSCRIPTIONS (wrangler.toml): at most this many messages per topic.
 const DEFAULT_FAN_OUT = 1000;
 
-// `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS), and
-// `notify.beforeCommit` runs before a batch with messages commits. Reads the ledger, plans the
-// write on it and commits the plan in one batch: the account's object plans on the ledger it
-// keeps instead (account/ledger-groups.ts), and commits several plans in one batch.
-export async function writeLedger(db: Database, write: LedgerWrite, at: number, notify: Notify = {}) {
-	const rows = await readLedger(db, write.twin.uuid, write.writer.account);
-	const plan = await planLedgerWrite(db, write, ledgerOf(rows), at, notify);
-	if (plan.published) await notify.beforeCommit?.();
-	await runBatch(db, plan.statements);
-	plan.committed();
-	return { ...plan.value, published: plan.published, grown: plan.grown };
-}
+// `notify.fanOut` bounds the messages per topic of one write (MAX_SUBSCRIPTIONS). The account's
+// object plans each write on the ledger it keeps, and commits the plans of the writes that wait
+// together in one batch (account/ledger-groups.ts).
 
 // A ledger's rows as the writes read it, by name.
 export const ledgerOf = (rows: EntryRow[]) => new Map(rows.map((row) => [row.name, storedOf(row)]));
@@ -198,7 +180,6 @@ type IndexChanges = (ledger: {
 // `read` learns how many entries of the ledger the writer sees, once the write has read them.
 type Notify = {
 	fanOut?: number;
-	beforeCommit?: () => Promise<void>;
 	index?: IndexChanges;
 	read?: (seen: number) => void;
 };

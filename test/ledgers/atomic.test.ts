@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { writeLedger } from "../../src/account/ledger-writes";
+import { writeLedger } from "../support/ledger-writes";
 import { call } from "../support/requests";
 import { bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { KEPT_MESSAGES, KEPT_SECONDS, logStatements } from "../../src/db/log";
-import { writeLedger } from "../../src/account/ledger-writes";
+import { writeLedger } from "../support/ledger-writes";
 import { truncationLog } from "../../src/db/outbox";
 import { RETRY_SCHEDULE } from "../../src/notifications/retry-schedule";
 import { call, expectError } from "../support/requests";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
-import { type EntryChange, writeLedger } from "../../src/account/ledger-writes";
+import type { EntryChange } from "../../src/account/ledger-writes";
+import { writeLedger } from "../support/ledger-writes";
 import { call } from "../support/requests";
 import { type Account, bootstrap } from "../support/accounts";
 import { newTwin } from "../support/twins";
