@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { notificationGrants, subscriptions } from "./schema";
+import { ENDED_SUBSCRIPTION } from "./subscriptions";
 
 // Replaces the topics `account` grants `grantee`, and ends, in the same batch, the grantee's
 // subscriptions to `account`'s topics that are no longer granted: live ones, and failed ones,
@@ -34,14 +35,7 @@ export async function replaceGrant(
 					.returning({ grantee: g.grantee }),
 		db
 			.update(s)
-			.set({
-				status: "unsubscribed",
-				sealed_token: null,
-				sealed_key: null,
-				sealed_previous_key: null,
-				previous_key_until: null,
-				updated_ts: at,
-			})
+			.set({ ...ENDED_SUBSCRIPTION, updated_ts: at })
 			.where(
 				and(
 					eq(s.account, grantee),

@@ -3,6 +3,16 @@ import type { Database } from "./client";
 import { roles, subscriptions, users, webhookDeliveries } from "./schema";
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
+
+// What ending a subscription sets, however it ends (an unsubscribe, its owner's delete, its user's
+// deletion, a grant withdrawn): unsubscribed, and the secrets it kept dropped with it.
+export const ENDED_SUBSCRIPTION = {
+	status: "unsubscribed",
+	sealed_token: null,
+	sealed_key: null,
+	sealed_previous_key: null,
+	previous_key_until: null,
+} as const;
 // A new row: its confirmation counters are set by the statement that inserts it.
 export type NewSubscription = Omit<SubscriptionRow, "confirmation_ts" | "confirmations">;
 type Status = SubscriptionRow["status"];

@@ -2,6 +2,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "./client";
 import { type Description, roles, secretPins, subscriptions, userExternalIds, userSecrets, users } from "./schema";
 import { byAccountIndex, columnsOf } from "./scoped";
+import { ENDED_SUBSCRIPTION } from "./subscriptions";
 
 export type UserRow = typeof users.$inferSelect;
 
@@ -54,13 +55,7 @@ export async function patchUser(
 export function endUserSubscriptions(db: Database, account: string, uuid: string) {
 	return db
 		.update(subscriptions)
-		.set({
-			status: "unsubscribed",
-			sealed_token: null,
-			sealed_key: null,
-			sealed_previous_key: null,
-			previous_key_until: null,
-		})
+		.set(ENDED_SUBSCRIPTION)
 		.where(
 			and(
 				eq(subscriptions.account, account),

@@ -2,7 +2,13 @@ import * as z from "zod/mini";
 import { sibling } from "../base/shards";
 import { randomBase64Url, sha256Hex } from "../base/crypto";
 import { isGranted } from "../db/grants";
-import { deleteSubscription, findByToken, patchSubscription, type SubscriptionRow } from "../db/subscriptions";
+import {
+	deleteSubscription,
+	ENDED_SUBSCRIPTION,
+	findByToken,
+	patchSubscription,
+	type SubscriptionRow,
+} from "../db/subscriptions";
 import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
@@ -266,14 +272,7 @@ export const unsubscribe = defineOperation({
 // Ends a subscription (the token's unsubscribe, the owner's delete): the secrets it kept are
 // dropped with it.
 export async function endSubscription(ctx: Context, row: SubscriptionRow) {
-	const changes = {
-		status: "unsubscribed",
-		sealed_token: null,
-		sealed_key: null,
-		sealed_previous_key: null,
-		previous_key_until: null,
-	} as const;
-	return (await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, changes, now())) ?? row;
+	return (await patchSubscription(subscriptionDb(ctx, row.uuid), row.uuid, ENDED_SUBSCRIPTION, now())) ?? row;
 }
 
 // One more confirmation message would pass MAX_SUBSCRIPTIONS: what counts is the account's
