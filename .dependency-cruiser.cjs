@@ -8,6 +8,8 @@
 //   shards/               moving a bucket of accounts between D1 databases: its object
 //   account/              the account's object (AccountDO): its serialized writes, the guards
 //                         around them, scan pages and cursors, and the typed client to call it
+//   timeseries/           Timeseries tables: the chunk object (TimeseriesDO) that stores a
+//                         chunk's points and rollups, and the shapes its callers share
 //   notifications/        everything that delivers a message to a receiver: the outbox drain,
 //                         the queue consumer, the delivery object, messages, signing, retries,
 //                         the callback URL policy; streams/: the live streams' object and frames
@@ -19,7 +21,8 @@
 //   base/                 errors, the caller, time, crypto and sealing, JSON: imports nothing of src/
 //
 // SQL lives in db/, except the Durable Object's own SQLite storage (scan cursors, the write
-// journal): that is the object's private storage, not D1, so account/ keeps it.
+// journal): that is the object's private storage, not D1, so account/ keeps it; likewise the
+// chunk object's points and rollups stay in timeseries/.
 
 const layer = (name, below) => ({
 	name: `${name}-imports-only-below`,
@@ -44,13 +47,25 @@ module.exports = {
 		// Notifications read subscriptions and the outbox and build messages from stored rows, and
 		// filter them with the rule language for readers whose role confines them.
 		layer("notifications", ["base", "db", "rules"]),
+		// Chunk objects store points with their own SQLite; the table's counts are D1 rows.
+		layer("timeseries", ["base", "rules", "db"]),
 		// The account's object runs the serialized writes and scans with rules, policy and db,
 		// deletes the R2 objects its writes let go of, and hands the messages a write committed to the notification outbox drain.
-		layer("account", ["base", "rules", "policy", "db", "storage", "notifications"]),
+		layer("account", ["base", "rules", "policy", "db", "storage", "notifications", "timeseries"]),
 		// A bucket's move reads and writes rows of every table, as rows, on every shard.
 		layer("shards", ["base", "db"]),
 		// Handlers reach the objects, the database and the pure layers; never http/.
-		layer("operations", ["base", "rules", "policy", "db", "storage", "notifications", "account", "shards"]),
+		layer("operations", [
+			"base",
+			"rules",
+			"policy",
+			"db",
+			"storage",
+			"notifications",
+			"account",
+			"shards",
+			"timeseries",
+		]),
 		// The HTTP layer serves operations; it never reaches past them into the object.
 		layer("http", ["base", "rules", "policy", "db", "operations"]),
 		{

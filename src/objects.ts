@@ -16,6 +16,7 @@ export const loadDeliveryObject = loadOnce(() =>
 );
 export const loadStreamObject = loadOnce(() => import("./notifications/streams/object").then((m) => m.StreamObject));
 export const loadMoveObject = loadOnce(() => import("./shards/move-object").then((m) => m.MoveObject));
+export const loadChunkObject = loadOnce(() => import("./timeseries/chunk-object").then((m) => m.ChunkObject));
 
 export const AccountDO = lazyObject(loadAccountObject, [
 	"createRole",
@@ -81,3 +82,14 @@ export type StreamDO = InstanceType<typeof StreamDO>;
 
 export const MoveDO = lazyObject(loadMoveObject, ["start", "status", "abort", "alarm"]);
 export type MoveDO = InstanceType<typeof MoveDO>;
+
+export const TimeseriesDO = lazyObject(loadChunkObject, [
+	"insert",
+	"read",
+	"tiers",
+	"fillStep",
+	"status",
+	"alarm",
+	"wipe",
+]);
+export type TimeseriesDO = InstanceType<typeof TimeseriesDO>;

@@ -10,8 +10,15 @@
 import { routes } from "../src/routes";
 import { loadRoutes } from "../src/http/route";
 import { loadValidation } from "../src/http/pipeline";
-import { loadAccountObject, loadDeliveryObject, loadMoveObject, loadStreamObject } from "../src/objects";
+import {
+	loadAccountObject,
+	loadChunkObject,
+	loadDeliveryObject,
+	loadMoveObject,
+	loadStreamObject,
+} from "../src/objects";
 
 await loadRoutes(routes);
 await loadValidation();
-for (const load of [loadAccountObject, loadDeliveryObject, loadStreamObject, loadMoveObject]) await load();
+for (const load of [loadAccountObject, loadDeliveryObject, loadStreamObject, loadMoveObject, loadChunkObject])
+	await load();
