@@ -15,9 +15,16 @@
 import * as product from "../../../src/index";
 import type { WebhookJob } from "../../../src/notifications/jobs";
 
-type Origin = "worker" | "AccountDO" | "DeliveryDO" | "MoveDO" | "StreamDO";
+type Origin = "worker" | "AccountDO" | "DeliveryDO" | "MoveDO" | "StreamDO" | "TimeseriesDO";
 
-const counts: Record<Origin, number> = { worker: 0, AccountDO: 0, DeliveryDO: 0, MoveDO: 0, StreamDO: 0 };
+const counts: Record<Origin, number> = {
+	worker: 0,
+	AccountDO: 0,
+	DeliveryDO: 0,
+	MoveDO: 0,
+	StreamDO: 0,
+	TimeseriesDO: 0,
+};
 // The env keys found to be D1 bindings, so that the benchmark can see none was missed.
 const wrappedBindings = new Set<string>();
 let delayMs = 0;
@@ -153,6 +160,12 @@ export class MoveDO extends product.MoveDO {
 export class StreamDO extends product.StreamDO {
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, wrap(env, "StreamDO"));
+	}
+}
+
+export class TimeseriesDO extends product.TimeseriesDO {
+	constructor(ctx: DurableObjectState, env: Env) {
+		super(ctx, wrap(env, "TimeseriesDO"));
 	}
 }
 
