@@ -43,6 +43,41 @@ const table: Route[] = [
 		path: "/account/services/indexes/:index/data",
 		load: () => import("./operations/indexes").then((m) => m.truncateIndexesTable),
 	},
+	{
+		method: "POST",
+		path: "/account/services/timeseries",
+		load: () => import("./operations/timeseries").then((m) => m.createTimeseriesTable),
+	},
+	{
+		method: "GET",
+		path: "/account/services/timeseries",
+		load: () => import("./operations/timeseries").then((m) => m.getTimeseriesTables),
+	},
+	{
+		method: "GET",
+		path: "/account/services/timeseries/:timeseries",
+		load: () => import("./operations/timeseries").then((m) => m.getTimeseriesTable),
+	},
+	{
+		method: "PATCH",
+		path: "/account/services/timeseries/:timeseries",
+		load: () => import("./operations/timeseries").then((m) => m.updateTimeseriesTable),
+	},
+	{
+		method: "DELETE",
+		path: "/account/services/timeseries/:timeseries",
+		load: () => import("./operations/timeseries").then((m) => m.deleteTimeseriesTable),
+	},
+	{
+		method: "DELETE",
+		path: "/account/services/timeseries/:timeseries/data",
+		load: () => import("./operations/timeseries").then((m) => m.truncateTimeseriesTable),
+	},
+	{
+		method: "GET",
+		path: "/account/services/timeseries/:timeseries/data",
+		load: () => import("./operations/timeseries-query").then((m) => m.queryTimeseriesTable),
+	},
 	{ method: "POST", path: "/token", load: () => import("./operations/tokens").then((m) => m.createUserToken) },
 	{ method: "POST", path: "/token/refresh", load: () => import("./operations/tokens").then((m) => m.refreshUserToken) },
 	{

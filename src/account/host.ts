@@ -52,6 +52,7 @@ export const TIMER = {
 	stickers: "stickers",
 	stickerCopies: "sticker-copies",
 	directory: "directory",
+	timeseries: "timeseries",
 } as const;
 
 // What a step answers when its work failed for a moment (D1 did): try again in a minute.

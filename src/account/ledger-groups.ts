@@ -23,6 +23,7 @@ import { LedgerFacts } from "./ledger-facts";
 import type { StoredEntry } from "./ledger-view";
 import { type LedgerPlan, type LedgerWrite, ledgerOf, planLedgerWrite } from "./ledger-writes";
 import type { Outcome } from "./outcome";
+import type { TimeseriesFeed } from "./timeseries-feed";
 
 // The ledger writes of one account, in groups (docs/design.md, "One round trip per write").
 // Writes that arrive while the object is busy wait together; the next step takes them all (at
@@ -71,6 +72,10 @@ export type LedgerHost = {
 	armDrain: () => Promise<void>;
 	drain: () => Promise<unknown>;
 	grown: (at: number, bytes: number) => void;
+	// The points of Timeseries tables (timeseries-feed.ts); the drain's timer is armed before a
+	// batch with points commits, so a crash after the commit leaves none behind for good.
+	timeseries: TimeseriesFeed;
+	armTimeseries: () => Promise<void>;
 };
 
 type Pending = {
@@ -239,6 +244,10 @@ export class LedgerGroups {
 			fanOut: Number(this.host.env().MAX_SUBSCRIPTIONS),
 			read: (seen: number) => charge(keys.ledger, seen),
 			index: (ledger: LedgerInput) => indexChanges(indexDb, this.host.catalog, ledger, at, this.host.indexLimits()),
+			timeseries: {
+				check: (entries) => this.host.timeseries.check(writer.account, entries),
+				plan: (input) => this.host.timeseries.plan(raw, input),
+			},
 		});
 		ledgers.set(id, plan.after);
 		return plan;
@@ -305,6 +314,9 @@ export class LedgerGroups {
 			return;
 		}
 		if (published) await this.host.armDrain();
+		const points = planned.flatMap(({ plan }) => plan.points);
+		const feeds = planned.some(({ plan }) => plan.points.length > 0 || plan.feeds);
+		if (feeds) await this.host.armTimeseries();
 		let results: unknown[];
 		try {
 			// Each statement counts for the request whose meter prepared it (D1Meter.wrap).
@@ -335,6 +347,9 @@ export class LedgerGroups {
 			if (plan.grown) this.host.grown(at, plan.grown);
 		}
 		if (published) await this.host.drain();
+		// The points reach their chunk objects before the writes answer, when they can; the
+		// timer's drain delivers what is left.
+		if (points.length) await this.host.timeseries.deliver(points);
 		for (const { pending, plan } of planned) this.settle(pending, { value: plan.value });
 	}
 

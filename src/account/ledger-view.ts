@@ -1,4 +1,5 @@
 import type { EntryRow } from "../db/ledgers";
+import type { EntryTimeseries } from "../db/schema";
 import type { Json } from "../rules/ast";
 import type { Entry } from "../rules/entries";
 
@@ -8,10 +9,12 @@ export type StoredEntry = Entry & {
 	size: number;
 	history: string | null;
 	publish: Record<string, string> | null;
+	timeseries: EntryTimeseries | null;
 };
 
 export function storedOf(row: EntryRow): StoredEntry {
-	const { name, value, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } = row;
+	const { name, value, size, visibility, history, publish, timeseries } = row;
+	const { entry_created_ts, entry_updated_ts, value_changed_ts } = row;
 	return {
 		name,
 		value: JSON.parse(value) as Json,
@@ -20,20 +23,22 @@ export function storedOf(row: EntryRow): StoredEntry {
 		visibility,
 		history,
 		publish,
+		timeseries,
 		entry_created_ts,
 		entry_updated_ts,
 		value_changed_ts,
 	};
 }
 
-// What the owning account's users see: the configuration too. history and publish only
-// when set.
+// What the owning account's users see: the configuration too. history, publish and
+// timeseries only when set.
 export function entryOut(entry: StoredEntry) {
 	return {
 		value: entry.value,
 		visibility: entry.visibility,
 		...(entry.history === null ? {} : { history: entry.history }),
 		...(entry.publish === null ? {} : { publish: entry.publish }),
+		...(entry.timeseries === null ? {} : { timeseries: entry.timeseries }),
 		entry_created_ts: entry.entry_created_ts,
 		entry_updated_ts: entry.entry_updated_ts,
 		value_changed_ts: entry.value_changed_ts,

@@ -15,6 +15,8 @@ import { type EntryEvent, publications, type Trigger } from "../rules/publish";
 import { refuseOverBudget } from "../rules/strings";
 import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 import { mergePatch } from "../base/merge-patch";
+import type { EntryTimeseries } from "../db/schema";
+import type { FeedInput, FeedPlan } from "./timeseries-feed";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
 // checked against the state the write replaces, and each write is one D1 batch.
@@ -34,10 +36,12 @@ export type EntryChange = {
 	visibility?: string | null;
 	history?: string | null;
 	publish?: Record<string, string> | null;
+	timeseries?: EntryTimeseries | null;
 };
 
 // An entry of a merge patch (RFC 7396): its value merges into the stored value, and its publish
-// by topic, where a null topic is removed; visibility, history and a null value are set as given.
+// by topic, where a null topic is removed; visibility, history, timeseries and a null value are
+// set as given.
 export type EntryPatch = Omit<EntryChange, "publish"> & { publish?: Record<string, string | null> | null };
 
 // `writer` is the caller as the Worker checked it; the account's object reads it again, as it
@@ -128,6 +132,7 @@ export async function planLedgerWrite(
 	const events: EntryEvent[] = [];
 	refuseLedgerReaders(write, sight);
 	refuseUnwritable(write, current, sees, at);
+	await refuseUnknownTables(write, notify);
 	for (const [name, change] of changesOf(write, current)) {
 		const before = current.get(name);
 		const next = merged(name, before, change, at);
@@ -177,15 +182,25 @@ type IndexChanges = (ledger: {
 	owner: string;
 	values: Record<string, Json>;
 }) => Promise<{ statements: BatchItem<"sqlite">[]; committed: () => void }>;
-// `read` learns how many entries of the ledger the writer sees, once the write has read them.
+// `timeseries` checks the tables entries name, and gives the points a write's value changes
+// make (account/timeseries-feed.ts). `read` learns how many entries of the ledger the writer
+// sees, once the write has read them.
 type Notify = {
 	fanOut?: number;
 	index?: IndexChanges;
+	timeseries?: {
+		check: (entries: Record<string, { timeseries?: unknown }>) => Promise<ErrorDetail[]>;
+		plan: (input: FeedInput) => Promise<FeedPlan>;
+	};
 	read?: (seen: number) => void;
 };
 
 export type LedgerPlan = {
 	statements: BatchItem<"sqlite">[];
+	// The timeseries points it commits, to hand to their chunk objects once it has; `feeds`: it
+	// writes outbox rows (points or dropped ones) the drain must see to.
+	points: FeedPlan["deliveries"];
+	feeds: boolean;
 	value: ReturnType<typeof entriesOut>;
 	after: Map<string, StoredEntry>;
 	seen: number;
@@ -230,6 +245,19 @@ async function plan(
 			? await e.notify.index({ account: writer.account, twin: twin.uuid, owner: twin.owner, values })
 			: undefined;
 	if (index) statements.push(...index.statements);
+	// A delete changes no value into one: it makes no point.
+	const feed =
+		e.events.length && e.notify.timeseries && e.trigger !== "ledger.entry.deleted"
+			? await e.notify.timeseries.plan({
+					account: writer.account,
+					twin: twin.uuid,
+					owner: twin.owner,
+					values,
+					changed: e.events.map((event) => ({ name: event.name, entry: event.entry as StoredEntry })),
+					at: e.at,
+				})
+			: undefined;
+	if (feed) statements.push(...feed.statements);
 	if (published) {
 		const limit = e.notify.fanOut ?? DEFAULT_FAN_OUT;
 		// What a confined reader's rules read of the write, once: the twin, the ledger before and
@@ -255,6 +283,8 @@ async function plan(
 	}
 	return {
 		statements,
+		points: feed?.deliveries ?? [],
+		feeds: (feed?.statements.length ?? 0) > 0,
 		value: entriesOut(answer),
 		after: e.ledger,
 		seen,
@@ -308,6 +338,15 @@ function refuseLedgerReaders(write: EntriesWrite, sight: EntrySight) {
 		description: `Rules of ${reading.join(", ")} read LEDGER, which may hold entries the caller cannot see`,
 		details,
 	});
+}
+
+// The tables an entry's `timeseries` names must be the writer's account's, as they are now, with
+// the dimensions they declare and templates that parse: else 400101, nothing written.
+async function refuseUnknownTables(write: EntriesWrite, notify: Notify) {
+	if (!notify.timeseries) return;
+	const details = await notify.timeseries.check(write.entries);
+	if (details.length)
+		throw new ApiError("validation", { description: `${details[0].path}: ${details[0].message}`, details });
 }
 
 // An add refuses a name whose entry, as written, the writer could not see: for a hidden name
@@ -393,12 +432,14 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 		visibility: change.visibility === undefined ? (before?.visibility ?? null) : change.visibility,
 		history: change.history === undefined ? (before?.history ?? null) : change.history,
 		publish: change.publish === undefined ? (before?.publish ?? null) : change.publish,
+		timeseries: change.timeseries === undefined ? (before?.timeseries ?? null) : change.timeseries,
 	};
 	const propertiesChanged =
 		!before ||
 		properties.visibility !== before.visibility ||
 		properties.history !== before.history ||
-		JSON.stringify(properties.publish) !== JSON.stringify(before.publish);
+		JSON.stringify(properties.publish) !== JSON.stringify(before.publish) ||
+		JSON.stringify(properties.timeseries) !== JSON.stringify(before.timeseries);
 	const text = valueChanged ? JSON.stringify(value) : (before?.text ?? "null");
 	const entry: StoredEntry = {
 		name,
@@ -419,10 +460,14 @@ function merged(name: string, before: StoredEntry | undefined, change: EntryChan
 export function entrySize(
 	name: string,
 	valueText: string,
-	properties: Pick<StoredEntry, "visibility" | "history" | "publish">,
+	properties: Pick<StoredEntry, "visibility" | "history" | "publish" | "timeseries">,
 ): number {
-	const { visibility, history, publish } = properties;
-	const stored = utf8Bytes(visibility ?? "") + utf8Bytes(history ?? "") + (publish === null ? 0 : jsonBytes(publish));
+	const { visibility, history, publish, timeseries } = properties;
+	const stored =
+		utf8Bytes(visibility ?? "") +
+		utf8Bytes(history ?? "") +
+		(publish === null ? 0 : jsonBytes(publish)) +
+		(timeseries === null ? 0 : jsonBytes(timeseries));
 	return jsonBytes(name) + 1 + utf8Bytes(valueText) + stored;
 }
 
@@ -440,8 +485,8 @@ function storedBytes(entries: Map<string, { size: number }>): number {
 }
 
 function rowOf(twin: string, account: string, entry: StoredEntry): EntryRow {
-	const { name, text, size, visibility, history, publish, entry_created_ts, entry_updated_ts, value_changed_ts } =
-		entry;
+	const { name, text, size, visibility, history, publish, timeseries } = entry;
+	const { entry_created_ts, entry_updated_ts, value_changed_ts } = entry;
 	return {
 		twin,
 		account,
@@ -451,6 +496,7 @@ function rowOf(twin: string, account: string, entry: StoredEntry): EntryRow {
 		visibility,
 		history,
 		publish,
+		timeseries,
 		entry_created_ts,
 		entry_updated_ts,
 		value_changed_ts,

@@ -1,4 +1,10 @@
-import { accountLimit, MAX_INDEXES_TABLES_CEILING, MAX_ROLES_CEILING, MAX_USERS_CEILING } from "../base/limits";
+import {
+	accountLimit,
+	MAX_INDEXES_TABLES_CEILING,
+	MAX_ROLES_CEILING,
+	MAX_TIMESERIES_TABLES_CEILING,
+	MAX_USERS_CEILING,
+} from "../base/limits";
 import { type Database, database } from "../db/client";
 import { D1Meter } from "../db/meter";
 import { ApiError } from "../base/errors";
@@ -15,6 +21,10 @@ import { docFacet } from "./facets/docs";
 import { federationFacet } from "./facets/federation";
 import { identityFacet } from "./facets/identities";
 import { indexFacet } from "./facets/indexes";
+import { timeseriesFacet } from "./facets/timeseries";
+import { TimeseriesCatalog, type TimeseriesLimits } from "./timeseries-tables";
+import { TimeseriesFeed } from "./timeseries-feed";
+import { timeseriesStep } from "./timeseries-work";
 import { stickerFacet } from "./facets/stickers";
 import { shardsOf, subscriptionFacet } from "./facets/subscriptions";
 import type { Outcome } from "./outcome";
@@ -35,6 +45,12 @@ import { type Bucket, bucketed, type UsageRow } from "../base/usage";
 import { homeDatabase, homeOf } from "../db/shards";
 import { isMoving } from "../db/moves";
 import { bucketOfId } from "../base/shards";
+
+// A batch with timeseries points arms the drain this much later: the write's own step
+// delivers them before that, and the drain then only clears the outbox.
+const TIMESERIES_GRACE_SECONDS = 2;
+// Rounds of the drain a consistent query may wait for (the Worker stops waiting at 5 s).
+const TIMESERIES_CONSISTENT_ROUNDS = 20;
 
 // How long background work waits while the account's bucket moves.
 const MOVE_WAIT_MS = 5000;
@@ -59,6 +75,7 @@ export interface AccountObject
 		ReturnType<typeof docFacet>,
 		ReturnType<typeof stickerFacet>,
 		ReturnType<typeof indexFacet>,
+		ReturnType<typeof timeseriesFacet>,
 		ReturnType<typeof federationFacet>,
 		ReturnType<typeof subscriptionFacet> {}
 
@@ -74,6 +91,9 @@ export class AccountObject {
 	private readonly cursors: CursorStore;
 	private readonly lines: Journal;
 	private readonly catalog: indexes.IndexCatalog;
+	// The account's Timeseries tables, and the points its ledger writes make for them.
+	private readonly timeseries: TimeseriesCatalog;
+	private readonly feed: TimeseriesFeed;
 	// The account's usage by hour (docs/usage.md): the Worker's counts arrive by addUsage, the object's
 	// own (ledger bytes, published messages, stickers) are added where they happen.
 	private readonly usage: UsageStore;
@@ -93,6 +113,8 @@ export class AccountObject {
 		this.lines = new Journal(ctx.storage.sql);
 		this.usage = new UsageStore(ctx.storage.sql);
 		this.catalog = new indexes.IndexCatalog(() => database(this.home()));
+		this.timeseries = new TimeseriesCatalog(() => database(this.home()));
+		this.feed = new TimeseriesFeed(ctx.storage.sql, this.timeseries, () => this.env);
 		this.timers = new Timers(ctx.storage, {
 			[TIMER.outbox]: async (account) => ((await this.drain(account)) ? drainRetryAt(now()) : undefined),
 			[TIMER.cursors]: async () => this.cursors.sweepStep(now()),
@@ -101,6 +123,7 @@ export class AccountObject {
 			[TIMER.stickers]: (account) => stickers.expiryStep(this.host, account),
 			[TIMER.stickerCopies]: (account) => stickers.copiesStep(this.host, account),
 			[TIMER.directory]: (account) => directoryStep(this.host, account),
+			[TIMER.timeseries]: (account) => timeseriesStep(this.host, this.feed, this.timeseries, account),
 		});
 		const object = this;
 		const host: Host = {
@@ -130,6 +153,8 @@ export class AccountObject {
 			armDrain: () => host.armDrain(this.account()),
 			drain: () => this.drain(this.account()),
 			grown: (at, bytes) => this.usage.add(at, null, { ledger_size_delta: bytes }),
+			timeseries: this.feed,
+			armTimeseries: () => this.timers.by(TIMER.timeseries, this.account(), now() + TIMESERIES_GRACE_SECONDS),
 		});
 		// The features' methods, on the object as its own (see the interface above the class).
 		Object.assign(
@@ -138,6 +163,9 @@ export class AccountObject {
 			docFacet(host),
 			stickerFacet(host),
 			indexFacet(host, this.catalog, () => this.indexLimits()),
+			timeseriesFacet(host, this.timeseries, () => this.timeseriesLimits(), (account) =>
+				this.deliverTimeseries(account),
+			),
 			federationFacet(host, () => this.limits().users),
 			subscriptionFacet(host),
 		);
@@ -331,6 +359,23 @@ export class AccountObject {
 			tables: accountLimit(this.env.MAX_INDEXES_TABLES, MAX_INDEXES_TABLES_CEILING),
 			rows: Number(this.env.MAX_INDEX_ROWS),
 		};
+	}
+
+	private timeseriesLimits(): TimeseriesLimits {
+		return {
+			tables: accountLimit(this.env.MAX_TIMESERIES_TABLES, MAX_TIMESERIES_TABLES_CEILING),
+			chunkBytes: Number(this.env.MAX_TIMESERIES_CHUNK_BYTES),
+		};
+	}
+
+	// Every pending point of the account to its chunk object, for a query that reads its writes
+	// (consistent=true): rounds of the drain until none is left. Answers whether that happened.
+	private async deliverTimeseries(account: string): Promise<boolean> {
+		const db = database(this.home());
+		for (let round = 0; round < TIMESERIES_CONSISTENT_ROUNDS; round++) {
+			if (!(await this.feed.drain(db, account))) return true;
+		}
+		return false;
 	}
 
 	private limits(): writes.Limits {

@@ -13,6 +13,11 @@ export const ERRORS = {
 		subcode: 400171,
 		description: "A hash differs from the upload's SHA-256; nothing was attached",
 	},
+	bucket_too_large: {
+		status: 400,
+		subcode: 400221,
+		description: "A bucket of the query holds more than `count` stored rows of the tier read",
+	},
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
@@ -179,6 +184,11 @@ export const ERRORS = {
 		subcode: 500241,
 		description:
 			"SHARDS is invalid (a bucket unmapped or mapped twice, or an undeclared binding); nothing was read or written",
+	},
+	timeseries_pending: {
+		status: 503,
+		subcode: 503221,
+		description: "consistent=true: the account's pending points were not delivered within 5 s; retry",
 	},
 	bucket_moving: {
 		status: 503,

@@ -15,6 +15,7 @@ export function accountLimit(value: string | number, ceiling: number): number {
 export const MAX_IDENTITY_PROVIDERS_CEILING = 100;
 // get_indexes_tables answers every table of the account in one page.
 export const MAX_INDEXES_TABLES_CEILING = 100;
+export const MAX_TIMESERIES_TABLES_CEILING = 100;
 
 // Twin and user descriptions: at most 32 KiB as compact JSON (UTF-8), which bounds what a rule
 // and a scan page have to read per twin. A description merged from a patch (RFC 7396) is held

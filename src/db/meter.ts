@@ -102,8 +102,12 @@ export class D1Meter {
 	}
 
 	serverTiming(): string {
-		return `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten} calls=${this.calls}"`;
+		const d1 = `d1;dur=${this.ms.toFixed(1)};desc="queries=${this.queries} rows_read=${this.rowsRead} rows_written=${this.rowsWritten} calls=${this.calls}"`;
+		return [d1, ...this.metrics].join(", ");
 	}
+
+	// Server-Timing metrics of work past D1 (a timeseries query's chunk objects), after d1's.
+	readonly metrics: string[] = [];
 
 	// A session is wrapped like the database itself; its bookmark is followed under its binding.
 	wrap(db: D1Database | D1DatabaseSession, binding = "DB_0"): D1Database {

@@ -341,9 +341,14 @@ export const twinHolders = sqliteTable(
 	(t) => [primaryKey({ columns: [t.twin, t.account] })],
 );
 
+export type EntryTimeseries = Record<
+	string,
+	{ measurement?: string; dimensions?: Record<string, string>; timestamp?: string }
+>;
+
 // One row per ledger entry: the ledger of `account` on `twin`. `value` is the entry's compact
-// JSON text and `size` the bytes the row holds (`"name":value`, and visibility, history and
-// publish as stored), so the 64 KiB limit, a sum of stored sizes rather than a serialization
+// JSON text and `size` the bytes the row holds (`"name":value`, and visibility, history,
+// publish and timeseries as stored), so the 64 KiB limit, a sum of stored sizes rather than a serialization
 // of every entry, bounds what reading a ledger loads.
 export const ledgerEntries = sqliteTable(
 	"ledger_entries",
@@ -356,6 +361,9 @@ export const ledgerEntries = sqliteTable(
 		visibility: text("visibility"),
 		history: text("history"),
 		publish: text("publish", { mode: "json" }).$type<Record<string, string>>(),
+		// The Timeseries tables the entry's value changes feed, with its templates for each
+		// (docs/timeseries.md, "Entry property").
+		timeseries: text("timeseries", { mode: "json" }).$type<EntryTimeseries>(),
 		entry_created_ts: real("entry_created_ts").notNull(),
 		entry_updated_ts: real("entry_updated_ts").notNull(),
 		value_changed_ts: real("value_changed_ts").notNull(),
@@ -707,3 +715,82 @@ export const bucketMoves = sqliteTable("bucket_moves", {
 export const writeGuards = sqliteTable("write_guards", { held: integer("held").notNull() }, (t) => [
 	check("write_guards_held", sql`${t.held} = 1`),
 ]);
+
+// A Timeseries table (docs/timeseries.md): the definition of a history of ledger values. Its
+// points live in chunk objects (TimeseriesDO), one per (table, generation, chunk start).
+// `generation` changes on a truncate: older points are invisible at once and their objects
+// emptied in the background. `rows` and `table_size` count the current generation's committed,
+// unexpired, undropped points; the account's object adds to them in the batch of the ledger
+// write that makes them. `building`: rollup steps an update added, filled from raw points.
+export type TimeseriesDefinition = {
+	dimensions: { names: string[]; types: string[] };
+	measurements: { names: string[]; types: string[] };
+	defaults: { measurement?: string; dimensions?: Record<string, string>; timestamp?: string } | null;
+	retention: string;
+	chunk: string;
+	rollups: { step: string; retention: string }[];
+};
+
+export const timeseriesTables = sqliteTable(
+	"timeseries_tables",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		name: text("name").notNull(),
+		dimensions: text("dimensions", { mode: "json" }).$type<TimeseriesDefinition["dimensions"]>().notNull(),
+		measurements: text("measurements", { mode: "json" }).$type<TimeseriesDefinition["measurements"]>().notNull(),
+		defaults: text("defaults", { mode: "json" }).$type<TimeseriesDefinition["defaults"]>(),
+		retention: text("retention").notNull(),
+		chunk: text("chunk").notNull(),
+		rollups: text("rollups", { mode: "json" }).$type<TimeseriesDefinition["rollups"]>().notNull(),
+		building: text("building", { mode: "json" }).$type<string[]>().notNull(),
+		generation: integer("generation").notNull(),
+		status: text("status", { enum: ["building", "ready", "full"] }).notNull(),
+		rows: integer("rows").notNull().default(0),
+		table_size: integer("table_size").notNull().default(0),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+	},
+	(t) => [uniqueIndex("timeseries_tables_account_name").on(t.account, t.name)],
+);
+
+// Points a ledger write committed, until their chunk objects hold them; and points it dropped
+// (`dropped` the reason), until the account log says so. Written in the ledger write's batch, so
+// a point exists exactly when its change does. (seq, entry, table) is the point's key in its
+// chunk object: a redelivery stores nothing twice.
+export const timeseriesOutbox = sqliteTable(
+	"timeseries_outbox",
+	{
+		id: integer("id").primaryKey({ autoIncrement: true }),
+		account: text("account").notNull(),
+		table: text("table").notNull(),
+		generation: integer("generation").notNull(),
+		seq: integer("seq").notNull(),
+		entry: text("entry").notNull(),
+		twin: text("twin").notNull(),
+		ts: real("ts"),
+		dims: text("dims").notNull(),
+		measurement: text("measurement"),
+		value: text("value").notNull(),
+		bytes: integer("bytes").notNull(),
+		dropped: text("dropped"),
+		at: real("at").notNull(),
+	},
+	(t) => [index("timeseries_outbox_account").on(t.account, t.id)],
+);
+
+// The chunks of a table's generation that hold points: a query reads those its range meets, and
+// truncate and delete find the objects to empty here.
+export const timeseriesChunks = sqliteTable(
+	"timeseries_chunks",
+	{
+		table: text("table").notNull(),
+		generation: integer("generation").notNull(),
+		start: real("start").notNull(),
+		account: text("account").notNull(),
+	},
+	(t) => [
+		primaryKey({ columns: [t.table, t.generation, t.start] }),
+		index("timeseries_chunks_account").on(t.account, t.table, t.generation),
+	],
+);

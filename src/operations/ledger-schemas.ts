@@ -37,6 +37,24 @@ const publish = z
 // In a merge patch a null topic is removed; the topics are counted once merged.
 const publishPatch = z.record(topicKey, z.nullable(ruleText));
 
+// The Timeseries tables an entry feeds, with its templates for each (docs/timeseries.md, "Entry
+// property"). The shape is checked here; the account's object checks the tables exist, the
+// dimensions are theirs and the templates parse, when the write runs.
+const MAX_ENTRY_TABLES = 10;
+const tableTemplates = z.strictObject({
+	measurement: z.optional(z.string()),
+	dimensions: z.optional(z.record(z.string(), z.string())),
+	timestamp: z.optional(z.string()),
+});
+const timeseries = z
+	.record(z.string(), tableTemplates)
+	.check(
+		z.refine(
+			(tables) => Object.keys(tables).length >= 1 && Object.keys(tables).length <= MAX_ENTRY_TABLES,
+			`From 1 to ${MAX_ENTRY_TABLES} tables`,
+		),
+	);
+
 // Entry types other than a plain value, and transactions, are not supported here.
 const unsupported = z.optional(z.unknown()).check(z.refine((value) => value === undefined, "not supported"));
 const transaction = z
@@ -49,7 +67,7 @@ const properties = {
 	publish: z.optional(z.nullable(publish)),
 	ref: unsupported,
 	include: unsupported,
-	timeseries: unsupported,
+	timeseries: z.optional(z.nullable(timeseries)),
 };
 
 const entriesOf = <T extends z.ZodMiniType>(entry: T) =>
@@ -104,6 +122,7 @@ export const ownEntry = z.object({
 	visibility: z.nullable(z.string()),
 	history: z.optional(z.string()),
 	publish: z.optional(mapOf(z.string(), MAX_TOPICS)),
+	timeseries: z.optional(mapOf(tableTemplates, MAX_ENTRY_TABLES)),
 	...times,
 });
 export const ownEntries = z.object({ entries: mapOf(ownEntry, MAX_LEDGER_ENTRIES) });

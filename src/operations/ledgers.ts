@@ -161,6 +161,7 @@ function changes<E extends EntryPatch>(entries: Record<string, Record<string, un
 		if ("visibility" in entry) change.visibility = entry.visibility as string | null;
 		if ("history" in entry) change.history = entry.history as string | null;
 		if ("publish" in entry) change.publish = entry.publish as E["publish"];
+		if ("timeseries" in entry) change.timeseries = entry.timeseries as EntryPatch["timeseries"];
 		out[name] = change as E;
 	}
 	return out;

@@ -20,8 +20,9 @@ export const ENTRY_VARIABLES = [
 ] as const;
 export type EntryVariable = (typeof ENTRY_VARIABLES)[number];
 // `ROW.<property>`: the typed values of an Indexes table's row, bound only in the `match` of
-// query_indexes_table; null everywhere else.
-export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | "ROW" | SystemVariable | EntryVariable;
+// query_indexes_table; null everywhere else. `DIM.<dimension>`: a point's dimension values,
+// bound only in the `match` of query_timeseries_table.
+export type Root = "TWIN" | "USER" | "DICT" | "LEDGER" | "ROW" | "DIM" | SystemVariable | EntryVariable;
 
 // Every root, where a rule says where it was found.
 export const ROOTS: readonly Root[] = [
@@ -30,6 +31,7 @@ export const ROOTS: readonly Root[] = [
 	"DICT",
 	"LEDGER",
 	"ROW",
+	"DIM",
 	...SYSTEM_VARIABLES,
 	...ENTRY_VARIABLES,
 ];

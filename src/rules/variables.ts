@@ -27,6 +27,8 @@ export type Scope = {
 	entry?: EntryScope;
 	// An Indexes table's row, in the `match` of query_indexes_table.
 	row?: { [property: string]: Json };
+	// A timeseries point's dimensions by name (query_timeseries_table's `match`).
+	dims?: { [dimension: string]: Json };
 };
 
 // The twin's columns a rule reads (the names a compiled rule's query gives them).
@@ -56,6 +58,7 @@ export const VARIABLES: Record<Root, Variable> = {
 	identity: { source: "binding", value: ({ identity }) => identity ?? null },
 	LEDGER: { source: "binding", value: ({ entry }) => entry?.values ?? null },
 	ROW: { source: "binding", value: ({ row }) => row ?? null },
+	DIM: { source: "binding", value: ({ dims }) => dims ?? null },
 	ledger: { source: "binding", value: ({ entry }) => entry?.ledger ?? null },
 	entry_name: { source: "binding", value: ({ entry }) => entry?.name ?? null },
 	entry_value: { source: "binding", value: ({ entry }) => entry?.value ?? null },

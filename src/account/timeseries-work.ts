@@ -1,0 +1,92 @@
+import { database } from "../db/client";
+import * as db_ from "../db/timeseries";
+import { now } from "../base/time";
+import { chunkObject, chunkSpec } from "../timeseries/spec";
+import type { RollupStep } from "../timeseries/types";
+import type { Host } from "./host";
+import type { TimeseriesFeed } from "./timeseries-feed";
+import type { TimeseriesCatalog } from "./timeseries-tables";
+
+// The timeseries timer's step (docs/timeseries.md): a round of the outbox drain, a step of each
+// rollup tier being filled, and a round of emptying the chunk objects of deleted tables and of
+// generations before a truncate. Each round is bounded; the timer is due again at once while
+// work is left, and in a minute after a failure.
+
+// Chunk objects a round calls to fill tiers, or to empty.
+const CHUNKS_PER_ROUND = 16;
+// Raw points one chunk's fill step reads.
+const FILL_POINTS = 2000;
+// Where each table's fill stands: the chunk start it has reached, per generation.
+const FILLS = "timeseries-fills";
+type Fills = Record<string, { generation: number; after: number }>;
+
+export async function timeseriesStep(
+	host: Host,
+	feed: TimeseriesFeed,
+	catalog: TimeseriesCatalog,
+	account: string,
+): Promise<number | undefined> {
+	const db = database(host.home());
+	const left = await Promise.all([
+		feed.drain(db, account),
+		host.serialized(() => fillRound(host, catalog, account)).then((o) => !o.ok || o.value),
+		sweepRound(host, account),
+	]);
+	return left.some(Boolean) ? now() + 1 : undefined;
+}
+
+// One round of every table's fill: up to CHUNKS_PER_ROUND chunk objects, each filling its
+// building tiers a step further. A table whose chunks are all done is ready.
+async function fillRound(host: Host, catalog: TimeseriesCatalog, account: string): Promise<boolean> {
+	const db = database(host.home());
+	const fills = (await host.storage.get<Fills>(FILLS)) ?? {};
+	let calls = 0;
+	let left = false;
+	for (const table of await catalog.all(account)) {
+		if (table.building.length === 0) {
+			delete fills[table.uuid];
+			continue;
+		}
+		const kept = fills[table.uuid];
+		const fill = kept?.generation === table.generation ? kept : { generation: table.generation, after: -1 };
+		const chunks = await db_.chunksBetween(db, { table: table.uuid, generation: table.generation }, fill.after + 1, Number.MAX_SAFE_INTEGER, false, CHUNKS_PER_ROUND);
+		let finished = chunks.length < CHUNKS_PER_ROUND;
+		for (const { start } of chunks) {
+			if (calls >= CHUNKS_PER_ROUND) {
+				finished = false;
+				break;
+			}
+			calls++;
+			const spec = chunkSpec(table, start, Number(host.env.MAX_TIMESERIES_CHUNK_BYTES));
+			const stub = chunkObject(host.env, table.uuid, table.generation, start);
+			let done = true;
+			for (const step of table.building) done = (await stub.fillStep(spec, step as RollupStep, FILL_POINTS)).done && done;
+			if (!done) {
+				finished = false;
+				break;
+			}
+			fill.after = start;
+		}
+		if (finished) {
+			const status = table.status === "full" ? "full" : "ready";
+			await db_.setTimeseriesTable(db, table.uuid, { building: [], status });
+			catalog.put({ ...table, building: [], status });
+			delete fills[table.uuid];
+		} else {
+			fills[table.uuid] = fill;
+			left = true;
+		}
+	}
+	await host.storage.put(FILLS, fills);
+	return left;
+}
+
+// The chunks of deleted tables and of older generations: each object emptied, then its row.
+async function sweepRound(host: Host, account: string): Promise<boolean> {
+	const db = database(host.home());
+	const stale = await db_.staleChunks(db, account, CHUNKS_PER_ROUND);
+	if (stale.length === 0) return false;
+	await Promise.all(stale.map((c) => chunkObject(host.env, c.table, c.generation, c.start).wipe()));
+	await db_.forgetChunks(db, stale);
+	return stale.length === CHUNKS_PER_ROUND;
+}
