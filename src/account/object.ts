@@ -164,7 +164,7 @@ export class AccountObject {
 			stickerFacet(host),
 			indexFacet(host, this.catalog, () => this.indexLimits()),
 			timeseriesFacet(host, this.timeseries, () => this.timeseriesLimits(), (account) =>
-				this.deliverTimeseries(account),
+				this.deliverPoints(account),
 			),
 			federationFacet(host, () => this.limits().users),
 			subscriptionFacet(host),
@@ -370,7 +370,7 @@ export class AccountObject {
 
 	// Every pending point of the account to its chunk object, for a query that reads its writes
 	// (consistent=true): rounds of the drain until none is left. Answers whether that happened.
-	private async deliverTimeseries(account: string): Promise<boolean> {
+	private async deliverPoints(account: string): Promise<boolean> {
 		const db = database(this.home());
 		for (let round = 0; round < TIMESERIES_CONSISTENT_ROUNDS; round++) {
 			if (!(await this.feed.drain(db, account))) return true;

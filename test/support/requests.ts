@@ -71,7 +71,7 @@ export function fingerprint(res: Awaited<ReturnType<typeof call>>, swap: (text: 
 		.map(([name, value]) => [
 			name,
 			name === "server-timing"
-				? value.replace(/dur=[\d.]+/, "dur=")
+				? value.replace(/dur=[\d.]+/g, "dur=")
 				: name === "x-d1-bookmark"
 					? bookmarkNames(value)
 					: value,
