@@ -104,7 +104,7 @@ function parts(text: string, entryFields: boolean): (string | Field)[] {
 function parseField(text: string, open: number, entryFields: boolean): [Field, number] {
 	const start = open + 1;
 	ROOT_END.lastIndex = start;
-	let i = ROOT_END.exec(text)?.index ?? text.length;
+	const i = ROOT_END.exec(text)?.index ?? text.length;
 	const root = text.slice(start, i);
 	if (i >= text.length) throw new TemplateError("{ without its }", open);
 	if (root === "twin" || root === "ledger" || root === "owner") {
