@@ -8,6 +8,7 @@ export const ERRORS = {
 	subscription_expired: { status: 400, subcode: 400105, description: "The subscription has expired" },
 	ledger_too_large: { status: 400, subcode: 400106, description: "The ledger would exceed 64 KiB" },
 	hash_mismatch: { status: 400, subcode: 400171, description: "A hash differs from the upload's SHA-256; nothing was attached" },
+	bucket_too_large: { status: 400, subcode: 400221, description: "A bucket of the query holds more than count stored rows of the tier read" },
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },
 	expired_credential: { status: 401, subcode: 401103, description: "The credential has expired" },
@@ -58,6 +59,7 @@ export const ERRORS = {
 	webhooks_unconfigured: { status: 500, subcode: 500102, description: "Webhooks or file URLs are not configured on this server (PUBLIC_URL, WEBHOOK_KEY)" },
 	tokens_unconfigured: { status: 500, subcode: 500103, description: "User Tokens are not configured on this server (TOKEN_KEY)" },
 	shards_invalid: { status: 500, subcode: 500241, description: "SHARDS is invalid (a bucket unmapped or mapped twice, or an undeclared binding); nothing was read or written" },
+	timeseries_pending: { status: 503, subcode: 503221, description: "consistent=true: the account's pending points were not delivered within 5 s; retry" },
 	bucket_moving: { status: 503, subcode: 503241, description: "The account's data is moving between databases; nothing was written; retry after Retry-After seconds" },
 	provider_keys_unreachable: { status: 503, subcode: 503261, description: "The identity provider's keys could not be fetched; retry in 30 seconds" },
 } as const;

@@ -292,6 +292,183 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account/services/timeseries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's Timeseries tables, in name order
+         * @description Every Timeseries table of the caller's account by name. A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_timeseries_tables`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_timeseries_tables"];
+        put?: never;
+        /**
+         * Define Timeseries tables: the history of ledger values, one point per value change
+         * @description Defines up to 10 Timeseries tables of the caller's account: dimensions, measurements, retention, chunk and rollup tiers. Entries name the tables they feed in their timeseries property; a new table is empty and ready. A table that cannot be made answers an error in its place. A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `create_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        post: operations["create_timeseries_table"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/services/timeseries/{timeseries}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One Timeseries table: its definition, status and point counts
+         * @description One Timeseries table of the caller's account: definition, status and point counts. A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_timeseries_table"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a Timeseries table: its name is free at once, its points go in the background
+         * @description Deletes a Timeseries table and answers it as it was: its name is free at once, its points are never answered again and go in the background. A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `delete_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_timeseries_table"];
+        options?: never;
+        head?: never;
+        /**
+         * Replace parts of a Timeseries table's definition
+         * @description Replaces the given members (defaults, retention, chunk, measurements, rollups). The chunk cannot change; a kept measurement keeps its type and points; a removed rollup tier goes at once, an added one is filled from the retained points in the background (status building). A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `update_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        patch: operations["update_timeseries_table"];
+        trace?: never;
+    };
+    "/account/services/timeseries/{timeseries}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A page of a Timeseries table's points, raw or aggregated by step
+         * @description Points of one Timeseries table between ge and le: raw, or with step aggregated per bucket (count, sum, avg, min, max, first, last), optionally by group and filled; paged by cursor. consistent=true first delivers the account's pending points (503221 after 5 s). A role with a twin or an entry rule may not use Timeseries tables (403102).
+         *
+         *     **Who may call it:** A user whose role's statement allows `query_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400104 (400): The cursor is invalid or expired
+         *     - 400221 (400): A bucket of the query holds more than count stored rows of the tier read
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         *     - 503221 (503): consistent=true: the account's pending points were not delivered within 5 s; retry
+         */
+        get: operations["query_timeseries_table"];
+        put?: never;
+        post?: never;
+        /**
+         * Empty a Timeseries table; new value changes feed it again
+         * @description Empties a Timeseries table: its points are never answered again and go in the background; a fill stops. A role with a twin or an entry rule may not use Timeseries tables (403102): points come from every ledger of the account.
+         *
+         *     **Who may call it:** A user whose role's statement allows `truncate_timeseries_table`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["truncate_timeseries_table"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/token": {
         parameters: {
             query?: never;
@@ -2538,7 +2715,7 @@ export interface components {
              * @description The catalogue's stable name of the subcode (not_found, escalation, ...)
              * @enum {string}
              */
-            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "shards_invalid" | "bucket_moving" | "provider_keys_unreachable";
+            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "bucket_too_large" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "shards_invalid" | "timeseries_pending" | "bucket_moving" | "provider_keys_unreachable";
             /** @description The request id, as in the x-request-id header */
             trace: string;
             description: string;
@@ -3891,6 +4068,973 @@ export interface operations {
                                 [key: string]: string;
                             };
                         };
+                        /** @enum {string} */
+                        status: "building" | "ready" | "full";
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        created_ts: number;
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        updated_ts: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_timeseries_tables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        timeseries: {
+                            [key: string]: {
+                                stats: {
+                                    rows: number;
+                                    table_size: number;
+                                };
+                                dimensions: {
+                                    names: string[];
+                                    types: string[];
+                                };
+                                measurements: {
+                                    names: string[];
+                                    types: string[];
+                                };
+                                defaults: {
+                                    measurement?: string;
+                                    dimensions?: {
+                                        [key: string]: string;
+                                    };
+                                    timestamp?: string;
+                                } | null;
+                                retention: string;
+                                chunk: string;
+                                rollups: {
+                                    step: string;
+                                    retention: string;
+                                }[];
+                                /** @enum {string} */
+                                status: "building" | "ready" | "full";
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                updated_ts: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_timeseries_table: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "timeseries": {
+                 *         "temperatures": {
+                 *           "dimensions": {
+                 *             "names": [
+                 *               "site"
+                 *             ],
+                 *             "types": [
+                 *               "text"
+                 *             ]
+                 *           },
+                 *           "measurements": {
+                 *             "names": [
+                 *               "celsius"
+                 *             ],
+                 *             "types": [
+                 *               "float"
+                 *             ]
+                 *           },
+                 *           "retention": "1Y",
+                 *           "rollups": [
+                 *             {
+                 *               "step": "1h",
+                 *               "retention": "INF"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    timeseries: {
+                        [key: string]: {
+                            dimensions: {
+                                names: string[];
+                                types: string[];
+                            };
+                            measurements: {
+                                names: string[];
+                                types: string[];
+                            };
+                            defaults?: {
+                                measurement?: string;
+                                dimensions?: {
+                                    [key: string]: string;
+                                };
+                                timestamp?: string;
+                            } | null;
+                            retention?: string;
+                            chunk?: string;
+                            rollups?: {
+                                step: string;
+                                retention: string;
+                            }[];
+                            database?: "default" | null;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        timeseries: {
+                            [key: string]: {
+                                stats: {
+                                    rows: number;
+                                    table_size: number;
+                                };
+                                dimensions: {
+                                    names: string[];
+                                    types: string[];
+                                };
+                                measurements: {
+                                    names: string[];
+                                    types: string[];
+                                };
+                                defaults: {
+                                    measurement?: string;
+                                    dimensions?: {
+                                        [key: string]: string;
+                                    };
+                                    timestamp?: string;
+                                } | null;
+                                retention: string;
+                                chunk: string;
+                                rollups: {
+                                    step: string;
+                                    retention: string;
+                                }[];
+                                /** @enum {string} */
+                                status: "building" | "ready" | "full";
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                updated_ts: number;
+                            } | {
+                                error: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_timeseries_table: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                timeseries: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        stats: {
+                            rows: number;
+                            table_size: number;
+                        };
+                        dimensions: {
+                            names: string[];
+                            types: string[];
+                        };
+                        measurements: {
+                            names: string[];
+                            types: string[];
+                        };
+                        defaults: {
+                            measurement?: string;
+                            dimensions?: {
+                                [key: string]: string;
+                            };
+                            timestamp?: string;
+                        } | null;
+                        retention: string;
+                        chunk: string;
+                        rollups: {
+                            step: string;
+                            retention: string;
+                        }[];
+                        /** @enum {string} */
+                        status: "building" | "ready" | "full";
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        created_ts: number;
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        updated_ts: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_timeseries_table: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                timeseries: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        stats: {
+                            rows: number;
+                            table_size: number;
+                        };
+                        dimensions: {
+                            names: string[];
+                            types: string[];
+                        };
+                        measurements: {
+                            names: string[];
+                            types: string[];
+                        };
+                        defaults: {
+                            measurement?: string;
+                            dimensions?: {
+                                [key: string]: string;
+                            };
+                            timestamp?: string;
+                        } | null;
+                        retention: string;
+                        chunk: string;
+                        rollups: {
+                            step: string;
+                            retention: string;
+                        }[];
+                        /** @enum {string} */
+                        status: "building" | "ready" | "full";
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        created_ts: number;
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        updated_ts: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_timeseries_table: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                timeseries: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "retention": "2Y",
+                 *       "rollups": [
+                 *         {
+                 *           "step": "1h",
+                 *           "retention": "INF"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    defaults?: {
+                        measurement?: string;
+                        dimensions?: {
+                            [key: string]: string;
+                        };
+                        timestamp?: string;
+                    } | null;
+                    retention?: string;
+                    chunk?: string;
+                    measurements?: {
+                        names: string[];
+                        types: string[];
+                    };
+                    rollups?: {
+                        step: string;
+                        retention: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        stats: {
+                            rows: number;
+                            table_size: number;
+                        };
+                        dimensions: {
+                            names: string[];
+                            types: string[];
+                        };
+                        measurements: {
+                            names: string[];
+                            types: string[];
+                        };
+                        defaults: {
+                            measurement?: string;
+                            dimensions?: {
+                                [key: string]: string;
+                            };
+                            timestamp?: string;
+                        } | null;
+                        retention: string;
+                        chunk: string;
+                        rollups: {
+                            step: string;
+                            retention: string;
+                        }[];
+                        /** @enum {string} */
+                        status: "building" | "ready" | "full";
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        created_ts: number;
+                        /** @description Seconds since the Unix epoch, three decimals */
+                        updated_ts: number;
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    query_timeseries_table: {
+        parameters: {
+            query: {
+                ge: number;
+                le: number;
+                step?: string;
+                aggregates?: string;
+                measurements?: string;
+                match?: string;
+                group_by?: string;
+                fill?: "none" | "null" | "previous" | "linear";
+                order?: "asc" | "desc";
+                count?: number;
+                cursor?: string;
+                consistent?: boolean;
+            };
+            header?: never;
+            path: {
+                timeseries: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Give it as `cursor` for the next page; null after the last */
+                        cursor: string | null;
+                        resolution: string;
+                        columns: string[];
+                        rows: unknown[][];
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400104: The cursor is invalid or expired; 400221: A bucket of the query holds more than count stored rows of the tier read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 503221: consistent=true: the account's pending points were not delivered within 5 s; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    truncate_timeseries_table: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                timeseries: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        stats: {
+                            rows: number;
+                            table_size: number;
+                        };
+                        dimensions: {
+                            names: string[];
+                            types: string[];
+                        };
+                        measurements: {
+                            names: string[];
+                            types: string[];
+                        };
+                        defaults: {
+                            measurement?: string;
+                            dimensions?: {
+                                [key: string]: string;
+                            };
+                            timestamp?: string;
+                        } | null;
+                        retention: string;
+                        chunk: string;
+                        rollups: {
+                            step: string;
+                            retention: string;
+                        }[];
                         /** @enum {string} */
                         status: "building" | "ready" | "full";
                         /** @description Seconds since the Unix epoch, three decimals */
@@ -6496,7 +7640,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -6818,7 +7962,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
                 /**
@@ -6844,7 +7988,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect?: "allow" | "deny";
-                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "get_timeseries_table" | "delete_timeseries_table" | "update_timeseries_table" | "get_timeseries_tables" | "create_timeseries_table" | "truncate_timeseries_table" | "webhook_confirm_subscription")[] | null;
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -8271,6 +9415,15 @@ export interface operations {
                                 publish?: {
                                     [key: string]: string;
                                 };
+                                timeseries?: {
+                                    [key: string]: {
+                                        measurement?: string;
+                                        dimensions?: {
+                                            [key: string]: string;
+                                        };
+                                        timestamp?: string;
+                                    };
+                                };
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 entry_created_ts: number;
                                 /** @description Seconds since the Unix epoch, three decimals */
@@ -8395,7 +9548,15 @@ export interface operations {
                             } | null;
                             ref?: unknown;
                             include?: unknown;
-                            timeseries?: unknown;
+                            timeseries?: {
+                                [key: string]: {
+                                    measurement?: string;
+                                    dimensions?: {
+                                        [key: string]: string;
+                                    };
+                                    timestamp?: string;
+                                };
+                            } | null;
                         };
                     };
                     conditions?: {
@@ -8420,6 +9581,15 @@ export interface operations {
                                 history?: string;
                                 publish?: {
                                     [key: string]: string;
+                                };
+                                timeseries?: {
+                                    [key: string]: {
+                                        measurement?: string;
+                                        dimensions?: {
+                                            [key: string]: string;
+                                        };
+                                        timestamp?: string;
+                                    };
                                 };
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 entry_created_ts: number;
@@ -8569,6 +9739,15 @@ export interface operations {
                                 publish?: {
                                     [key: string]: string;
                                 };
+                                timeseries?: {
+                                    [key: string]: {
+                                        measurement?: string;
+                                        dimensions?: {
+                                            [key: string]: string;
+                                        };
+                                        timestamp?: string;
+                                    };
+                                };
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 entry_created_ts: number;
                                 /** @description Seconds since the Unix epoch, three decimals */
@@ -8704,7 +9883,15 @@ export interface operations {
                             } | null;
                             ref?: unknown;
                             include?: unknown;
-                            timeseries?: unknown;
+                            timeseries?: {
+                                [key: string]: {
+                                    measurement?: string;
+                                    dimensions?: {
+                                        [key: string]: string;
+                                    };
+                                    timestamp?: string;
+                                };
+                            } | null;
                         };
                     };
                     conditions?: {
@@ -8738,7 +9925,15 @@ export interface operations {
                             } | null;
                             ref?: unknown;
                             include?: unknown;
-                            timeseries?: unknown;
+                            timeseries?: {
+                                [key: string]: {
+                                    measurement?: string;
+                                    dimensions?: {
+                                        [key: string]: string;
+                                    };
+                                    timestamp?: string;
+                                };
+                            } | null;
                         };
                     };
                     conditions?: {
@@ -8763,6 +9958,15 @@ export interface operations {
                                 history?: string;
                                 publish?: {
                                     [key: string]: string;
+                                };
+                                timeseries?: {
+                                    [key: string]: {
+                                        measurement?: string;
+                                        dimensions?: {
+                                            [key: string]: string;
+                                        };
+                                        timestamp?: string;
+                                    };
                                 };
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 entry_created_ts: number;
@@ -9055,6 +10259,15 @@ export interface operations {
                                 history?: string;
                                 publish?: {
                                     [key: string]: string;
+                                };
+                                timeseries?: {
+                                    [key: string]: {
+                                        measurement?: string;
+                                        dimensions?: {
+                                            [key: string]: string;
+                                        };
+                                        timestamp?: string;
+                                    };
                                 };
                                 /** @description Seconds since the Unix epoch, three decimals */
                                 entry_created_ts: number;

@@ -163,8 +163,11 @@ export class AccountObject {
 			docFacet(host),
 			stickerFacet(host),
 			indexFacet(host, this.catalog, () => this.indexLimits()),
-			timeseriesFacet(host, this.timeseries, () => this.timeseriesLimits(), (account) =>
-				this.deliverPoints(account),
+			timeseriesFacet(
+				host,
+				this.timeseries,
+				() => this.timeseriesLimits(),
+				(account) => this.deliverPoints(account),
 			),
 			federationFacet(host, () => this.limits().users),
 			subscriptionFacet(host),

@@ -42,7 +42,8 @@ type Delivery = { table: TimeseriesTableRow; start: number; point: Point; bytes:
 
 export type FeedPlan = { statements: BatchItem<"sqlite">[]; deliveries: Delivery[] };
 
-const SEQ_TABLE = "CREATE TABLE IF NOT EXISTS timeseries_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)";
+const SEQ_TABLE =
+	"CREATE TABLE IF NOT EXISTS timeseries_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)";
 
 export class TimeseriesFeed {
 	// Writes whose points have all reached their chunk objects, whose outbox rows the drain
@@ -179,11 +180,7 @@ export class TimeseriesFeed {
 		const deliveries: (Delivery & { id: number })[] = [];
 		const logDropped = (row: TimeseriesOutboxRow, table: TimeseriesTableRow, reason: string) =>
 			lines.push(
-				logLine(
-					"Timeseries point dropped",
-					{ table: table.name, twin: row.twin, entry: row.entry, reason },
-					row.at,
-				),
+				logLine("Timeseries point dropped", { table: table.name, twin: row.twin, entry: row.entry, reason }, row.at),
 			);
 		for (const row of rows) {
 			const table = tables.get(row.table);
@@ -260,7 +257,14 @@ export class TimeseriesFeed {
 
 // What a point costs its chunk, approximately: its key, twin, dimensions and value as stored.
 function pointBytes(point: Point, dims: string, value: string): number {
-	return 24 + utf8Bytes(point.entry) + utf8Bytes(point.twin) + utf8Bytes(point.measurement) + utf8Bytes(dims) + utf8Bytes(value);
+	return (
+		24 +
+		utf8Bytes(point.entry) +
+		utf8Bytes(point.twin) +
+		utf8Bytes(point.measurement) +
+		utf8Bytes(dims) +
+		utf8Bytes(value)
+	);
 }
 
 function pointOfRow(row: TimeseriesOutboxRow): Point {
@@ -287,7 +291,8 @@ function byChunk<D extends Delivery>(deliveries: D[]) {
 	return chunks;
 }
 
-// The outbox rows and chunk notes in one statement each (whatever their number, one bound
+// The outbox rows and chunk notes in one statement each (`WHERE true`: SQLite reads an upsert's
+// ON CONFLICT after a bare SELECT as part of a join) (whatever their number, one bound
 // value: D1 binds at most 100), and the tables' counts.
 function statementsOf(db: Database, rows: db_.TimeseriesOutboxInsert[], deliveries: Delivery[]): BatchItem<"sqlite">[] {
 	const o = timeseriesOutbox;
@@ -307,7 +312,7 @@ function statementsOf(db: Database, rows: db_.TimeseriesOutboxInsert[], deliveri
 			.insert(c)
 			.select(
 				sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${deliveries[0]!.table.account}
-					FROM json_each(${JSON.stringify(chunks)})`,
+					FROM json_each(${JSON.stringify(chunks)}) WHERE true`,
 			)
 			.onConflictDoNothing(),
 	);

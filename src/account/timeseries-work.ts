@@ -49,7 +49,14 @@ async function fillRound(host: Host, catalog: TimeseriesCatalog, account: string
 		}
 		const kept = fills[table.uuid];
 		const fill = kept?.generation === table.generation ? kept : { generation: table.generation, after: -1 };
-		const chunks = await db_.chunksBetween(db, { table: table.uuid, generation: table.generation }, fill.after + 1, Number.MAX_SAFE_INTEGER, false, CHUNKS_PER_ROUND);
+		const chunks = await db_.chunksBetween(
+			db,
+			{ table: table.uuid, generation: table.generation },
+			fill.after + 1,
+			Number.MAX_SAFE_INTEGER,
+			false,
+			CHUNKS_PER_ROUND,
+		);
 		let finished = chunks.length < CHUNKS_PER_ROUND;
 		for (const { start } of chunks) {
 			if (calls >= CHUNKS_PER_ROUND) {
@@ -60,7 +67,8 @@ async function fillRound(host: Host, catalog: TimeseriesCatalog, account: string
 			const spec = chunkSpec(table, start, Number(host.env.MAX_TIMESERIES_CHUNK_BYTES));
 			const stub = chunkObject(host.env, table.uuid, table.generation, start);
 			let done = true;
-			for (const step of table.building) done = (await stub.fillStep(spec, step as RollupStep, FILL_POINTS)).done && done;
+			for (const step of table.building)
+				done = (await stub.fillStep(spec, step as RollupStep, FILL_POINTS)).done && done;
 			if (!done) {
 				finished = false;
 				break;

@@ -16,7 +16,7 @@ export const ERRORS = {
 	bucket_too_large: {
 		status: 400,
 		subcode: 400221,
-		description: "A bucket of the query holds more than `count` stored rows of the tier read",
+		description: "A bucket of the query holds more than count stored rows of the tier read",
 	},
 	missing_credential: { status: 401, subcode: 401101, description: "No credential was given" },
 	unknown_credential: { status: 401, subcode: 401102, description: "The credential is not valid" },

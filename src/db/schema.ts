@@ -362,7 +362,7 @@ export const ledgerEntries = sqliteTable(
 		history: text("history"),
 		publish: text("publish", { mode: "json" }).$type<Record<string, string>>(),
 		// The Timeseries tables the entry's value changes feed, with its templates for each
-		// (docs/timeseries.md, "Entry property").
+		// (docs/timeseries.md, "Feeding a table").
 		timeseries: text("timeseries", { mode: "json" }).$type<EntryTimeseries>(),
 		entry_created_ts: real("entry_created_ts").notNull(),
 		entry_updated_ts: real("entry_updated_ts").notNull(),

@@ -37,13 +37,13 @@ const publish = z
 // In a merge patch a null topic is removed; the topics are counted once merged.
 const publishPatch = z.record(topicKey, z.nullable(ruleText));
 
-// The Timeseries tables an entry feeds, with its templates for each (docs/timeseries.md, "Entry
-// property"). The shape is checked here; the account's object checks the tables exist, the
+// The Timeseries tables an entry feeds, with its templates for each (docs/timeseries.md, "Feeding a
+// table"). The shape is checked here; the account's object checks the tables exist, the
 // dimensions are theirs and the templates parse, when the write runs.
 const MAX_ENTRY_TABLES = 10;
 const tableTemplates = z.strictObject({
 	measurement: z.optional(z.string()),
-	dimensions: z.optional(z.record(z.string(), z.string())),
+	dimensions: z.optional(mapOf(z.string(), 8)),
 	timestamp: z.optional(z.string()),
 });
 const timeseries = z

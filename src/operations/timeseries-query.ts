@@ -1,5 +1,4 @@
 import * as z from "zod/mini";
-import { accountClient } from "../account/client";
 import type { Caller } from "../base/caller";
 import { sha256Hex } from "../base/crypto";
 import { ApiError, type ErrorDetail } from "../base/errors";
@@ -13,8 +12,21 @@ import { ruleOf } from "../rules/stored";
 import { Budget, WORK_UNITS } from "../rules/strings";
 import { periodSeconds } from "../rules/timeseries-definition";
 import { chunkObject, chunkSeconds, chunkStart } from "../timeseries/spec";
-import { ROLLUP_STEPS, type Point, type RawPosition, type RollupPosition, type RollupRow, type Tier } from "../timeseries/types";
-import { type Aggregate, aggregateRaw, aggregateRollups, type AggregateQuery, stepColumns } from "../timeseries/aggregate";
+import {
+	ROLLUP_STEPS,
+	type Point,
+	type RawPosition,
+	type RollupPosition,
+	type RollupRow,
+	type Tier,
+} from "../timeseries/types";
+import {
+	type Aggregate,
+	aggregateRaw,
+	aggregateRollups,
+	type AggregateQuery,
+	stepColumns,
+} from "../timeseries/aggregate";
 import { type FillState, fillRows } from "../timeseries/fill";
 import { pointTable } from "../timeseries/spec";
 import type { Context } from "./operation";
@@ -30,6 +42,7 @@ import { ownTimeseries, timeseriesParams } from "./timeseries";
 // stopped. Nothing is skipped by OFFSET: every chunk read starts at a key.
 
 export const MAX_CHUNKS = 16;
+const MAX_COLUMNS = 1 + 9 + 32 * 7;
 const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 const MAX_RANGE_SECONDS = 366 * 86_400;
 // How long a consistent query waits for the account's pending points.
@@ -246,8 +259,9 @@ export const queryTimeseriesTable = defineOperation({
 	response: z.object({
 		cursor: cursorOut,
 		resolution: z.string(),
-		columns: z.array(z.string()),
-		rows: z.array(z.array(z.unknown())).check(z.maxLength(10_000)),
+		// `_timestamp`, twin, 8 dimensions and 32 measurements; or `_timestamp`, 9 groups and 32 × 7 cells.
+		columns: z.array(z.string()).check(z.maxLength(MAX_COLUMNS)),
+		rows: z.array(z.array(z.unknown()).check(z.maxLength(MAX_COLUMNS))).check(z.maxLength(10_000)),
 	}),
 	async run({ located: table, query: q }, ctx) {
 		const plan = planOf(table, q);
@@ -264,8 +278,7 @@ export const queryTimeseriesTable = defineOperation({
 					...(opened[3] ? { fill: opened[3] as FillCarry } : {}),
 				}
 			: { tier: tierOf(plan, now()), chunk: plan.desc ? Number.MAX_SAFE_INTEGER : -1, after: null };
-		const page =
-			plan.step === null ? await rawPage(ctx, plan, from, count) : await stepPage(ctx, plan, from, count);
+		const page = plan.step === null ? await rawPage(ctx, plan, from, count) : await stepPage(ctx, plan, from, count);
 		ctx.meter.metrics.push(
 			`tsdb;dur=${Date.now() - started};desc="objects=${page.objects} rows_read=${page.rowsRead}"`,
 		);
@@ -280,10 +293,13 @@ export const queryTimeseriesTable = defineOperation({
 // The account's object delivers every pending point first, within CONSISTENT_WAIT_MS.
 async function deliverPending(ctx: SecretContext) {
 	const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), CONSISTENT_WAIT_MS));
-	const delivered = accountClient(ctx, ctx.caller.account).deliverTimeseries(ctx.caller.account);
+	// Not a write: the object answers a boolean, not an outcome of the client's kind.
+	const object = ctx.env.ACCOUNTS.getByName(ctx.caller.account) as unknown as {
+		deliverTimeseries(account: string): Promise<boolean>;
+	};
+	const delivered = object.deliverTimeseries(ctx.caller.account).catch(() => false);
 	const done = await Promise.race([delivered, timeout]);
-	if (done !== true)
-		throw new ApiError("timeseries_pending", { headers: { "retry-after": "1" } });
+	if (done !== true) throw new ApiError("timeseries_pending", { headers: { "retry-after": "1" } });
 }
 
 type Page = { columns: string[]; rows: Json[][]; next: Position | null; objects: number; rowsRead: number };
@@ -310,7 +326,11 @@ async function rawPage(ctx: SecretContext, plan: Plan, from: Position, count: nu
 		if (rows.length > 0 && bytes > MAX_PAGE_BYTES) {
 			// Stop before this row: the next page starts at it.
 			const previous = read.rows[i - 1]!;
-			next = { tier: from.tier, chunk: chunkStart(table, previous.kind === "raw" ? previous.row.ts : 0), after: positionOf(previous) };
+			next = {
+				tier: from.tier,
+				chunk: chunkStart(table, previous.kind === "raw" ? previous.row.ts : 0),
+				after: positionOf(previous),
+			};
 			break;
 		}
 		rows.push(row);
@@ -339,7 +359,9 @@ async function stepPage(ctx: SecretContext, plan: Plan, from: Position, count: n
 		measurements: plan.measurements.map((name) => ({ name, type: types.types[types.names.indexOf(name)] ?? "json" })),
 		aggregates: plan.aggregates,
 		groupBy: plan.groupBy.map((name) =>
-			name === "twin" ? { kind: "twin" as const } : { kind: "dim" as const, index: plan.table.dimensions.names.indexOf(name) },
+			name === "twin"
+				? { kind: "twin" as const }
+				: { kind: "dim" as const, index: plan.table.dimensions.names.indexOf(name) },
 		),
 	};
 	const columns = stepColumns(plan.groupBy, plan.measurements, plan.aggregates);

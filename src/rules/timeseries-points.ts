@@ -4,8 +4,8 @@ import type { Budget } from "./strings";
 import type { MeasurementTypeName, TimeseriesTemplates } from "./timeseries-definition";
 import { parseTemplate, renderTemplate, type Template, type TemplateInput } from "./templates";
 
-// The point one entry's write makes in one Timeseries table (docs/timeseries.md "Templates and
-// points"), computed in the write step on the ledger as written. Each template is the entry's,
+// The point one entry's write makes in one Timeseries table (docs/timeseries.md "Feeding a
+// table"), computed in the write step on the ledger as written. Each template is the entry's,
 // else the table's default, else the built-in one; a value that does not fit its type is null
 // and the point stays, but a point without a declared measurement or a timestamp in the
 // table's window is dropped, as the contract says, rather than stored where no query finds it.

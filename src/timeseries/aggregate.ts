@@ -2,7 +2,7 @@ import type { Json } from "../base/json";
 import { compareSqlLists, compareText } from "./sql-order";
 import type { MeasurementType, Point, RollupRow } from "./types";
 
-// A query with `step` (docs/timeseries.md "Query with step"): the rows of whole buckets, raw
+// A query with `step` (docs/timeseries.md "Queries"): the rows of whole buckets, raw
 // points or rollup rows, become a row per (bucket, group) with a cell per measurement and
 // aggregate. Both kinds of input give the same answer for the same points, so a query may
 // read whichever tier serves its step: a rollup row holds what its points would add up to.

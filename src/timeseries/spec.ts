@@ -5,7 +5,7 @@ import type { PointTable } from "../rules/timeseries-points";
 import { chunkClient, chunkName } from "./chunk-client";
 import { type ChunkSpec, type MeasurementType, ROLLUP_STEPS, type RollupStep } from "./types";
 
-// Where a table's points live (docs/timeseries.md, "Storage"): the chunk object of (table,
+// Where a table's points live (docs/timeseries.md, "Storage and consistency"): the chunk object of (table,
 // generation, chunk start), chunk k holding k·C ≤ `_timestamp` < (k+1)·C.
 
 export function chunkSeconds(row: Pick<TimeseriesTableRow, "chunk">): number {

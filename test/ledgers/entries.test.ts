@@ -127,13 +127,12 @@ describe("ledger entries of the caller's own ledger", () => {
 		expect(Object.keys(history.body.entries.doc)).toHaveLength(1);
 	});
 
-	it("answers not supported for references, includes, timeseries and transactions", async () => {
+	it("answers not supported for references, includes and transactions", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
 		for (const body of [
 			{ entries: { a: { value: 1, ref: { source: "x" } } } },
 			{ entries: { a: { value: 1, include: {} } } },
-			{ entries: { a: { value: 1, timeseries: {} } } },
 			{ entries: { a: { value: 1 } }, transaction: "tx-1" },
 		]) {
 			const res = await call("POST", ledger(twin), { secret: admin.secret, body });

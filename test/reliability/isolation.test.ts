@@ -63,6 +63,9 @@ const INDEX = {
 	templates: { properties: { value: "{LEDGER[first_entry]}" } },
 };
 
+// A Timeseries table the first account defines as first_series.
+const SERIES = { dimensions: { names: [], types: [] }, measurements: { names: ["first_entry"], types: ["text"] } };
+
 const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	who_am_i: (w) => [{ method: "GET", path: "/whoami", secret: w.second.secret, expect: [200] }],
 	get_account: (w) => [{ method: "GET", path: "/account", secret: w.second.secret, expect: [200] }],
@@ -468,6 +471,49 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	truncate_indexes_table: (w) => [
 		{ method: "DELETE", path: "/account/services/indexes/first_index/data", secret: w.second.secret, expect: [404] },
 	],
+	create_timeseries_table: (w) => [
+		{
+			method: "POST",
+			path: "/account/services/timeseries",
+			body: { timeseries: { second_series: SERIES } },
+			secret: w.second.secret,
+			expect: [201],
+		},
+	],
+	get_timeseries_tables: (w) => [
+		{ method: "GET", path: "/account/services/timeseries", secret: w.second.secret, expect: [200] },
+	],
+	get_timeseries_table: (w) => [
+		{ method: "GET", path: "/account/services/timeseries/first_series", secret: w.second.secret, expect: [404] },
+	],
+	update_timeseries_table: (w) => [
+		{
+			method: "PATCH",
+			path: "/account/services/timeseries/first_series",
+			body: { retention: "1D" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	delete_timeseries_table: (w) => [
+		{ method: "DELETE", path: "/account/services/timeseries/first_series", secret: w.second.secret, expect: [404] },
+	],
+	truncate_timeseries_table: (w) => [
+		{
+			method: "DELETE",
+			path: "/account/services/timeseries/first_series/data",
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	query_timeseries_table: (w) => [
+		{
+			method: "GET",
+			path: "/account/services/timeseries/first_series/data?ge=0&le=1",
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
 	query_indexes_table: (w) => [
 		{
 			method: "GET",
@@ -709,6 +755,11 @@ describe("the tenant-isolation matrix", () => {
 			body: { indexes: { first_index: INDEX } },
 		});
 		expect(indexed.status).toBe(201);
+		const series = await call("POST", "/account/services/timeseries", {
+			secret: first.secret,
+			body: { timeseries: { first_series: SERIES } },
+		});
+		expect(series.status).toBe(201);
 		const uploaded = (await call("POST", "/cache", { secret: first.secret })).body;
 		expect((await call("PUT", pathOf(uploaded.url), { body: "first-account-doc" })).status).toBe(200);
 		const filed = await call("POST", `/twins/${firstTwin}/docs`, {

@@ -23,7 +23,12 @@ describe("Timeseries table definitions", () => {
 	it("creates tables with the defaults filled in, in request order, and lists them by name", async () => {
 		const admin = await bootstrap();
 		const created = await createTables(admin.secret, {
-			zeta: definition({ rollups: [{ step: "1h", retention: "INF" }, { step: "1m", retention: "1W" }] }),
+			zeta: definition({
+				rollups: [
+					{ step: "1h", retention: "INF" },
+					{ step: "1m", retention: "1W" },
+				],
+			}),
 			alpha: definition({ database: "default" }),
 		});
 		expect(Object.keys(created)).toEqual(["zeta", "alpha"]);
