@@ -23,8 +23,8 @@ const MIN_CHUNK = DAY;
 const MAX_CHUNK = 365 * DAY;
 
 // Ascending, as the answer lists rollups; the same steps as ROLLUP_STEPS in timeseries/types.ts
-// (rules/ may not import it).
-const STEP_SECONDS: Record<string, number> = {
+// (rules/ may not import it; a unit test holds them equal).
+export const ROLLUP_STEP_SECONDS: Readonly<Record<string, number>> = {
 	"1m": 60,
 	"5m": 300,
 	"15m": 900,
@@ -67,7 +67,7 @@ export function measurementType(name: string): MeasurementTypeName | "unsupporte
 
 // A copy in ascending step, as the definition is answered.
 export function sortedRollups<T extends { step: string }>(rollups: readonly T[]): T[] {
-	return [...rollups].sort((a, b) => (STEP_SECONDS[a.step] ?? 0) - (STEP_SECONDS[b.step] ?? 0));
+	return [...rollups].sort((a, b) => (ROLLUP_STEP_SECONDS[a.step] ?? 0) - (ROLLUP_STEP_SECONDS[b.step] ?? 0));
 }
 
 // One detail per problem, paths relative to the definition (`measurements.names.2`, `chunk`,
@@ -130,8 +130,11 @@ function checkRollups(rollups: { step: string; retention: string }[]): ErrorDeta
 		details.push({ path: "rollups", message: `Must hold at most ${MAX_ROLLUPS} rollups` });
 	const steps = new Set<string>();
 	rollups.forEach(({ step, retention }, i) => {
-		if (!Object.hasOwn(STEP_SECONDS, step))
-			details.push({ path: `rollups.${i}.step`, message: `Must be one of ${Object.keys(STEP_SECONDS).join(", ")}` });
+		if (!Object.hasOwn(ROLLUP_STEP_SECONDS, step))
+			details.push({
+				path: `rollups.${i}.step`,
+				message: `Must be one of ${Object.keys(ROLLUP_STEP_SECONDS).join(", ")}`,
+			});
 		else if (steps.has(step)) details.push({ path: `rollups.${i}.step`, message: "Steps must be distinct" });
 		steps.add(step);
 		if (!RETENTION.test(retention))

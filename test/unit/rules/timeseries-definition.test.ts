@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+	ROLLUP_STEP_SECONDS,
 	checkEntryTimeseries,
 	checkTimeseriesDefinition,
 	measurementType,
@@ -8,6 +9,7 @@ import {
 	TIMESERIES_NAME,
 	type TimeseriesDefinition,
 } from "../../../src/rules/timeseries-definition";
+import { ROLLUP_STEPS } from "../../../src/timeseries/types";
 
 const DAY = 86_400;
 
@@ -41,6 +43,11 @@ describe("periodSeconds, measurementType, sortedRollups", () => {
 		expect(measurementType("JSONB")).toBe("json");
 		expect(measurementType("uuid")).toBe("unsupported");
 		expect(measurementType("blob")).toBeUndefined();
+	});
+
+	it("knows the rollup steps timeseries/types.ts names", () => {
+		expect(ROLLUP_STEP_SECONDS).toEqual(ROLLUP_STEPS);
+		expect(Object.keys(ROLLUP_STEP_SECONDS)).toEqual(Object.keys(ROLLUP_STEPS));
 	});
 
 	it("sorts rollups by ascending step", () => {

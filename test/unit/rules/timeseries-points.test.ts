@@ -1,7 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import type { Json } from "../../../src/rules/ast";
 import { Budget } from "../../../src/rules/strings";
-import { type PointInput, type PointTable, pointOf } from "../../../src/rules/timeseries-points";
+import type { MeasurementTypeName } from "../../../src/rules/timeseries-definition";
+import { type PointFields, type PointInput, type PointTable, pointOf } from "../../../src/rules/timeseries-points";
+import type { MeasurementType, Point } from "../../../src/timeseries/types";
 
 const AT = 1_700_000_000;
 const TWIN = "11111111-1111-4111-8111-111111111111";
@@ -41,6 +43,11 @@ function point(patch: Partial<PointInput> = {}) {
 }
 
 describe("pointOf", () => {
+	it("makes the shapes timeseries/types.ts names, which rules/ may not import", () => {
+		expectTypeOf<PointFields>().toEqualTypeOf<Omit<Point, "seq">>();
+		expectTypeOf<MeasurementTypeName>().toEqualTypeOf<MeasurementType>();
+	});
+
 	it("uses the built-in templates: measurement the entry's name, the commit time, null dimensions", () => {
 		expect(point()).toEqual({
 			entry: "temp",
