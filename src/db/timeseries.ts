@@ -21,6 +21,11 @@ export function findTimeseriesTable(db: Database, account: string, name: string)
 		.get();
 }
 
+// A table by its uuid: a chunk object reads its definition again each day.
+export function timeseriesTableById(db: Database, uuid: string) {
+	return db.select().from(timeseriesTables).where(eq(timeseriesTables.uuid, uuid)).get();
+}
+
 // An account's tables, in name order: at most MAX_TIMESERIES_TABLES.
 export function listTimeseriesTables(db: Database, account: string) {
 	return db

@@ -9,7 +9,7 @@ import { chunksBetween, type TimeseriesTableRow } from "../db/timeseries";
 import type { Rule } from "../rules/ast";
 import { evaluate, type Scope } from "../rules/evaluate";
 import { ruleOf } from "../rules/stored";
-import { Budget, WORK_UNITS } from "../rules/strings";
+import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
 import { periodSeconds } from "../rules/timeseries-definition";
 import { chunkObject, chunkSeconds, chunkStart } from "../timeseries/spec";
 import {
@@ -25,9 +25,10 @@ import {
 	aggregateRaw,
 	aggregateRollups,
 	type AggregateQuery,
+	type Bucket,
 	stepColumns,
 } from "../timeseries/aggregate";
-import { type FillState, fillRows } from "../timeseries/fill";
+import { type Fill, type FillState, fillRows } from "../timeseries/fill";
 import { pointTable } from "../timeseries/spec";
 import type { Context } from "./operation";
 import { defineOperation } from "./operation";
@@ -127,6 +128,9 @@ function planOf(table: TimeseriesTableRow, q: Query): Plan {
 		if (q.fill !== "none") details.push({ path: "fill", message: "Needs step" });
 	} else if (q.fill !== "none" && groupBy.length) {
 		details.push({ path: "fill", message: "Cannot fill with group_by: a group is known by its points only" });
+	} else if ((q.fill === "previous" || q.fill === "linear") && q.order === "desc") {
+		// A descending walk meets a bucket's earlier values only on later pages.
+		details.push({ path: "fill", message: "previous and linear fill need order asc" });
 	}
 	if (details.length)
 		throw new ApiError("validation", { description: `${details[0]!.path}: ${details[0]!.message}`, details });
@@ -202,6 +206,9 @@ async function readRows(ctx: SecretContext, plan: Plan, from: Position, limit: n
 	const chunks = plan.desc
 		? await chunksBetween(dbOf(ctx), key, lo, Math.min(hi, from.chunk), true, MAX_CHUNKS + 1)
 		: await chunksBetween(dbOf(ctx), key, Math.max(lo, from.chunk), hi, false, MAX_CHUNKS + 1);
+	// A shorter retention applies to raw points at once, before the chunks' alarms drop them.
+	const retention = periodSeconds(table.retention);
+	const rawFloor = retention === null ? 0 : now() - retention;
 	const rows: Stored[] = [];
 	let objects = 0;
 	let position: Position = from;
@@ -217,7 +224,7 @@ async function readRows(ctx: SecretContext, plan: Plan, from: Position, limit: n
 		const want = limit - rows.length;
 		const read = await chunkObject(ctx.env, table.uuid, table.generation, start).read({
 			tier: from.tier,
-			ge: plan.ge,
+			ge: from.tier === "raw" ? Math.max(plan.ge, rawFloor) : plan.ge,
 			le: plan.le,
 			after,
 			desc: plan.desc,
@@ -344,13 +351,23 @@ function bucketOf(stored: Stored, step: number): number {
 	return Math.floor(at / step) * step;
 }
 
+// `match` on one stored row. Its rule shares one work budget over the page; past it the query
+// is refused, naming the rule: a page answers every row it examined or none.
 function passes(plan: Plan, stored: Stored, budget: Budget): boolean {
-	return plan.match === null || evaluate(plan.match, dimsScope(plan, stored.row, budget));
+	if (plan.match === null) return true;
+	try {
+		return evaluate(plan.match, dimsScope(plan, stored.row, budget));
+	} catch (error) {
+		if (error instanceof BudgetExceeded) throw overBudget("match", error, ": lower count");
+		throw error;
+	}
 }
 
 // Buckets of the tier's stored rows: only whole ones (a read of one row more than `count` shows
 // where the last one ends), a row per (bucket, group) of the requested measurements that pass
-// `match`; with `fill`, a row per bucket of the range.
+// `match`; with `fill`, a row per bucket of the range. A page answers at most `count` rows and
+// stops before 4 MiB, at a bucket's start: the cursor then holds the last stored row before
+// that bucket, and where the fill goes on.
 async function stepPage(ctx: SecretContext, plan: Plan, from: Position, count: number): Promise<Page> {
 	const step = plan.step!;
 	const types = pointTable(plan.table).measurements;
@@ -371,30 +388,111 @@ async function stepPage(ctx: SecretContext, plan: Plan, from: Position, count: n
 	if (stored.length > count) {
 		const open = bucketOf(stored[count]!, step);
 		stored = stored.slice(0, count).filter((row) => bucketOf(row, step) !== open);
-		const last = stored[stored.length - 1];
-		if (!last)
+		if (stored.length === 0)
 			throw new ApiError("bucket_too_large", {
 				description: `A bucket holds more than ${count} stored rows of the ${from.tier} tier: raise count`,
 			});
-		const chunk = chunkStart(plan.table, last.kind === "raw" ? last.row.ts : last.row.bucket);
-		next = { tier: from.tier, chunk, after: positionOf(last) };
+		next = after(plan, from, stored);
 	}
 	const budget = new Budget(WORK_UNITS);
 	const kept = stored.filter((row) => passes(plan, row, budget));
 	const raw = kept.flatMap((row) => (row.kind === "raw" ? [row.row] : []));
 	const rollups = kept.flatMap((row) => (row.kind === "rollup" ? [row.row] : []));
-	let buckets = from.tier === "raw" ? aggregateRaw(raw, q) : aggregateRollups(rollups, q);
-	if (plan.fill !== "none" && !plan.desc) {
-		const first = Math.floor(plan.ge / step) * step;
-		const fillFrom = from.fill?.from ?? first;
-		// Filled up to the last whole bucket read, or to the one holding le at the end.
-		const lastRead = stored.length ? bucketOf(stored[stored.length - 1]!, step) : fillFrom - step;
-		const to = next === null ? Math.floor(plan.le / step) * step : lastRead;
-		const filled = fillRows(buckets, { ...q, fill: plan.fill, from: fillFrom, to, carry: from.fill?.carry });
-		buckets = filled.rows;
-		if (next) next = { ...next, fill: { from: to + step, carry: filled.carry } };
+	const buckets = from.tier === "raw" ? aggregateRaw(raw, q) : aggregateRollups(rollups, q);
+	// Ascending here; a descending page is reversed last.
+	const page =
+		plan.fill === "none"
+			? { rows: buckets, next, fill: undefined as FillCarry | undefined }
+			: filledPage(plan, q, from, buckets, { stored, next });
+	const cut = cutAt(page.rows, count, plan.desc);
+	let rows = page.rows;
+	let fill = page.fill;
+	if (cut !== undefined) {
+		rows = page.rows.filter((row) => (plan.desc ? row.start > cut : row.start < cut));
+		next = after(
+			plan,
+			from,
+			stored.filter((row) => (plan.desc ? bucketOf(row, step) > cut : bucketOf(row, step) < cut)),
+		);
+		if (plan.fill !== "none") {
+			const known = buckets.filter((row) => row.start < cut);
+			const start = from.fill?.from ?? firstBucket(plan);
+			const carry =
+				plan.desc || plan.fill === "null"
+					? (from.fill?.carry ?? { last: [] })
+					: fillRows(known, { ...q, fill: plan.fill, from: start, to: cut - step, carry: from.fill?.carry }).carry;
+			fill = { from: cut, carry };
+		}
+	} else next = page.next;
+	if (next && fill) next = { ...next, fill };
+	if (plan.desc) rows = [...rows].reverse();
+	return {
+		columns,
+		rows: rows.map((b) => [b.start, ...b.group, ...b.cells]),
+		next,
+		objects: read.objects,
+		rowsRead: read.rows.length,
+	};
+}
+
+// The first bucket a walk fills: the one holding ge, or le's for a descending walk.
+function firstBucket(plan: Plan): number {
+	const step = plan.step!;
+	return Math.floor((plan.desc ? plan.le : plan.ge) / step) * step;
+}
+
+// Where the next page starts when this one answers only `kept` of its stored rows (whole
+// buckets): after the last of them, or where this page started when it keeps none.
+function after(plan: Plan, from: Position, kept: Stored[]): Position {
+	const last = kept[kept.length - 1];
+	if (!last) return { tier: from.tier, chunk: from.chunk, after: from.after };
+	const chunk = chunkStart(plan.table, last.kind === "raw" ? last.row.ts : last.row.bucket);
+	return { tier: from.tier, chunk, after: positionOf(last) };
+}
+
+// The bucket a page stops before, if it must: past `count` rows, or 4 MiB of answer (always
+// after the first bucket). Rows are ascending; a descending page stops at the low end.
+function cutAt(rows: Bucket[], count: number, desc: boolean): number | undefined {
+	const ordered = desc ? [...rows].reverse() : rows;
+	let bytes = 0;
+	for (const [i, row] of ordered.entries()) {
+		bytes += utf8Bytes(JSON.stringify([row.start, ...row.group, ...row.cells])) + 1;
+		const first = ordered[0]!.start === row.start;
+		if (!first && (i >= count || bytes > MAX_PAGE_BYTES)) return row.start;
 	}
-	if (plan.desc) buckets.reverse();
-	const rows = buckets.map((b) => [b.start, ...b.group, ...b.cells]);
-	return { columns, rows, next, objects: read.objects, rowsRead: read.rows.length };
+	return undefined;
+}
+
+// `fill`: a row for every bucket between where the walk stands and the last whole bucket read
+// (the end of the range on the last page). `linear` holds back a page's trailing nulls that
+// only a later value could fill, when a later page may have one: the next page starts at the
+// first of them. A descending walk fills only with null (previous and linear are refused).
+function filledPage(
+	plan: Plan,
+	q: AggregateQuery,
+	from: Position,
+	buckets: Bucket[],
+	read: { stored: Stored[]; next: Position | null },
+): { rows: Bucket[]; next: Position | null; fill: FillCarry | undefined } {
+	const step = plan.step!;
+	const { stored, next } = read;
+	const start = from.fill?.from ?? firstBucket(plan);
+	const edge = stored.length ? bucketOf(stored[stored.length - 1]!, step) : undefined;
+	if (plan.desc) {
+		const bottom = next === null ? Math.floor(plan.ge / step) * step : (edge ?? start + step);
+		const filled = fillRows(buckets, { ...q, fill: "null", from: bottom, to: start });
+		return { rows: filled.rows, next, fill: { from: bottom - step, carry: { last: [] } } };
+	}
+	const to = next === null ? Math.floor(plan.le / step) * step : (edge ?? start - step);
+	const filled = fillRows(buckets, { ...q, fill: plan.fill as Fill, from: start, to, carry: from.fill?.carry });
+	if (next && filled.pending > 0 && filled.pending < filled.rows.length) {
+		const first = filled.rows[filled.rows.length - filled.pending]!.start;
+		const before = stored.filter((row) => bucketOf(row, step) < first);
+		return {
+			rows: filled.rows.slice(0, filled.rows.length - filled.pending),
+			next: after(plan, from, before),
+			fill: { from: first, carry: filled.resume },
+		};
+	}
+	return { rows: filled.rows, next, fill: { from: to + step, carry: filled.carry } };
 }

@@ -1,6 +1,10 @@
 import { now } from "../base/time";
 import { atOrBefore, ChunkStore, pointBytes, RAW_TABLE, type TierState } from "./chunk-store";
+import { database } from "../db/client";
+import { homeDatabase } from "../db/shards";
+import { timeseriesTableById } from "../db/timeseries";
 import { onExpired } from "./expiry";
+import { chunkSpec } from "./spec";
 import type { ChunkSpec, Point, RawPosition, RollupPosition, RollupRow, RollupStep, Tier } from "./types";
 
 // One object per (table, generation, chunk) of a Timeseries table: the chunk's raw points and
@@ -35,6 +39,8 @@ export type ChunkStatus = { tiers: Record<string, TierState>; rows: number; byte
 type Counts = { rows: number; bytes: number };
 
 const SPEC = "spec";
+// How often an object holding points reads its table's definition again.
+const REREAD_SECONDS = 86_400;
 const COUNTS = "counts";
 
 // When a tier's table goes: the chunk's end plus the tier's retention (seconds), null for INF.
@@ -145,10 +151,19 @@ export class ChunkObject {
 	}
 
 	// Retention: drops every tier whose time has come, whole; empties the object after the last.
+	// It first reads the table's definition again (the alarm comes at least daily), so that a
+	// retention or tiers changed since the last write apply without one; a table deleted or
+	// truncated since leaves the object empty.
 	async alarm() {
-		const spec = this.store.getMeta<ChunkSpec>(SPEC);
-		if (!spec) return;
+		const kept = this.store.getMeta<ChunkSpec>(SPEC);
+		if (!kept) return;
 		const at = now();
+		const spec = await this.reread(kept);
+		if (!spec) {
+			await this.wipe();
+			return;
+		}
+		this.ctx.storage.transactionSync(() => this.adopt(spec, at));
 		for (const tier of this.store.tiers().keys()) {
 			if (!isExpired(spec, tier, at)) continue;
 			if (tier === RAW_TABLE) {
@@ -209,16 +224,31 @@ export class ChunkObject {
 		return tiers;
 	}
 
-	// The alarm at the earliest time a table that is still there runs out.
+	// The table's definition as D1 holds it now, as this chunk's spec; null when the table or
+	// this generation is gone. A failed read throws: the alarm runs again.
+	private async reread(spec: ChunkSpec): Promise<ChunkSpec | null> {
+		const row = await timeseriesTableById(database(homeDatabase(this.env, spec.account)), spec.table);
+		if (!row || row.generation !== spec.generation) return null;
+		return chunkSpec(row, spec.start, spec.maxBytes);
+	}
+
+	// The alarm at the earliest time a table that is still there runs out, and within a day
+	// while the object holds any: the definition is read again then.
 	private async schedule(spec: ChunkSpec) {
 		const times = [...this.store.tiers().keys()]
 			.map((tier) => expiresAt(spec, tier))
 			.filter((t): t is number => t !== null);
-		const next = times.length ? Math.min(...times) * 1000 : null;
+		const expiry = times.length ? Math.ceil(Math.min(...times) * 1000) : null;
 		const current = await this.ctx.storage.getAlarm();
-		if (next === null) {
+		if (this.store.tiers().size === 0) {
 			if (current !== null) await this.ctx.storage.deleteAlarm();
-		} else if (current !== next) await this.ctx.storage.setAlarm(next);
+			return;
+		}
+		// A daily alarm already set stays: each write would otherwise move it.
+		const daily = Date.now() + REREAD_SECONDS * 1000;
+		const reread = current !== null && current > Date.now() && current <= daily ? current : daily;
+		const next = expiry === null ? reread : Math.min(expiry, reread);
+		if (current !== next) await this.ctx.storage.setAlarm(next);
 	}
 }
 
