@@ -209,3 +209,34 @@ describe("query_timeseries_table", () => {
 			expectError(await query(admin.secret, "temps", params), 400, 400101);
 	});
 });
+
+describe("query_timeseries_table with fill, a page at a time", () => {
+	// Values at minutes 0, 1, 5, 6 and 12: runs of empty buckets between them.
+	const MINUTES = [0, 1, 5, 6, 12];
+
+	it("answers the same rows in pages of any size as in one, for every fill and both orders", async () => {
+		const { admin } = await setup(MINUTES.map((minute, i) => [minute * 60, i * 10]));
+		const base = { ...RANGE, le: BASE + 14 * 60, step: "1m", measurements: "celsius", aggregates: "count,avg" };
+		for (const [fill, order] of [
+			["null", "asc"],
+			["previous", "asc"],
+			["linear", "asc"],
+			["null", "desc"],
+		] as const) {
+			const whole = await walk(admin.secret, "temps", { ...base, fill, order, count: 1000 });
+			expect(whole.pages).toHaveLength(1);
+			expect(whole.rows).toHaveLength(15);
+			for (const count of [1, 2, 3]) {
+				const paged = await walk(admin.secret, "temps", { ...base, fill, order, count });
+				expect(paged.rows, `${fill} ${order} count=${count}`).toEqual(whole.rows);
+				// Never more rows than count in a page.
+				for (const page of paged.pages) expect(page.rows.length).toBeLessThanOrEqual(count);
+			}
+		}
+		const linear = await walk(admin.secret, "temps", { ...base, fill: "linear", count: 1000 });
+		// Minute 3 lies on the line from minute 1 (10) to minute 5 (20).
+		expect(linear.rows[3]).toEqual([BASE + 180, 0, 15]);
+		// previous and linear need order asc.
+		expectError(await query(admin.secret, "temps", { ...base, fill: "previous", order: "desc" }), 400, 400101);
+	});
+});
