@@ -1,7 +1,8 @@
 import { database } from "../db/client";
 import * as db_ from "../db/timeseries";
 import { now } from "../base/time";
-import { chunkObject, chunkSpec } from "../timeseries/spec";
+import { chunkObject } from "../timeseries/chunk-client";
+import { chunkSpec } from "../timeseries/spec";
 import type { RollupStep } from "../timeseries/types";
 import type { Host } from "./host";
 import type { TimeseriesFeed } from "./timeseries-feed";

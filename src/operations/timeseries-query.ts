@@ -11,7 +11,8 @@ import { evaluate, type Scope } from "../rules/evaluate";
 import { ruleOf } from "../rules/stored";
 import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
 import { periodSeconds } from "../rules/timeseries-definition";
-import { chunkObject, chunkSeconds, chunkStart } from "../timeseries/spec";
+import { chunkObject } from "../timeseries/chunk-client";
+import { chunkSeconds, chunkStart } from "../timeseries/spec";
 import {
 	ROLLUP_STEPS,
 	type Point,

@@ -10,3 +10,8 @@ export const chunkName = (table: string, generation: number, start: number) => `
 export function chunkClient(env: Env, name: string): ChunkClient {
 	return env.TIMESERIES.getByName(name) as unknown as ChunkClient;
 }
+
+// The chunk object of a table's generation that starts at `start`.
+export function chunkObject(env: Env, table: string, generation: number, start: number): ChunkClient {
+	return chunkClient(env, chunkName(table, generation, start));
+}

@@ -2,7 +2,6 @@ import type { TimeseriesTableRow } from "../db/timeseries";
 import { canonicalType } from "../rules/index-values";
 import { measurementType, periodSeconds } from "../rules/timeseries-definition";
 import type { PointTable } from "../rules/timeseries-points";
-import { chunkClient, chunkName } from "./chunk-client";
 import { type ChunkSpec, type MeasurementType, ROLLUP_STEPS, type RollupStep } from "./types";
 
 // Where a table's points live (docs/timeseries.md, "Storage and consistency"): the chunk object of (table,
@@ -15,10 +14,6 @@ export function chunkSeconds(row: Pick<TimeseriesTableRow, "chunk">): number {
 export function chunkStart(row: Pick<TimeseriesTableRow, "chunk">, ts: number): number {
 	const length = chunkSeconds(row);
 	return Math.floor(ts / length) * length;
-}
-
-export function chunkObject(env: Env, table: string, generation: number, start: number) {
-	return chunkClient(env, chunkName(table, generation, start));
 }
 
 // The types a point is made with: each type name as its canonical one (an unknown one, which a
