@@ -3,8 +3,9 @@
 // a generated client cannot know: the credential on every request (a string, or a function such
 // as userTokenCredential's that refreshes a User Token), lists in a query as one comma-separated
 // value (as the document states), answers unwrapped with every refusal thrown as a
-// TwinRegistryError, retries under an Idempotency-Key, scan_twins' cursor walked as an async
-// iterator, live streams, and the upload-then-attach of docs.
+// TwinRegistryError, retries under an Idempotency-Key, the cursors of scan_twins and
+// query_timeseries_table walked as async iterators, live streams, and the upload-then-attach of
+// docs.
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import { TwinRegistryError } from "./error.js";
 import { retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
@@ -70,6 +71,9 @@ export type ClientOptions = {
 };
 
 export type ScanQuery = NonNullable<operations["scan_twins"]["parameters"]["query"]>;
+export type TimeseriesQuery = operations["query_timeseries_table"]["parameters"]["query"];
+// A page of query_timeseries_table: its cursor, the tier that answered, the columns and the rows.
+export type TimeseriesPage = operations["query_timeseries_table"]["responses"][200]["content"]["application/json"];
 // A doc's record, as attach_twin_doc and get_twin_doc answer it.
 export type Doc = operations["attach_twin_doc"]["responses"][201]["content"]["application/json"]["docs"][string];
 
@@ -82,6 +86,9 @@ export type TwinRegistryClient = {
 	// Every twin scan_twins answers, page after page: uuids, or records with details: true.
 	scanTwins(query?: Omit<ScanQuery, "cursor" | "details"> & { details?: false }): AsyncIterable<string>;
 	scanTwins(query: Omit<ScanQuery, "cursor" | "details"> & { details: true }): AsyncIterable<Twin>;
+	// Every page query_timeseries_table answers for one query of a table, page after page (each
+	// with its columns and resolution); a page may hold no rows while more follow.
+	queryTimeseries(timeseries: string, query: Omit<TimeseriesQuery, "cursor">): AsyncIterable<TimeseriesPage>;
 	// A live stream of notification messages, resumed after each disconnection.
 	stream(options: StreamOptions): NotificationStream;
 	// Uploads bytes and attaches them to a twin under a name, with their SHA-256; answers the
@@ -126,13 +133,29 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 	const post = call("post");
 	const remove = call("delete");
 
-	async function* scanTwins(query: Omit<ScanQuery, "cursor"> = {}): AsyncGenerator<string | Twin> {
+	// The pages of a paged read, each asked for with the cursor of the one before, to a null cursor.
+	async function* pages<Page extends { cursor: string | null }>(
+		read: (cursor: string | undefined) => Promise<Page>,
+	): AsyncGenerator<Page> {
 		let cursor: string | undefined;
 		do {
-			const page = await get("/twins", { params: { query: { ...query, cursor } } });
-			yield* page.twins;
+			const page = await read(cursor);
+			yield page;
 			cursor = page.cursor ?? undefined;
 		} while (cursor !== undefined);
+	}
+
+	async function* scanTwins(query: Omit<ScanQuery, "cursor"> = {}): AsyncGenerator<string | Twin> {
+		for await (const page of pages((cursor) => get("/twins", { params: { query: { ...query, cursor } } })))
+			yield* page.twins;
+	}
+
+	function queryTimeseries(timeseries: string, query: Omit<TimeseriesQuery, "cursor">) {
+		return pages((cursor) =>
+			get("/account/services/timeseries/{timeseries}/data", {
+				params: { path: { timeseries }, query: { ...query, cursor } },
+			}),
+		);
 	}
 
 	function stream(streamOptions: StreamOptions): NotificationStream {
@@ -196,6 +219,7 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		put: call("put"),
 		delete: remove,
 		scanTwins: scanTwins as TwinRegistryClient["scanTwins"],
+		queryTimeseries,
 		stream,
 		uploadDoc,
 		api,

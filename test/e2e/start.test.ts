@@ -111,4 +111,101 @@ describe("npm start and npm run bootstrap", () => {
 			.catch((error: TwinRegistryError) => error);
 		expect(anonymous).toMatchObject({ status: 401, subcode: 401101 });
 	}, 60_000);
+
+	// query_timeseries_table through the typed client: typed parameters, a typed page, and the
+	// pages of one query walked by queryTimeseries (docs/timeseries.md, "Queries").
+	it("serves a Timeseries table's points to the typed client, raw, by step and page by page", async () => {
+		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
+		const { timeseries } = await client.post("/account/services/timeseries", {
+			body: {
+				timeseries: {
+					temps: {
+						dimensions: { names: ["site"], types: ["text"] },
+						measurements: { names: ["celsius"], types: ["float"] },
+						rollups: [{ step: "1m", retention: "INF" }],
+					},
+				},
+			},
+		});
+		expect(timeseries.temps).toMatchObject({ status: "ready", rollups: [{ step: "1m", retention: "INF" }] });
+
+		// Three readings at device times in the hour before this one, the last one out of order.
+		const base = Math.floor(Date.now() / 1000 / 3600) * 3600 - 3600;
+		const twin = await client.post("/twins", { body: { description: { site: "north" } } });
+		const path = { twin: twin.uuid, ledger: "personal" };
+		const feed = {
+			temps: { measurement: "celsius", dimensions: { site: "{LEDGER[site]}" }, timestamp: "{LEDGER[at]}" },
+		};
+		await client.post("/twins/{twin}/ledgers/{ledger}", {
+			params: { path },
+			body: { entries: { site: { value: "north" }, at: { value: base + 5 }, t: { value: 21.5, timeseries: feed } } },
+		});
+		for (const [offset, value] of [
+			[80, 22.5],
+			[40, 22],
+		])
+			await client.patch("/twins/{twin}/ledgers/{ledger}", {
+				params: { path },
+				body: { entries: { at: { value: base + offset }, t: { value } } },
+			});
+
+		const raw = await client.get("/account/services/timeseries/{timeseries}/data", {
+			params: { path: { timeseries: "temps" }, query: { ge: base, le: base + 300, consistent: true } },
+		});
+		const {
+			cursor,
+			resolution,
+			columns,
+			rows,
+		}: { cursor: string | null; resolution: string; columns: string[]; rows: unknown[][] } = raw;
+		expect({ cursor, resolution, columns, rows }).toEqual({
+			cursor: null,
+			resolution: "raw",
+			columns: ["_timestamp", "twin", "site", "celsius"],
+			rows: [
+				[base + 5, twin.uuid, "north", 21.5],
+				[base + 40, twin.uuid, "north", 22],
+				[base + 80, twin.uuid, "north", 22.5],
+			],
+		});
+
+		const minutes = await client.get("/account/services/timeseries/{timeseries}/data", {
+			params: {
+				path: { timeseries: "temps" },
+				query: { ge: base, le: base + 179, step: "1m", aggregates: "count,max", fill: "null", consistent: true },
+			},
+		});
+		expect(minutes).toEqual({
+			cursor: null,
+			resolution: "1m",
+			columns: ["_timestamp", "celsius.count", "celsius.max"],
+			rows: [
+				[base, 2, 22],
+				[base + 60, 1, 22.5],
+				[base + 120, 0, null],
+			],
+		});
+
+		// count 1: the helper follows each cursor to the null one; every page says its tier.
+		const pages = [];
+		for await (const page of client.queryTimeseries("temps", {
+			ge: base,
+			le: base + 300,
+			measurements: "celsius",
+			count: 1,
+		}))
+			pages.push(page);
+		expect(pages.map((page) => page.resolution)).toEqual(pages.map(() => "raw"));
+		expect(pages.flatMap((page) => page.rows).map((row) => row[0])).toEqual([base + 5, base + 40, base + 80]);
+		expect(pages.at(-1)?.cursor).toBeNull();
+		expect(pages.slice(0, -1).every((page) => typeof page.cursor === "string")).toBe(true);
+
+		// A refusal is thrown with its details: fill needs a step.
+		const refusal = await client
+			.get("/account/services/timeseries/{timeseries}/data", {
+				params: { path: { timeseries: "temps" }, query: { ge: base, le: base + 60, fill: "null" } },
+			})
+			.catch((error: unknown) => error);
+		expect(refusal).toMatchObject({ status: 400, subcode: 400101, details: [{ path: "fill" }] });
+	}, 60_000);
 });

@@ -415,6 +415,70 @@ describe("stream over a WebSocket", () => {
 	});
 });
 
+describe("queryTimeseries", () => {
+	const PATH = `${BASE}/account/services/timeseries/temperatures/data`;
+	const COLUMNS = ["_timestamp", "celsius.count", "celsius.avg"];
+
+	it("sends the typed query, follows the cursor to a null one, and answers each page as it came", async () => {
+		const first = { cursor: "c1", resolution: "1m", columns: COLUMNS, rows: [[1795811400, 2, 21.75]] };
+		// A page may hold no rows while more follow.
+		const second = { cursor: "c2", resolution: "1m", columns: COLUMNS, rows: [] };
+		const last = { cursor: null, resolution: "1m", columns: COLUMNS, rows: [[1795811460, 1, 22.5]] };
+		const { sent, fetch } = scripted(json(first), json(second), json(last));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const pages = [];
+		for await (const page of registry.queryTimeseries("temperatures", {
+			ge: 1795811400,
+			le: 1795811700,
+			step: "1m",
+			aggregates: "count,avg",
+			fill: "none",
+			count: 2,
+			consistent: true,
+		})) {
+			const {
+				cursor,
+				resolution,
+				columns,
+				rows,
+			}: { cursor: string | null; resolution: string; columns: string[]; rows: unknown[][] } = page;
+			pages.push({ cursor, resolution, columns, rows });
+		}
+		expect(pages).toEqual([first, second, last]);
+		const query = "ge=1795811400&le=1795811700&step=1m&aggregates=count%2Cavg&fill=none&count=2&consistent=true";
+		expect(sent.map(({ request }) => [request.method, request.url, request.headers.get("authorization")])).toEqual([
+			["GET", `${PATH}?${query}`, "secret"],
+			["GET", `${PATH}?${query}&cursor=c1`, "secret"],
+			["GET", `${PATH}?${query}&cursor=c2`, "secret"],
+		]);
+	});
+
+	it("throws a refusal of any page as a TwinRegistryError", async () => {
+		const { fetch } = scripted(
+			json({ cursor: "c1", resolution: "raw", columns: ["_timestamp", "twin", "celsius"], rows: [] }),
+			json(envelope("invalid_cursor"), 400),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const walk = async () => {
+			for await (const _ of registry.queryTimeseries("temperatures", { ge: 0, le: 60 }));
+		};
+		await expect(walk()).rejects.toMatchObject({ status: 400, subcode: 400104, code: "invalid_cursor" });
+	});
+
+	it("takes only the parameters the document gives the operation, with their types", () => {
+		const { sent, fetch } = scripted();
+		const registry = createClient({ baseUrl: BASE, fetch });
+		// @ts-expect-error ge is a number of seconds
+		registry.queryTimeseries("temperatures", { ge: "2026-11-27T20:30:00Z", le: 1795811700 });
+		// @ts-expect-error fill is one of none, null, previous, linear
+		registry.queryTimeseries("temperatures", { ge: 0, le: 60, step: "1m", fill: "zero" });
+		// @ts-expect-error the helper gives the cursor itself
+		registry.queryTimeseries("temperatures", { ge: 0, le: 60, cursor: "c1" });
+		// Nothing is sent until a page is asked for.
+		expect(sent).toEqual([]);
+	});
+});
+
 describe("uploadDoc", () => {
 	const bytes = new TextEncoder().encode("hello world");
 	const HASH = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9";
