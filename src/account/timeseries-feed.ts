@@ -148,9 +148,11 @@ export class TimeseriesFeed {
 		const complete = chunks.length <= MAX_CHUNKS_IN_STEP;
 		try {
 			const results = await Promise.all(
-				chunks.slice(0, MAX_CHUNKS_IN_STEP).map(({ table, start, points }) =>
-					chunkObject(this.env(), table.uuid, table.generation, start).insert(this.spec(table, start), points),
-				),
+				chunks
+					.slice(0, MAX_CHUNKS_IN_STEP)
+					.map(({ table, start, points }) =>
+						chunkObject(this.env(), table.uuid, table.generation, start).insert(this.spec(table, start), points),
+					),
 			);
 			// A chunk that refused points (full) leaves its write to the drain, which logs them.
 			if (!complete || results.some((result) => result.full.length > 0)) return false;

@@ -207,6 +207,14 @@ async function readRows(ctx: SecretContext, plan: Plan, from: Position, limit: n
 	const chunks = plan.desc
 		? await chunksBetween(dbOf(ctx), key, lo, Math.min(hi, from.chunk), true, MAX_CHUNKS + 1)
 		: await chunksBetween(dbOf(ctx), key, Math.max(lo, from.chunk), hi, false, MAX_CHUNKS + 1);
+	// With a step, whole buckets: from the start of ge's to the end of le's (a point's time has
+	// millisecond precision), so that raw points and every tier answer alike.
+	const range = plan.step
+		? {
+				ge: Math.floor(plan.ge / plan.step) * plan.step,
+				le: (Math.floor(plan.le / plan.step) + 1) * plan.step - 0.0005,
+			}
+		: { ge: plan.ge, le: plan.le };
 	// A shorter retention applies to raw points at once, before the chunks' alarms drop them.
 	const retention = periodSeconds(table.retention);
 	const rawFloor = retention === null ? 0 : now() - retention;
@@ -225,8 +233,8 @@ async function readRows(ctx: SecretContext, plan: Plan, from: Position, limit: n
 		const want = limit - rows.length;
 		const read = await chunkObject(ctx.env, table.uuid, table.generation, start).read({
 			tier: from.tier,
-			ge: from.tier === "raw" ? Math.max(plan.ge, rawFloor) : plan.ge,
-			le: plan.le,
+			ge: from.tier === "raw" ? Math.max(range.ge, rawFloor) : range.ge,
+			le: range.le,
 			after,
 			desc: plan.desc,
 			limit: want,

@@ -240,3 +240,29 @@ describe("query_timeseries_table with fill, a page at a time", () => {
 		expectError(await query(admin.secret, "temps", { ...base, fill: "previous", order: "desc" }), 400, 400101);
 	});
 });
+
+describe("query_timeseries_table's buckets", () => {
+	it("aggregates whole buckets whatever ge and le cut, so raw points and tiers answer alike", async () => {
+		const { admin } = await setup([
+			[5, 1],
+			[40, 2],
+			[70, 4],
+			[115, 8],
+		]);
+		// ge and le inside the first and last minute: both minutes count whole.
+		const cut = { ge: BASE + 30, le: BASE + 80, consistent: true, step: "1m", measurements: "celsius", aggregates: "count,sum" };
+		const tier = await walk(admin.secret, "temps", cut);
+		expect(tier.pages[0]!.resolution).toBe("1m");
+		expect(tier.rows).toEqual([
+			[BASE, 2, 3],
+			[BASE + 60, 2, 12],
+		]);
+		// 30 s steps no tier divides: read from the raw points, the same whole buckets.
+		const raw = await walk(admin.secret, "temps", { ...cut, step: "30s" });
+		expect(raw.pages[0]!.resolution).toBe("raw");
+		expect(raw.rows).toEqual([
+			[BASE + 30, 1, 2],
+			[BASE + 60, 1, 4],
+		]);
+	});
+});
