@@ -36,6 +36,7 @@ CREATE TABLE `timeseries_tables` (
 	`chunk` text NOT NULL,
 	`rollups` text NOT NULL,
 	`building` text NOT NULL,
+	`keys` text DEFAULT '{}' NOT NULL,
 	`generation` integer NOT NULL,
 	`status` text NOT NULL,
 	`rows` integer DEFAULT 0 NOT NULL,

@@ -10,7 +10,7 @@ import type { TimeseriesOutboxRow, TimeseriesTableRow } from "../db/timeseries";
 import { checkEntryTimeseries } from "../rules/timeseries-definition";
 import { pointOf } from "../rules/timeseries-points";
 import { chunkObject } from "../timeseries/chunk-client";
-import { chunkSpec, chunkStart, pointTable } from "../timeseries/spec";
+import { chunkSpec, chunkStart, measurementKey, pointTable } from "../timeseries/spec";
 import type { Point } from "../timeseries/types";
 import type { StoredEntry } from "./ledger-view";
 import type { TimeseriesCatalog } from "./timeseries-tables";
@@ -116,7 +116,8 @@ export class TimeseriesFeed {
 					});
 					continue;
 				}
-				const point: Point = { ...made.point, seq };
+				// Stored under the measurement's key (timeseries/spec.ts).
+				const point: Point = { ...made.point, seq, measurement: measurementKey(table, made.point.measurement) };
 				const dims = JSON.stringify(point.dims);
 				const value = JSON.stringify(point.value);
 				const bytes = pointBytes(point, dims, value);

@@ -6,6 +6,7 @@ import { runBatch } from "../db/ledgers";
 import * as db_ from "../db/timeseries";
 import type { TimeseriesDefinition, TimeseriesTableRow } from "../db/timeseries";
 import { checkTimeseriesDefinition, sortedRollups } from "../rules/timeseries-definition";
+import { measurementKey } from "../timeseries/spec";
 
 // An account's Timeseries tables (docs/timeseries.md): definitions, written by the account's
 // object one at a time with the ledger writes that feed them. Points live in chunk objects
@@ -100,6 +101,7 @@ export async function createTables(
 			chunk: definition.chunk ?? "1W",
 			rollups: sortedRollups(definition.rollups ?? []),
 			building: [],
+			keys: {},
 			generation: 1,
 			status: "ready",
 			rows: 0,
@@ -171,9 +173,20 @@ export async function updateTable(
 		...row.building.filter((step) => kept.has(step)),
 		...merged.rollups.filter((tier) => !steps.has(tier.step)).map((tier) => tier.step),
 	];
+	// A measurement the update adds gets a key of its own: points of one of that name removed
+	// before are never its.
+	const keys = Object.fromEntries(
+		merged.measurements.names.map((measurement) => [
+			measurement,
+			row.measurements.names.includes(measurement)
+				? measurementKey(row, measurement)
+				: `${measurement}@${Math.round(at * 1000)}`,
+		]),
+	);
 	const updated: TimeseriesTableRow = {
 		...row,
 		...merged,
+		keys,
 		building,
 		status: row.status === "full" ? "full" : building.length ? "building" : "ready",
 		updated_ts: at,
@@ -202,6 +215,8 @@ export async function truncateTable(
 		...row,
 		generation: row.generation + 1,
 		building: [],
+		// A new generation's chunks hold no point of any earlier measurement.
+		keys: {},
 		status: "ready",
 		rows: 0,
 		table_size: 0,

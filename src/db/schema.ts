@@ -744,6 +744,10 @@ export const timeseriesTables = sqliteTable(
 		chunk: text("chunk").notNull(),
 		rollups: text("rollups", { mode: "json" }).$type<TimeseriesDefinition["rollups"]>().notNull(),
 		building: text("building", { mode: "json" }).$type<string[]>().notNull(),
+		// Each measurement's name in the chunk objects: its own, or for one an update added, the
+		// name with the time it was added, so that points of a measurement removed and added
+		// again are never answered as the new one's.
+		keys: text("keys", { mode: "json" }).$type<Record<string, string>>().notNull().default({}),
 		generation: integer("generation").notNull(),
 		status: text("status", { enum: ["building", "ready", "full"] }).notNull(),
 		rows: integer("rows").notNull().default(0),

@@ -12,7 +12,7 @@ import { ruleOf } from "../rules/stored";
 import { Budget, BudgetExceeded, overBudget, WORK_UNITS } from "../rules/strings";
 import { periodSeconds } from "../rules/timeseries-definition";
 import { chunkObject } from "../timeseries/chunk-client";
-import { chunkSeconds, chunkStart } from "../timeseries/spec";
+import { chunkSeconds, chunkStart, measurementKey } from "../timeseries/spec";
 import {
 	ROLLUP_STEPS,
 	type Point,
@@ -325,6 +325,7 @@ type Page = { columns: string[]; rows: Json[][]; next: Position | null; objects:
 async function rawPage(ctx: SecretContext, plan: Plan, from: Position, count: number): Promise<Page> {
 	const { table } = plan;
 	const columns = ["_timestamp", "twin", ...table.dimensions.names, ...plan.measurements];
+	const keys = plan.measurements.map((name) => measurementKey(table, name));
 	const read = await readRows(ctx, plan, from, count);
 	const budget = new Budget(WORK_UNITS);
 	const rows: Json[][] = [];
@@ -333,7 +334,7 @@ async function rawPage(ctx: SecretContext, plan: Plan, from: Position, count: nu
 	for (const [i, stored] of read.rows.entries()) {
 		if (stored.kind !== "raw") continue;
 		const point = stored.row;
-		const column = plan.measurements.indexOf(point.measurement);
+		const column = keys.indexOf(point.measurement);
 		if (column < 0) continue;
 		if (plan.match && !evaluate(plan.match, dimsScope(plan, point, budget))) continue;
 		const row: Json[] = [point.ts, point.twin, ...table.dimensions.names.map((_, d) => point.dims[d] ?? null)];
@@ -382,7 +383,11 @@ async function stepPage(ctx: SecretContext, plan: Plan, from: Position, count: n
 	const types = pointTable(plan.table).measurements;
 	const q: AggregateQuery = {
 		step,
-		measurements: plan.measurements.map((name) => ({ name, type: types.types[types.names.indexOf(name)] ?? "json" })),
+		// Points are stored under each measurement's key (timeseries/spec.ts).
+		measurements: plan.measurements.map((name) => ({
+			name: measurementKey(plan.table, name),
+			type: types.types[types.names.indexOf(name)] ?? "json",
+		})),
 		aggregates: plan.aggregates,
 		groupBy: plan.groupBy.map((name) =>
 			name === "twin"

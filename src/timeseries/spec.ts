@@ -40,13 +40,18 @@ function measurementTypes(row: TimeseriesTableRow): MeasurementType[] {
 	});
 }
 
+// A measurement's name in the chunk objects (see `keys` in db/schema.ts).
+export function measurementKey(row: Pick<TimeseriesTableRow, "keys">, name: string): string {
+	return Object.hasOwn(row.keys, name) ? row.keys[name]! : name;
+}
+
 // What a chunk object is told with each write: its range, the measurement types, the tiers and
 // their retentions (the ready ones and those being filled), and its byte limit.
 export function chunkSpec(row: TimeseriesTableRow, start: number, maxBytes: number): ChunkSpec {
 	const types = measurementTypes(row);
 	const measurements: Record<string, MeasurementType> = {};
 	row.measurements.names.forEach((name, i) => {
-		measurements[name] = types[i] ?? "json";
+		measurements[measurementKey(row, name)] = types[i] ?? "json";
 	});
 	return {
 		account: row.account,

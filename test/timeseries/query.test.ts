@@ -250,7 +250,14 @@ describe("query_timeseries_table's buckets", () => {
 			[115, 8],
 		]);
 		// ge and le inside the first and last minute: both minutes count whole.
-		const cut = { ge: BASE + 30, le: BASE + 80, consistent: true, step: "1m", measurements: "celsius", aggregates: "count,sum" };
+		const cut = {
+			ge: BASE + 30,
+			le: BASE + 80,
+			consistent: true,
+			step: "1m",
+			measurements: "celsius",
+			aggregates: "count,sum",
+		};
 		const tier = await walk(admin.secret, "temps", cut);
 		expect(tier.pages[0]!.resolution).toBe("1m");
 		expect(tier.rows).toEqual([

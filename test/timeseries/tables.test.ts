@@ -170,3 +170,36 @@ describe("Timeseries table access", () => {
 		}
 	});
 });
+
+describe("Timeseries measurements changed by an update", () => {
+	it("never answers a removed measurement's points as those of one added again under its name", async () => {
+		const admin = await bootstrap();
+		await createTables(admin.secret, { temps: definition() });
+		const twinRes = await call("POST", "/twins", { secret: admin.secret, body: {} });
+		const twin = twinRes.body.uuid as string;
+		const at = Math.floor(Date.now() / 1000);
+		const write = (value: number) =>
+			call("PATCH", `/twins/${twin}/ledgers/personal`, {
+				secret: admin.secret,
+				body: { entries: { celsius: { value } } },
+			});
+		const added = await call("POST", `/twins/${twin}/ledgers/personal`, {
+			secret: admin.secret,
+			body: { entries: { celsius: { value: 1, timeseries: { temps: {} } } } },
+		});
+		expect(added.status).toBe(201);
+		const path = timeseriesPath("temps");
+		const only = (names: string[]) => ({ measurements: { names, types: names.map(() => "float") } });
+		// A kept measurement keeps its type: state is text.
+		expect((await call("PATCH", path, { secret: admin.secret, body: only(["state"]) })).status).toBe(400);
+		expect((await call("PATCH", path, { secret: admin.secret, body: only(["humidity"]) })).status).toBe(200);
+		expect((await call("PATCH", path, { secret: admin.secret, body: only(["humidity", "celsius"]) })).status).toBe(200);
+		expect((await write(2)).status).toBe(200);
+		const res = await call("GET", timeseriesPath("temps", `/data?ge=${at - 60}&le=${at + 60}&consistent=true`), {
+			secret: admin.secret,
+		});
+		expect(res.status).toBe(200);
+		expect(res.body.columns).toEqual(["_timestamp", "twin", "site", "humidity", "celsius"]);
+		expect(res.body.rows.map((row: unknown[]) => row[4])).toEqual([2]);
+	});
+});
