@@ -252,7 +252,10 @@ async function plan(
 					account: writer.account,
 					twin: twin.uuid,
 					owner: twin.owner,
-					values,
+					// The templates read LEDGER as the writer sees it, as its publish rules do: what a
+					// point holds, or why it was dropped (a line any reader of the log sees), never
+					// tells a confined writer of entries it may not see.
+					values: writer.rules.entry === null ? values : refuseOverBudget("entries", () => sight.seenLedger()),
 					changed: e.events.map((event) => ({ name: event.name, entry: event.entry as StoredEntry })),
 					at: e.at,
 				})

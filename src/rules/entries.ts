@@ -90,6 +90,11 @@ export class EntrySight {
 		return this.scope(entry.name, entry, this.seenValues(), { trigger, old_value });
 	}
 
+	// The values of the entries the reader sees, by name: what its templates may read of LEDGER.
+	seenLedger(): Record<string, Json> {
+		return this.seenValues();
+	}
+
 	rule(text: string | null): Rule | null {
 		return text === null ? null : ruleOf(text);
 	}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap } from "../support/accounts";
+import { bootstrap, userWithRules } from "../support/accounts";
 import { call, expectError } from "../support/requests";
 import { newTwin } from "../support/twins";
 import { restartAccountObject } from "../support/objects";
@@ -112,5 +112,28 @@ describe("Timeseries points", () => {
 		expect(rows.map((row) => row[3])).toEqual([3]);
 		const res = await query(admin.secret, "temps", { ge: 0, le: 1 });
 		expect(res.status).toBe(200);
+	});
+
+	it("reads LEDGER as a confined writer sees it, so a point never tells it of hidden entries", async () => {
+		const { admin, twin } = await setup();
+		const at = Math.floor(Date.now() / 1000) - 30;
+		await call("POST", `/twins/${twin}/ledgers/personal`, {
+			secret: admin.secret,
+			body: { entries: { secret: { value: at } } },
+		});
+		const confined = await userWithRules(admin, { entry: "entry_name != 'secret'" });
+		const feed = { temps: { measurement: "celsius", timestamp: "{LEDGER[secret]}" } };
+		const res = await call("POST", `/twins/${twin}/ledgers/personal`, {
+			secret: confined.secret,
+			body: { entries: { t: { value: 1, timeseries: feed } } },
+		});
+		expect(res.status, JSON.stringify(res.body)).toBe(201);
+		// The same write by a writer that sees `secret` makes a point at its time.
+		await writeValues(admin.secret, twin, { t: 2 }, feed);
+		const { rows } = await everything(admin.secret);
+		expect(rows.map((row) => [row[0], row[3]])).toEqual([[at, 2]]);
+		const reasons = (await logLines(admin.secret)).filter((line) => line.startsWith("Timeseries point dropped"));
+		expect(reasons).toHaveLength(1);
+		expect(reasons[0]).toMatch(/entry=\[t\], reason=\[no timestamp\]/);
 	});
 });
