@@ -308,13 +308,17 @@ export const queryTimeseriesTable = defineOperation({
 
 // The account's object delivers every pending point first, within CONSISTENT_WAIT_MS.
 async function deliverPending(ctx: SecretContext) {
-	const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), CONSISTENT_WAIT_MS));
+	let timer: ReturnType<typeof setTimeout> | null = null;
+	const timeout = new Promise<false>((resolve) => {
+		timer = setTimeout(() => resolve(false), CONSISTENT_WAIT_MS);
+	});
 	// Not a write: the object answers a boolean, not an outcome of the client's kind.
 	const object = ctx.env.ACCOUNTS.getByName(ctx.caller.account) as unknown as {
 		deliverTimeseries(account: string): Promise<boolean>;
 	};
 	const delivered = object.deliverTimeseries(ctx.caller.account).catch(() => false);
 	const done = await Promise.race([delivered, timeout]);
+	clearTimeout(timer);
 	if (done !== true) throw new ApiError("timeseries_pending", { headers: { "retry-after": "1" } });
 }
 
@@ -336,18 +340,13 @@ async function rawPage(ctx: SecretContext, plan: Plan, from: Position, count: nu
 		const point = stored.row;
 		const column = keys.indexOf(point.measurement);
 		if (column < 0) continue;
-		if (plan.match && !evaluate(plan.match, dimsScope(plan, point, budget))) continue;
+		if (!passes(plan, stored, budget)) continue;
 		const row: Json[] = [point.ts, point.twin, ...table.dimensions.names.map((_, d) => point.dims[d] ?? null)];
 		for (let m = 0; m < plan.measurements.length; m++) row.push(m === column ? point.value : null);
 		bytes += utf8Bytes(JSON.stringify(row)) + 1;
 		if (rows.length > 0 && bytes > MAX_PAGE_BYTES) {
 			// Stop before this row: the next page starts at it.
-			const previous = read.rows[i - 1]!;
-			next = {
-				tier: from.tier,
-				chunk: chunkStart(table, previous.kind === "raw" ? previous.row.ts : 0),
-				after: positionOf(previous),
-			};
+			next = after(plan, from, read.rows.slice(0, i));
 			break;
 		}
 		rows.push(row);
