@@ -187,6 +187,12 @@ describe("query_timeseries_table", () => {
 			cursor: first.body.cursor,
 		});
 		expectError(other, 400, 400104);
+		// Reuse repeats its page; a truncate ends every cursor of the table.
+		const again = await query(admin.secret, "temps", { ...RANGE, count: 5, cursor: first.body.cursor });
+		const twice = await query(admin.secret, "temps", { ...RANGE, count: 5, cursor: first.body.cursor });
+		expect(twice.body).toEqual(again.body);
+		expect((await call("DELETE", "/account/services/timeseries/temps/data", { secret: admin.secret })).status).toBe(200);
+		expectError(await query(admin.secret, "temps", { ...RANGE, count: 5, cursor: first.body.cursor }), 400, 400104);
 		// Server-Timing shows the chunk objects called and the rows read.
 		expect(first.headers.get("server-timing")).toMatch(/tsdb;dur=\d+;desc="objects=1 rows_read=5"/);
 	});
@@ -271,5 +277,31 @@ describe("query_timeseries_table's buckets", () => {
 			[BASE + 30, 1, 2],
 			[BASE + 60, 1, 4],
 		]);
+	});
+});
+
+describe("query_timeseries_table's 4 MiB", () => {
+	it("stops a page before its answer passes 4 MiB, and the walk goes on from there", async () => {
+		const admin = await bootstrap();
+		await createTables(admin.secret, {
+			blobs: { dimensions: { names: [], types: [] }, measurements: { names: ["blob"], types: ["json"] } },
+		});
+		const twin = await newTwin(admin.secret);
+		const at = Math.floor(Date.now() / 1000);
+		// 100 values of 60,000 characters each: about 6 MB of points.
+		for (let i = 0; i < 100; i++) {
+			const value = `${i}`.padEnd(60_000, "x");
+			const entry = i === 0 ? { value, timeseries: { blobs: { measurement: "blob" } } } : { value };
+			const res = await call(i === 0 ? "POST" : "PATCH", `/twins/${twin}/ledgers/personal`, {
+				secret: admin.secret,
+				body: { entries: { b: entry } },
+			});
+			expect(res.status).toBe(i === 0 ? 201 : 200);
+		}
+		const range = { ge: at - 60, le: at + 600, consistent: true, count: 1000 };
+		const { rows, pages } = await walk(admin.secret, "blobs", range);
+		expect(rows.map((row) => Number.parseInt(String(row[2]), 10))).toEqual(Array.from({ length: 100 }, (_, i) => i));
+		expect(pages.length).toBeGreaterThan(1);
+		for (const page of pages) expect(JSON.stringify(page.rows).length).toBeLessThanOrEqual(4 * 1024 * 1024);
 	});
 });
