@@ -42,9 +42,9 @@ const { values: args } = parseCli({
 usage: npm run bench [-- options]
 
 Seeds a local account with 100,000 twins and measures scans, load, ledgers, notifications,
-docs, indexes, streams, the write ceiling, timeseries tables and startup against a \`wrangler dev\` of its own,
-then runs \`npm run bench:compare\`. Prints tables and writes bench/results.json
-(docs/benchmarks.md). It takes a long while.
+docs, indexes, streams, the write ceiling, timeseries tables and startup against a
+\`wrangler dev\` of its own, then runs \`npm run bench:compare\`. Prints tables and writes
+bench/results.json (docs/benchmarks.md). It takes a long while.
 
   --only PART   one part alone: ${PARTS.join(", ")}
   --port N      its server's port (default: 8799; the inspector takes N + 1000)
