@@ -5,15 +5,19 @@
 // (notifications.mjs), a 50 MB doc's upload and download (docs.mjs) and Indexes tables
 // (indexes.mjs: ledger writes with 0, 1 and 10 tables, a table of 100,000 rows built and
 // queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
-// memory per idle stream) and one account's write ceiling (writes.mjs), profiles a new
-// isolate's startup against a bare Worker's (startup.mjs), two shards against one (shards.mjs,
-// servers of its own), and last runs the side-by-side comparison (compare.mjs). The writes part
-// runs on a server of its own too, on the bench's Worker entry (d1-delay/entry.ts: the product
-// with every D1 call counted and, when asked, delayed); the other parts measure the product's
-// own build, which that entry would change (one bundle, a wrapper on every D1 call). Prints tables
-// and writes bench/results.json. `-- --only ledger`, `-- --only notifications`, `-- --only docs`,
-// `-- --only indexes`, `-- --only streams`, `-- --only writes`, `-- --only startup` or
-// `-- --only shards` runs that part alone; `-- --port N` serves on N.
+// memory per idle stream), one account's write ceiling (writes.mjs) and Timeseries tables
+// (timeseries.mjs: points/s through ledger writes with 1, 8 and 32 writers, queries over a
+// million points with and without rollups, stored bytes per point), profiles a new isolate's
+// startup against a bare Worker's (startup.mjs), two shards against one (shards.mjs, servers of
+// its own), and last runs the side-by-side comparison (compare.mjs). The writes part runs on a
+// server of its own too, on the bench's Worker entry (d1-delay/entry.ts: the product with every
+// D1 call counted and, when asked, delayed), and so does the timeseries part, on another
+// (timeseries-seed/entry.ts: the product with a route that seeds chunk objects directly); the
+// other parts measure the product's own build, which those entries would change (one bundle, a
+// wrapper on every D1 call). Prints tables and writes bench/results.json. `-- --only ledger`,
+// `-- --only notifications`, `-- --only docs`, `-- --only indexes`, `-- --only streams`,
+// `-- --only writes`, `-- --only timeseries`, `-- --only startup` or `-- --only shards` runs that
+// part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -25,21 +29,22 @@ import { benchLedger, printLedger } from "./ledger.mjs";
 import { benchNotifications, printNotifications } from "./notifications.mjs";
 import { benchStreams, printStreams } from "./streams.mjs";
 import { benchStartup, printStartup } from "./startup.mjs";
+import { benchTimeseries, printTimeseries } from "./timeseries.mjs";
 import { benchWrites, printWrites } from "./writes.mjs";
 import { benchShards, printShards } from "./shards.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
-const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "startup", "shards"];
+const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "timeseries", "startup", "shards"];
 const { values: args } = parseCli({
 	usage: `
 usage: npm run bench [-- options]
 
 Seeds a local account with 100,000 twins and measures scans, load, ledgers, notifications,
-docs, indexes, streams, the write ceiling and startup against a \`wrangler dev\` of its own,
-then runs \`npm run bench:compare\`. Prints tables and writes bench/results.json
-(docs/benchmarks.md). It takes a long while.
+docs, indexes, streams, the write ceiling, timeseries tables and startup against a
+\`wrangler dev\` of its own, then runs \`npm run bench:compare\`. Prints tables and writes
+bench/results.json (docs/benchmarks.md). It takes a long while.
 
   --only PART   one part alone: ${PARTS.join(", ")}
   --port N      its server's port (default: 8799; the inspector takes N + 1000)
@@ -54,6 +59,8 @@ const PORT = Number(args.port);
 const STATE = ".wrangler/bench-state";
 const WRITES_STATE = ".wrangler/bench-writes-state";
 const WRITES_ENTRY = fileURLToPath(new URL("./d1-delay/entry.ts", import.meta.url));
+const TIMESERIES_STATE = ".wrangler/bench-timeseries-state";
+const TIMESERIES_ENTRY = fileURLToPath(new URL("./timeseries-seed/entry.ts", import.meta.url));
 
 mkdirSync("bench", { recursive: true });
 // One part alone: its figures under its name in bench/results.json, and its table.
@@ -76,6 +83,8 @@ if (args.only === "shards") {
 const { uuid: account, secret, sql: accountSql } = accountSeed("bench");
 // A second account, for the write ceiling of two accounts side by side.
 const other = accountSeed("bench-writes");
+// The timeseries part's: one for ingest, one for the seeded tables.
+const timeseriesAccounts = [accountSeed("bench-ts-ingest"), accountSeed("bench-ts-queries")];
 
 // Seeds go into a server's local database with the server running: it applied the migrations.
 // DB_0: the seeded accounts have version-4 uuids (seed.mjs), which belong to the first shard.
@@ -108,6 +117,28 @@ async function writesPart(port) {
 
 if (args.only === "writes") {
 	await only("writes", () => writesPart(PORT), printWrites);
+	process.exit(0);
+}
+
+// The timeseries part, on its own server and state, on its own entry, with its two accounts.
+async function timeseriesPart(port) {
+	rmSync(TIMESERIES_STATE, { recursive: true, force: true });
+	const server = await startDevServer({
+		port,
+		persistTo: TIMESERIES_STATE,
+		inspectorPort: port === undefined ? undefined : port + 1000,
+		entry: TIMESERIES_ENTRY,
+	});
+	try {
+		await seed(TIMESERIES_STATE, "bench-timeseries-seed", timeseriesAccounts.map((a) => a.sql).join("\n"));
+		return await benchTimeseries(server.url, timeseriesAccounts);
+	} finally {
+		server.stop();
+	}
+}
+
+if (args.only === "timeseries") {
+	await only("timeseries", () => timeseriesPart(PORT), printTimeseries);
 	process.exit(0);
 }
 rmSync(STATE, { recursive: true, force: true });
@@ -212,6 +243,7 @@ async function benchAll(server, headers) {
 	const indexes = await benchIndexes(server.url, indexesSeeded);
 	const streams = await benchStreams(server.url, secret);
 	const writes = await writesPart();
+	const timeseries = await timeseriesPart();
 	// Profiled while the dev server idles: the profiles are wall-clock.
 	const startup = await benchStartup();
 	const results = {
@@ -226,6 +258,7 @@ async function benchAll(server, headers) {
 		indexes,
 		streams,
 		writes,
+		timeseries,
 		startup,
 	};
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
@@ -246,6 +279,7 @@ async function benchAll(server, headers) {
 	printIndexes(indexes);
 	printStreams(streams);
 	printWrites(writes);
+	printTimeseries(timeseries);
 	printStartup(startup);
 	console.log("\nwritten to bench/results.json");
 }
