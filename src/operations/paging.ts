@@ -14,7 +14,8 @@ import { withMeta } from "./schemas";
 export function pageLimit(max: number) {
 	const message = `Must be an integer from 1 to ${max}`;
 	return z.pipe(
-		z.pipe(z.string().check(z.regex(/^\d{1,4}$/, message)), z.transform(Number)),
+		// As many digits as `max` has (10000 has five): no longer text is read as a number.
+		z.pipe(z.string().check(z.regex(new RegExp(`^\\d{1,${String(max).length}}$`), message)), z.transform(Number)),
 		z.number().check(z.int(), z.gte(1, message), z.lte(max, message)),
 	);
 }

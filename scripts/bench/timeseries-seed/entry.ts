@@ -19,9 +19,9 @@ import { database } from "../../../src/db/client";
 import { homeDatabase } from "../../../src/db/shards";
 import { chunksBetween, countPoints, findTimeseriesTable, noteChunk } from "../../../src/db/timeseries";
 import type { WebhookJob } from "../../../src/notifications/jobs";
-import { chunkName } from "../../../src/timeseries/chunk-client";
+import { chunkName, chunkObject } from "../../../src/timeseries/chunk-client";
 import type { ChunkObject } from "../../../src/timeseries/chunk-object";
-import { chunkObject, chunkSpec, chunkStart } from "../../../src/timeseries/spec";
+import { chunkSpec, chunkStart } from "../../../src/timeseries/spec";
 import type { Point } from "../../../src/timeseries/types";
 
 export { AccountDO, DeliveryDO, MoveDO, StreamDO } from "../../../src/index";
