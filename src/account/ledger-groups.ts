@@ -235,15 +235,16 @@ export class LedgerGroups {
 
 		const id = factId(keys.ledger);
 		const current = ledgers.get(id) ?? ledgerOf(facts.get(keys.ledger)?.rows ?? []);
+		const when = this.past(current, at);
 		const db = database(meter.wrap(homeDatabase(this.host.env(), writer.account), binding));
 		// A writer that may not see the whole ledger must not see what its rows cost either.
 		const indexDb = writer.rules.entry === null ? db : raw;
 		const { hash: _, guessed: __, ledger: ___, ...rest } = request;
 		const write = { ...rest, twin, writer } as LedgerWrite;
-		const plan = await planLedgerWrite(db, write, current, at, {
+		const plan = await planLedgerWrite(db, write, current, when, {
 			fanOut: Number(this.host.env().MAX_SUBSCRIPTIONS),
 			read: (seen: number) => charge(keys.ledger, seen),
-			index: (ledger: LedgerInput) => indexChanges(indexDb, this.host.catalog, ledger, at, this.host.indexLimits()),
+			index: (ledger: LedgerInput) => indexChanges(indexDb, this.host.catalog, ledger, when, this.host.indexLimits()),
 			timeseries: {
 				check: (entries) => this.host.timeseries.check(writer.account, entries),
 				plan: (input) => this.host.timeseries.plan(raw, input),
@@ -358,6 +359,17 @@ export class LedgerGroups {
 	// keeps its own history record.
 	private stamp(): number {
 		this.last = Math.max(now(), Math.round(this.last * 1000 + 1) / 1000);
+		return this.last;
+	}
+
+	// `at`, or a millisecond past the latest time the ledger holds if that is later: a restarted
+	// object stamps from the clock again, which may stand behind its last stamps, and a value must
+	// still follow the one it replaces in time (its history record sorts after it).
+	private past(ledger: Map<string, StoredEntry>, at: number): number {
+		let latest = 0;
+		for (const entry of ledger.values()) latest = Math.max(latest, entry.value_changed_ts, entry.entry_updated_ts);
+		if (at > latest) return at;
+		this.last = Math.max(this.last, Math.round(latest * 1000 + 1) / 1000);
 		return this.last;
 	}
 

@@ -84,6 +84,30 @@ describe("grouped ledger writes", () => {
 		expect(d1Cost(next, "calls")).toBe(1);
 	});
 
+	it("time a value after the one it replaces, even when the clock stands behind the ledger's times", async () => {
+		const admin = await bootstrap();
+		const twin = await newTwin(admin.secret);
+		await addEntries(admin.secret, twin, { level: { value: 1, history: "INF" } });
+		// As a restarted object may find it: the ledger's latest time ahead of the clock.
+		const ahead = Math.round(Date.now() + 60_000) / 1000;
+		await dbOf(admin.account)
+			.prepare("UPDATE ledger_entries SET value_changed_ts = ?, entry_updated_ts = ? WHERE twin = ? AND name = 'level'")
+			.bind(ahead, ahead, twin)
+			.run();
+		await dbOf(admin.account)
+			.prepare("UPDATE ledger_history SET ts = ? WHERE twin = ? AND name = 'level'")
+			.bind(ahead, twin)
+			.run();
+		const res = await call("PATCH", ledger(twin, "personal", "/value"), {
+			secret: admin.secret,
+			body: { entries: { level: { value: 2 } } },
+		});
+		expect(res.status, JSON.stringify(res.body)).toBe(200);
+		expect(res.body.entries.level.value_changed_ts).toBeGreaterThan(ahead);
+		const history = await call("GET", ledger(twin, "personal", "/history"), { secret: admin.secret });
+		expect(Object.values(history.body.entries.level)).toEqual([2, 1]);
+	});
+
 	it("refuse a secret deleted, and see a twin changed, past the account's object", async () => {
 		const admin = await bootstrap();
 		const twin = await newTwin(admin.secret);
