@@ -6,6 +6,7 @@ import * as db_ from "../db/indexes";
 import type { IndexDefinition, IndexTableRow } from "../db/indexes";
 import { runBatch } from "../db/ledgers";
 import { now } from "../base/time";
+import { Catalog } from "./catalog";
 import { type Host, TIMER } from "./host";
 import { ApiError } from "../base/errors";
 import { utf8Bytes } from "../base/json";
@@ -50,32 +51,10 @@ function compiled(row: IndexTableRow): Table {
 	return { row, rule: ruleOf(row.rule), templates, types };
 }
 
-// The account's tables as D1 holds them after the last commit. Only this object writes them,
-// so it keeps them in memory: a ledger write of an account with no table reads nothing more.
-// Loading them is the object's own cost, once in its life, not the request's that happens to
-// come first (through `load`, unmetered): else the first write after a restart would cost one
-// query more in Server-Timing than the same write a moment later.
-export class IndexCatalog {
-	private tables: Map<string, Table> | undefined;
-
-	constructor(private readonly load: () => Database) {}
-
-	async all(_db: Database, account: string): Promise<Table[]> {
-		this.tables ??= new Map((await db_.listIndexTables(this.load(), account)).map((row) => [row.uuid, compiled(row)]));
-		return [...this.tables.values()];
-	}
-
-	// After a commit that changed a table's row in D1; a write whose batch failed forgets all.
-	put(row: IndexTableRow) {
-		this.tables?.set(row.uuid, compiled(row));
-	}
-
-	remove(uuid: string) {
-		this.tables?.delete(uuid);
-	}
-
-	forget() {
-		this.tables = undefined;
+// The account's tables as D1 holds them, rules and templates parsed (catalog.ts).
+export class IndexCatalog extends Catalog<IndexTableRow, Table> {
+	constructor(load: () => Database) {
+		super((account) => db_.listIndexTables(load(), account), compiled);
 	}
 }
 
@@ -196,7 +175,7 @@ export async function indexChanges(
 	at: number,
 	limits: IndexLimits,
 ) {
-	const tables = await catalog.all(db, ledger.account);
+	const tables = await catalog.all(ledger.account);
 	if (tables.length === 0) return { statements: [], committed: () => undefined };
 	const keys = tables.map((table) => ({ table: table.row.uuid, generation: table.row.generation }));
 	const existing = new Map((await db_.rowsOfTwin(db, ledger.twin, keys)).map((row) => [row.table, row]));
@@ -239,7 +218,7 @@ export async function buildStep(
 	limits: IndexLimits,
 	env: Env,
 ): Promise<string | null> {
-	const table = (await catalog.all(db, account)).find((t) => t.row.uuid === uuid);
+	const table = (await catalog.all(account)).find((t) => t.row.uuid === uuid);
 	if (!table) return null;
 	const ledgers = await db_.ledgersAfter(db, account, after, BUILD_LEDGERS);
 	let bytes = 0;
@@ -301,7 +280,7 @@ export async function createTables(
 	limits: IndexLimits,
 	at: number,
 ) {
-	const tables = await catalog.all(db, caller.account);
+	const tables = await catalog.all(caller.account);
 	const names = new Set(tables.map((table) => table.row.name));
 	const ledgers = await db_.hasLedgers(db, caller.account);
 	const answers: Record<string, ReturnType<typeof indexRecord> | { error: string }> = {};

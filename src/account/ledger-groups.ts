@@ -138,7 +138,7 @@ export class LedgerGroups {
 		const binding = homeOf(env, account);
 		const home = homeDatabase(env, account);
 		const raw = database(home);
-		if (group.length > 1 && (await this.host.catalog.all(raw, account)).length > 0) {
+		if (group.length > 1 && (await this.host.catalog.all(account)).length > 0) {
 			for (const pending of group) await this.run([pending], false);
 			return;
 		}

@@ -3,6 +3,7 @@ import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import type { Database } from "../db/client";
 import { runBatch } from "../db/ledgers";
+import { Catalog } from "./catalog";
 import * as db_ from "../db/timeseries";
 import type { TimeseriesDefinition, TimeseriesTableRow } from "../db/timeseries";
 import { checkTimeseriesDefinition, sortedRollups } from "../rules/timeseries-definition";
@@ -22,33 +23,13 @@ export type TimeseriesChanges = Partial<
 	Pick<TimeseriesDefinition, "defaults" | "retention" | "chunk" | "measurements" | "rollups">
 >;
 
-// The account's tables as D1 holds them after the last commit. Only this object writes them,
-// so it keeps them: a ledger write reads nothing more for them. Loaded unmetered, once in the
-// object's life (as the Indexes catalog, index-tables.ts).
-export class TimeseriesCatalog {
-	private tables: Map<string, TimeseriesTableRow> | undefined;
-
-	constructor(private readonly load: () => Database) {}
-
-	async all(account: string): Promise<TimeseriesTableRow[]> {
-		this.tables ??= new Map((await db_.listTimeseriesTables(this.load(), account)).map((row) => [row.uuid, row]));
-		return [...this.tables.values()];
-	}
-
-	async named(account: string, name: string): Promise<TimeseriesTableRow | undefined> {
-		return (await this.all(account)).find((row) => row.name === name);
-	}
-
-	put(row: TimeseriesTableRow) {
-		this.tables?.set(row.uuid, row);
-	}
-
-	remove(uuid: string) {
-		this.tables?.delete(uuid);
-	}
-
-	forget() {
-		this.tables = undefined;
+// The account's tables as D1 holds them (catalog.ts).
+export class TimeseriesCatalog extends Catalog<TimeseriesTableRow, TimeseriesTableRow> {
+	constructor(load: () => Database) {
+		super(
+			(account) => db_.listTimeseriesTables(load(), account),
+			(row) => row,
+		);
 	}
 }
 
