@@ -1,14 +1,13 @@
 import type { BatchItem } from "drizzle-orm/batch";
-import { sql } from "drizzle-orm";
 import type { ErrorDetail } from "../base/errors";
 import { type Json, utf8Bytes } from "../base/json";
 import type { Database } from "../db/client";
 import { logLine, logStatements } from "../db/log";
-import { timeseriesChunks, timeseriesOutbox } from "../db/schema";
 import * as db_ from "../db/timeseries";
 import type { TimeseriesOutboxRow, TimeseriesTableRow } from "../db/timeseries";
 import { checkEntryTimeseries } from "../rules/timeseries-definition";
 import { pointOf } from "../rules/timeseries-points";
+import { type Budget, refuseOverBudget } from "../rules/strings";
 import { chunkObject } from "../timeseries/chunk-client";
 import { chunkSpec, chunkStart, measurementKey, pointTable } from "../timeseries/spec";
 import type { Point } from "../timeseries/types";
@@ -36,6 +35,8 @@ export type FeedInput = {
 	values: Record<string, Json>;
 	changed: ChangedEntry[];
 	at: number;
+	// The request's work budget: templates and coercions spend it (past it the write is refused).
+	budget?: Budget;
 };
 
 // A point on its way: the table row it was made for and the chunk it belongs to.
@@ -89,18 +90,21 @@ export class TimeseriesFeed {
 				const table = tables.get(tableName);
 				// A deleted table is skipped; a new one of its name is fed again.
 				if (!table) continue;
-				const made = pointOf({
-					table: pointTable(table),
-					templates,
-					entry: name,
-					value: entry.value,
-					value_changed_ts: entry.value_changed_ts,
-					at: input.at,
-					entries: input.values,
-					twin: input.twin,
-					owner: input.owner,
-					ledger: input.account,
-				});
+				const made = refuseOverBudget(`entries.${name}.timeseries.${tableName}`, () =>
+					pointOf({
+						table: pointTable(table),
+						templates,
+						entry: name,
+						value: entry.value,
+						value_changed_ts: entry.value_changed_ts,
+						at: input.at,
+						entries: input.values,
+						twin: input.twin,
+						owner: input.owner,
+						ledger: input.account,
+						budget: input.budget,
+					}),
+				);
 				const base = { account: input.account, table: table.uuid, generation: table.generation, seq, entry: name };
 				if ("dropped" in made) {
 					rows.push({
@@ -296,31 +300,16 @@ function byChunk<D extends Delivery>(deliveries: D[]) {
 	return chunks;
 }
 
-// The outbox rows and chunk notes in one statement each (`WHERE true`: SQLite reads an upsert's
-// ON CONFLICT after a bare SELECT as part of a join) (whatever their number, one bound
-// value: D1 binds at most 100), and the tables' counts.
+// The outbox rows, the chunks they fall in, and the tables' counts.
 function statementsOf(db: Database, rows: db_.TimeseriesOutboxInsert[], deliveries: Delivery[]): BatchItem<"sqlite">[] {
-	const o = timeseriesOutbox;
-	const insert = db.insert(o).select(
-		sql`SELECT NULL, json_extract(value, '$.account'), json_extract(value, '$.table'), json_extract(value, '$.generation'),
-			json_extract(value, '$.seq'), json_extract(value, '$.entry'), json_extract(value, '$.twin'), json_extract(value, '$.ts'),
-			json_extract(value, '$.dims'), json_extract(value, '$.measurement'), json_extract(value, '$.value'),
-			json_extract(value, '$.bytes'), json_extract(value, '$.dropped'), json_extract(value, '$.at')
-			FROM json_each(${JSON.stringify(rows)})`,
-	);
-	const statements: BatchItem<"sqlite">[] = [insert];
+	const statements: BatchItem<"sqlite">[] = [db_.insertOutbox(db, rows)];
 	if (deliveries.length === 0) return statements;
-	const c = timeseriesChunks;
-	const chunks = [...byChunk(deliveries).values()].map(({ table, start }) => [table.uuid, table.generation, start]);
-	statements.push(
-		db
-			.insert(c)
-			.select(
-				sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${deliveries[0]!.table.account}
-					FROM json_each(${JSON.stringify(chunks)}) WHERE true`,
-			)
-			.onConflictDoNothing(),
-	);
+	const chunks = [...byChunk(deliveries).values()].map(({ table, start }) => ({
+		table: table.uuid,
+		generation: table.generation,
+		start,
+	}));
+	statements.push(db_.noteChunks(db, deliveries[0]!.table.account, chunks));
 	const counts = new Map<string, { table: TimeseriesTableRow; rows: number; bytes: number }>();
 	for (const { table, bytes } of deliveries) {
 		const count = counts.get(table.uuid) ?? { table, rows: 0, bytes: 0 };

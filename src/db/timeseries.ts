@@ -67,8 +67,16 @@ export function markFull(db: Database, uuid: string, generation: number) {
 		.where(and(eq(timeseriesTables.uuid, uuid), eq(timeseriesTables.generation, generation)));
 }
 
+// A write's outbox rows in one statement, whatever their number (one bound value: D1 binds at
+// most 100).
 export function insertOutbox(db: Database, rows: TimeseriesOutboxInsert[]) {
-	return db.insert(timeseriesOutbox).values(rows);
+	return db.insert(timeseriesOutbox).select(
+		sql`SELECT NULL, json_extract(value, '$.account'), json_extract(value, '$.table'), json_extract(value, '$.generation'),
+			json_extract(value, '$.seq'), json_extract(value, '$.entry'), json_extract(value, '$.twin'), json_extract(value, '$.ts'),
+			json_extract(value, '$.dims'), json_extract(value, '$.measurement'), json_extract(value, '$.value'),
+			json_extract(value, '$.bytes'), json_extract(value, '$.dropped'), json_extract(value, '$.at')
+			FROM json_each(${JSON.stringify(rows)})`,
+	);
 }
 
 // The account's oldest outbox rows.
@@ -92,18 +100,22 @@ export function deleteOutbox(db: Database, account: string, ids: number[]) {
 		);
 }
 
-export function hasOutbox(db: Database, account: string) {
+// The chunks that hold points, listed once (a later write of the same chunk changes nothing), in
+// one statement. `WHERE true`: SQLite reads an upsert's ON CONFLICT after a bare SELECT as part
+// of a join.
+export function noteChunks(
+	db: Database,
+	account: string,
+	chunks: { table: string; generation: number; start: number }[],
+) {
+	const list = JSON.stringify(chunks.map((c) => [c.table, c.generation, c.start]));
 	return db
-		.select({ id: timeseriesOutbox.id })
-		.from(timeseriesOutbox)
-		.where(eq(timeseriesOutbox.account, account))
-		.limit(1)
-		.get();
-}
-
-// A chunk holds points: listed once (a later write of the same chunk changes nothing).
-export function noteChunk(db: Database, account: string, table: string, generation: number, start: number) {
-	return db.insert(timeseriesChunks).values({ table, generation, start, account }).onConflictDoNothing();
+		.insert(timeseriesChunks)
+		.select(
+			sql`SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ${account}
+				FROM json_each(${list}) WHERE true`,
+		)
+		.onConflictDoNothing();
 }
 
 // The chunks of a generation whose range meets [from, to], in start order: at most `limit`.

@@ -17,7 +17,7 @@ import * as product from "../../../src/index";
 import { utf8Bytes } from "../../../src/base/json";
 import { database } from "../../../src/db/client";
 import { homeDatabase } from "../../../src/db/shards";
-import { chunksBetween, countPoints, findTimeseriesTable, noteChunk } from "../../../src/db/timeseries";
+import { chunksBetween, countPoints, findTimeseriesTable, noteChunks } from "../../../src/db/timeseries";
 import type { WebhookJob } from "../../../src/notifications/jobs";
 import { chunkName, chunkObject } from "../../../src/timeseries/chunk-client";
 import type { ChunkObject } from "../../../src/timeseries/chunk-object";
@@ -129,7 +129,11 @@ async function seed(env: Env, input: SeedInput) {
 	const starts = [...byChunk.keys()];
 	await db.batch([
 		countPoints(db, table.uuid, table.generation, stored, bytes),
-		...starts.map((start) => noteChunk(db, table.account, table.uuid, table.generation, start)),
+		noteChunks(
+			db,
+			table.account,
+			starts.map((start) => ({ table: table.uuid, generation: table.generation, start })),
+		),
 	]);
 	return { stored, duplicates, chunks: starts };
 }
