@@ -17,6 +17,7 @@ import { entryOut, type StoredEntry, storedOf } from "./ledger-view";
 import { mergePatch } from "../base/merge-patch";
 import type { EntryTimeseries } from "../db/schema";
 import type { FeedInput, FeedPlan } from "./timeseries-feed";
+import { periodSeconds } from "../rules/timeseries-definition";
 
 // The writes of one account's ledger. AccountDO runs them one at a time, so `conditions` are
 // checked against the state the write replaces, and each write is one D1 batch.
@@ -59,11 +60,10 @@ export type LedgerWrite = {
 
 type EntriesWrite = Exclude<LedgerWrite, { kind: "delete" }>;
 
-const PERIOD_SECONDS: Record<string, number> = { D: 86_400, W: 7 * 86_400, M: 30 * 86_400, Y: 365 * 86_400 };
-
+// History keeps what is younger than its period (D, W, M, Y as a timeseries retention).
 export function historyCutoff(history: string, at: number): number {
-	if (history === "INF") return 0;
-	return at - Number(history.slice(0, -1)) * PERIOD_SECONDS[history.slice(-1)];
+	const seconds = periodSeconds(history);
+	return seconds === null ? 0 : at - seconds;
 }
 
 // The default of MAX_SUBSCRIPTIONS (wrangler.toml): at most this many messages per topic.
@@ -258,6 +258,7 @@ async function plan(
 					values: writer.rules.entry === null ? values : refuseOverBudget("entries", () => sight.seenLedger()),
 					changed: e.events.map((event) => ({ name: event.name, entry: event.entry as StoredEntry })),
 					at: e.at,
+					budget: sight.budget,
 				})
 			: undefined;
 	if (feed) statements.push(...feed.statements);

@@ -136,4 +136,36 @@ describe("Timeseries points", () => {
 		expect(reasons).toHaveLength(1);
 		expect(reasons[0]).toMatch(/entry=\[t\], reason=\[no timestamp\]/);
 	});
+
+	it("charges template work to the write's budget, and refuses a write past it with nothing written", async () => {
+		const admin = await bootstrap();
+		const dims = Array.from({ length: 8 }, (_, i) => `d${i}`);
+		const wide = {
+			dimensions: { names: dims, types: dims.map(() => "text") },
+			measurements: { names: ["v"], types: ["json"] },
+			defaults: { measurement: "v", dimensions: Object.fromEntries(dims.map((d) => [d, "{entry_value}"])) },
+		};
+		const names = Array.from({ length: 10 }, (_, i) => `wide${i}`);
+		await createTables(admin.secret, Object.fromEntries(names.map((name) => [name, wide])));
+		const twin = await newTwin(admin.secret);
+		const feed = Object.fromEntries(names.map((name) => [name, {}]));
+		// 45 entries of 1000 characters, each into 10 tables of 8 dimensions rendering it: 3,600
+		// renders of 1000 characters, past the request's 1,000,000 units.
+		const entries = Object.fromEntries(
+			Array.from({ length: 45 }, (_, i) => [`e${i}`, { value: "x".repeat(1000), timeseries: feed }]),
+		);
+		const heavy = await call("POST", `/twins/${twin}/ledgers/personal`, { secret: admin.secret, body: { entries } });
+		expectError(heavy, 400, 400101);
+		expect(heavy.body.details[0].path).toMatch(/^entries\.e\d+\.timeseries\.wide\d$/);
+		const read = await call("GET", `/twins/${twin}/ledgers/personal`, { secret: admin.secret });
+		expect(read.body.entries).toEqual({});
+		// One entry into one table is well within it.
+		await writeValues(admin.secret, twin, { e0: "x".repeat(1000) }, { wide0: {} }, "POST");
+		const { rows } = await walk(admin.secret, "wide0", {
+			ge: Math.floor(Date.now() / 1000) - 60,
+			le: Math.ceil(Date.now() / 1000) + 60,
+			consistent: true,
+		});
+		expect(rows).toHaveLength(1);
+	});
 });
