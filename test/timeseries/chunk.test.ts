@@ -14,6 +14,7 @@ import {
 	type Tier,
 } from "../../src/timeseries/types";
 import { chunkClient, chunkName } from "../../src/timeseries/chunk-client";
+import { rollupsOf } from "../unit/timeseries/rollups-of";
 
 // A Timeseries chunk object (src/timeseries/chunk-object.ts) through its stub: points stored
 // once by key, every rollup tier equal to what the raw points aggregate to whatever order they
@@ -136,47 +137,9 @@ const rollupOrder = (a: RollupRow, b: RollupRow) =>
 	textOrder(JSON.stringify(a.dims), JSON.stringify(b.dims)) ||
 	textOrder(a.measurement, b.measurement);
 
-// What a tier should hold: the rollups computed here from the raw points.
+// What a tier should hold: the rollups computed from the raw points the plain way.
 function expectedRollups(points: Point[], step: RollupStep): RollupRow[] {
-	const size = ROLLUP_STEPS[step];
-	const rows = new Map<string, RollupRow>();
-	for (const p of [...points].sort(keyOrder)) {
-		const bucket = Math.floor(p.ts / size) * size;
-		const id = JSON.stringify([bucket, p.twin, p.dims, p.measurement]);
-		let row = rows.get(id);
-		if (!row) {
-			row = {
-				bucket,
-				twin: p.twin,
-				dims: p.dims,
-				measurement: p.measurement,
-				count: 0,
-				sum: null,
-				min: null,
-				max: null,
-				first: null,
-				first_ts: null,
-				first_seq: null,
-				last: null,
-				last_ts: null,
-				last_seq: null,
-			};
-			rows.set(id, row);
-		}
-		if (p.value === null) continue;
-		const type = MEASUREMENTS[p.measurement];
-		row.count++;
-		if (type === "integer" || type === "float") row.sum = (row.sum ?? 0) + (p.value as number);
-		if (type === "integer" || type === "float" || type === "timestamp") {
-			const v = p.value as number;
-			row.min = row.min === null ? v : Math.min(row.min as number, v);
-			row.max = row.max === null ? v : Math.max(row.max as number, v);
-		}
-		// Points come in key order: the first non-null stays first, the latest is last.
-		if (row.first_ts === null) Object.assign(row, { first: p.value, first_ts: p.ts, first_seq: p.seq });
-		Object.assign(row, { last: p.value, last_ts: p.ts, last_seq: p.seq });
-	}
-	return [...rows.values()].sort(rollupOrder);
+	return rollupsOf(points, ROLLUP_STEPS[step], MEASUREMENTS).sort(rollupOrder);
 }
 
 type Stub = ReturnType<typeof chunk>;
