@@ -4,7 +4,7 @@ import { now } from "../base/time";
 import { chunkObject } from "../timeseries/chunk-client";
 import { chunkSpec } from "../timeseries/spec";
 import type { RollupStep } from "../timeseries/types";
-import type { Host } from "./host";
+import { type Host, RETRY_SECONDS } from "./host";
 import type { TimeseriesFeed } from "./timeseries-feed";
 import type { TimeseriesCatalog } from "./timeseries-tables";
 
@@ -13,10 +13,12 @@ import type { TimeseriesCatalog } from "./timeseries-tables";
 // generations before a truncate. Each round is bounded; the timer is due again at once while
 // work is left, and in a minute after a failure.
 
-// Chunk objects a round calls to fill tiers, or to empty.
+// Chunk objects a round empties; chunk objects a round fills, and raw points each fill step
+// reads per tier: a round folds at most FILL_CHUNKS x 3 tiers x FILL_POINTS points, while the
+// account's writes wait (it runs in their serialized step).
 const CHUNKS_PER_ROUND = 16;
-// Raw points one chunk's fill step reads.
-const FILL_POINTS = 2000;
+const FILL_CHUNKS = 4;
+const FILL_POINTS = 1000;
 // Where each table's fill stands: the chunk start it has reached, per generation.
 const FILLS = "timeseries-fills";
 type Fills = Record<string, { generation: number; after: number }>;
@@ -28,15 +30,22 @@ export async function timeseriesStep(
 	account: string,
 ): Promise<number | undefined> {
 	const db = database(host.home());
-	const left = await Promise.all([
+	const rounds = await Promise.allSettled([
 		feed.drain(db, account),
-		host.serialized(() => fillRound(host, catalog, account)).then((o) => !o.ok || o.value),
+		host
+			.serialized(() => fillRound(host, catalog, account))
+			.then((outcome) => {
+				// The serialized step has logged what failed.
+				if (!outcome.ok) throw new Error("the fill round failed");
+				return outcome.value;
+			}),
 		sweepRound(host, account),
 	]);
-	return left.some(Boolean) ? now() + 1 : undefined;
+	if (rounds.some((round) => round.status === "rejected")) return now() + RETRY_SECONDS;
+	return rounds.some((round) => round.status === "fulfilled" && round.value) ? now() + 1 : undefined;
 }
 
-// One round of every table's fill: up to CHUNKS_PER_ROUND chunk objects, each filling its
+// One round of every table's fill: up to FILL_CHUNKS chunk objects, each filling its
 // building tiers a step further. A table whose chunks are all done is ready.
 async function fillRound(host: Host, catalog: TimeseriesCatalog, account: string): Promise<boolean> {
 	const db = database(host.home());
@@ -56,11 +65,11 @@ async function fillRound(host: Host, catalog: TimeseriesCatalog, account: string
 			fill.after + 1,
 			Number.MAX_SAFE_INTEGER,
 			false,
-			CHUNKS_PER_ROUND,
+			FILL_CHUNKS,
 		);
-		let finished = chunks.length < CHUNKS_PER_ROUND;
+		let finished = chunks.length < FILL_CHUNKS;
 		for (const { start } of chunks) {
-			if (calls >= CHUNKS_PER_ROUND) {
+			if (calls >= FILL_CHUNKS) {
 				finished = false;
 				break;
 			}
