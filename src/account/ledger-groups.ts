@@ -316,7 +316,7 @@ export class LedgerGroups {
 		}
 		if (published) await this.host.armDrain();
 		const points = planned.flatMap(({ plan }) => plan.points);
-		const feeds = planned.some(({ plan }) => plan.points.length > 0 || plan.feeds);
+		const feeds = planned.some(({ plan }) => plan.feeds);
 		if (feeds) await this.host.armTimeseries();
 		let results: unknown[];
 		try {
