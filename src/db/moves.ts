@@ -48,6 +48,8 @@ export const MOVED_TABLES: readonly MovedTable[] = [
 	{ name: "idempotency_quota", home: "account" },
 	{ name: "identity_providers", home: "account" },
 	{ name: "user_external_ids", home: "account" },
+	{ name: "jobs", home: "account" },
+	{ name: "job_lines", home: "job" },
 ];
 
 export const prefixOf = (bucket: number) => bucket.toString(16).padStart(2, "0");

@@ -798,3 +798,43 @@ export const timeseriesChunks = sqliteTable(
 		index("timeseries_chunks_account").on(t.account, t.table, t.generation),
 	],
 );
+
+// Batches and exports (docs/batches.md): one row per job, written by the account's object when
+// the job is made and by the job's own object (BatchDO) as it runs, one update per step. Get, list
+// and the account's limits read it; the job's lines, offsets and answers live in its object.
+// `record` holds what the API's record shows beyond these columns (hash, description, the match
+// and template, contents, progress, errors, stopped, files), as the API shows it.
+export const jobs = sqliteTable(
+	"jobs",
+	{
+		uuid: text("uuid").primaryKey(),
+		account: text("account").notNull(),
+		user: text("user").notNull(),
+		kind: text("kind", { enum: ["batch", "export"] }).notNull(),
+		// A batch's operation; null for an export.
+		operation: text("operation"),
+		status: text("status").notNull(),
+		record: text("record", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+		// The R2 key of a file batch's input (the upload it consumed); null otherwise.
+		input: text("input"),
+		created_ts: real("created_ts").notNull(),
+		updated_ts: real("updated_ts").notNull(),
+		expires_ts: real("expires_ts"),
+	},
+	(t) => [index("jobs_account_created").on(t.account, t.created_ts, t.uuid)],
+);
+
+// A batch line whose write committed: inserted in the line's own D1 batch, so that the line's
+// write and this row commit together or not at all. A second run of the line fails on the key
+// and rolls its write back: a line writes exactly once across retries and restarts. Kept until
+// the job is deleted.
+export const jobLines = sqliteTable(
+	"job_lines",
+	{
+		job: text("job").notNull(),
+		line: integer("line").notNull(),
+		trace: text("trace").notNull(),
+		at: real("at").notNull(),
+	},
+	(t) => [primaryKey({ columns: [t.job, t.line] })],
+);

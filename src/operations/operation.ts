@@ -4,6 +4,7 @@ import type { D1Meter } from "../db/meter";
 import type { Sessions } from "../db/shards";
 import type { Caller, Claim } from "../base/caller";
 import type { OperationName } from "../policy/names";
+import type { LineMark } from "../db/jobs";
 
 // How a route proves who is calling: a User Secret, the bootstrap admin token, or nothing
 // (the PIN, webhook token and documentation routes carry their own proof or need none: every
@@ -27,6 +28,9 @@ export type Context = {
 	// The request's id (its trace), its method (HEAD on a route that takes it, which answers as
 	// GET without the body) and the steps it went through so far.
 	request: { id: string; method: string; stages: Stage[] };
+	// Set when the call is a line of a batch (docs/batches.md): a write commits the line's mark in
+	// the same D1 batch as its own rows, so that the line runs exactly once.
+	line?: LineMark;
 };
 
 export type Stage = { name: string; at: number };
