@@ -3,6 +3,9 @@
 //
 //   routes.ts, index.ts,  the route table, the Durable Object classes the Worker exports and
 //   objects.ts            the Worker's entry: may import everything
+//   jobs/                 batches and exports (docs/batches.md): the job's object (BatchDO),
+//                         which runs a batch's lines as its creator's calls of the operations,
+//                         and writes export files
 //   http/                 the request pipeline, router, auth, API document
 //   operations/           one file per resource: defineOperation handlers
 //   shards/               moving a bucket of accounts between D1 databases: its object
@@ -68,6 +71,21 @@ module.exports = {
 		]),
 		// The HTTP layer serves operations; it never reaches past them into the object.
 		layer("http", ["base", "rules", "policy", "db", "operations"]),
+		// A job's object calls operations as a request would: through http/'s validation, error
+		// envelope and request log, without a Request.
+		layer("jobs", [
+			"base",
+			"rules",
+			"policy",
+			"db",
+			"storage",
+			"notifications",
+			"account",
+			"shards",
+			"timeseries",
+			"operations",
+			"http",
+		]),
 		{
 			name: "nothing-imports-the-top",
 			comment: "routes.ts, objects.ts and index.ts are the top: only index.ts may import routes.ts and objects.ts",
