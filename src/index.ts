@@ -12,7 +12,7 @@ import { countUsage } from "./account/usage-client";
 import { requestCounts } from "./base/usage";
 import { checkedShards, Sessions } from "./db/shards";
 
-export { AccountDO, DeliveryDO, MoveDO, StreamDO, TimeseriesDO } from "./objects";
+export { AccountDO, BatchDO, DeliveryDO, MoveDO, StreamDO, TimeseriesDO } from "./objects";
 
 const router = buildRouter(routes);
 // The queue consumer (deliveries, signing, the data layer) loads with the first batch: an

@@ -16,6 +16,7 @@ export const loadDeliveryObject = loadOnce(() =>
 );
 export const loadStreamObject = loadOnce(() => import("./notifications/streams/object").then((m) => m.StreamObject));
 export const loadMoveObject = loadOnce(() => import("./shards/move-object").then((m) => m.MoveObject));
+export const loadJobObject = loadOnce(() => import("./jobs/object").then((m) => m.JobObject));
 export const loadChunkObject = loadOnce(() => import("./timeseries/chunk-object").then((m) => m.ChunkObject));
 
 export const AccountDO = lazyObject(loadAccountObject, [
@@ -60,6 +61,7 @@ export const AccountDO = lazyObject(loadAccountObject, [
 	"truncateTimeseriesTable",
 	"deleteTimeseriesTable",
 	"deliverTimeseries",
+	"createJob",
 	"scan",
 	"alarm",
 	"addUsage",
@@ -98,3 +100,6 @@ export const TimeseriesDO = lazyObject(loadChunkObject, [
 	"wipe",
 ]);
 export type TimeseriesDO = InstanceType<typeof TimeseriesDO>;
+
+export const BatchDO = lazyObject(loadJobObject, ["start", "cancel", "remove", "alarm"]);
+export type BatchDO = InstanceType<typeof BatchDO>;

@@ -14,11 +14,19 @@ import {
 	loadAccountObject,
 	loadChunkObject,
 	loadDeliveryObject,
+	loadJobObject,
 	loadMoveObject,
 	loadStreamObject,
 } from "../src/objects";
 
 await loadRoutes(routes);
 await loadValidation();
-for (const load of [loadAccountObject, loadDeliveryObject, loadStreamObject, loadMoveObject, loadChunkObject])
+for (const load of [
+	loadAccountObject,
+	loadDeliveryObject,
+	loadStreamObject,
+	loadMoveObject,
+	loadChunkObject,
+	loadJobObject,
+])
 	await load();

@@ -22,12 +22,14 @@ import { federationFacet } from "./facets/federation";
 import { identityFacet } from "./facets/identities";
 import { indexFacet } from "./facets/indexes";
 import { timeseriesFacet } from "./facets/timeseries";
+import { jobFacet } from "./facets/jobs";
+import type { JobLimits } from "./job-writes";
 import { TimeseriesCatalog, type TimeseriesLimits } from "./timeseries-tables";
 import { TimeseriesFeed } from "./timeseries-feed";
 import { timeseriesStep } from "./timeseries-work";
 import { stickerFacet } from "./facets/stickers";
 import { shardsOf, subscriptionFacet } from "./facets/subscriptions";
-import type { Outcome } from "./outcome";
+import { type Outcome, settled } from "./outcome";
 import { credentialOf, credentialStatement, type CredentialRow } from "../db/auth";
 import { type PageRow, twinPageStatement } from "../db/twins";
 import { checkCredential, checkStatement, sameCaller } from "../policy/credential";
@@ -76,6 +78,7 @@ export interface AccountObject
 		ReturnType<typeof stickerFacet>,
 		ReturnType<typeof indexFacet>,
 		ReturnType<typeof timeseriesFacet>,
+		ReturnType<typeof jobFacet>,
 		ReturnType<typeof federationFacet>,
 		ReturnType<typeof subscriptionFacet> {}
 
@@ -170,6 +173,7 @@ export class AccountObject {
 				(account) => this.deliverPoints(account),
 			),
 			federationFacet(host, () => this.limits().users),
+			jobFacet(host, () => this.jobLimits()),
 			subscriptionFacet(host),
 		);
 	}
@@ -337,24 +341,8 @@ export class AccountObject {
 	}
 
 	// An API error crosses the RPC boundary as data, with what the work cost in D1.
-	private async answer<T>(meter: D1Meter, work: (at: number) => Promise<T>): Promise<Outcome<T>> {
-		try {
-			return { ok: true, value: await work(now()), cost: meter.snapshot() };
-		} catch (error) {
-			if (error instanceof ApiError)
-				return {
-					ok: false,
-					code: error.code,
-					description: error.message,
-					details: error.details,
-					// A retry delay (503241) reaches the answer.
-					...(error.headers ? { headers: error.headers } : {}),
-					cost: meter.snapshot(),
-				};
-			// Logged here, with the object's stack; the caller answers 500 (or its step retries).
-			console.error(JSON.stringify({ object: "account", error: String(error), stack: (error as Error)?.stack }));
-			return { ok: false, failure: String(error), cost: meter.snapshot() };
-		}
+	private answer<T>(meter: D1Meter, work: (at: number) => Promise<T>): Promise<Outcome<T>> {
+		return settled(meter, "account", () => work(now()));
 	}
 
 	private indexLimits(): indexes.IndexLimits {
@@ -379,6 +367,14 @@ export class AccountObject {
 			if (!(await this.feed.drain(db, account))) return true;
 		}
 		return false;
+	}
+
+	private jobLimits(): JobLimits {
+		return {
+			active: Number(this.env.MAX_ACTIVE_BATCHES),
+			kept: Number(this.env.MAX_BATCHES),
+			retentionSeconds: Number(this.env.BATCH_RETENTION_SECONDS),
+		};
 	}
 
 	private limits(): writes.Limits {

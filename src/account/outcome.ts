@@ -20,3 +20,24 @@ export function unwrap<T>(outcome: Outcome<T>, meter: D1Meter): T {
 	const { description, details, headers } = outcome;
 	throw new ApiError(outcome.code, { description, details, headers });
 }
+
+// An object's call as an Outcome: its value, or its API error as data, with what it cost in D1.
+// Any other failure is logged here, with the object's stack, and answered as its text.
+export async function settled<T>(meter: D1Meter, object: string, work: () => Promise<T>): Promise<Outcome<T>> {
+	try {
+		return { ok: true, value: await work(), cost: meter.snapshot() };
+	} catch (error) {
+		if (error instanceof ApiError)
+			return {
+				ok: false,
+				code: error.code,
+				description: error.message,
+				details: error.details,
+				// A retry delay (503241) reaches the answer.
+				...(error.headers ? { headers: error.headers } : {}),
+				cost: meter.snapshot(),
+			};
+		console.error(JSON.stringify({ object, error: String(error), stack: (error as Error)?.stack }));
+		return { ok: false, failure: String(error), cost: meter.snapshot() };
+	}
+}

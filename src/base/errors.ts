@@ -134,6 +134,21 @@ export const ERRORS = {
 		subcode: 409211,
 		description: "The account keeps its limit of answers to Idempotency-Key requests; nothing was done",
 	},
+	active_jobs_limit: {
+		status: 409,
+		subcode: 409231,
+		description: "The account has its limit of batches and exports not yet ended (MAX_ACTIVE_BATCHES)",
+	},
+	job_state: {
+		status: 409,
+		subcode: 409232,
+		description: "The job's state forbids it: only a running job is cancelled, only an ended one deleted",
+	},
+	jobs_limit: {
+		status: 409,
+		subcode: 409233,
+		description: "The account keeps its limit of batches and exports (MAX_BATCHES)",
+	},
 	identity_provider_limit: {
 		status: 409,
 		subcode: 409261,

@@ -1,3 +1,4 @@
+import type { Binding } from "./caller";
 import { base64Url, derivedHmacKey, fromBase64Url } from "./crypto";
 import { MIN_WEBHOOK_KEY_LENGTH } from "./seal";
 
@@ -114,4 +115,17 @@ export async function verifyStreamToken(secret: string | undefined, token: strin
 	const parsed = dictOf(dict);
 	if (parsed === undefined) return undefined;
 	return { account, user, binding: bindingOf(binding), validityMs: Number(validity), dict: parsed };
+}
+
+// A stream token, or a batch, rests on what the credential that made it rests on: the secret by
+// when it was made, never by its hash.
+export function streamBinding(binding: Binding): StreamBinding {
+	switch (binding.kind) {
+		case "secret":
+			return { kind: "secret", created_ts: binding.created_ts };
+		case "issued":
+			return { kind: "issued", sec: binding.sec, actor: binding.actor, tsec: binding.tsec };
+		case "federated":
+			return { kind: "federated", provider: binding.provider, link: binding.link, pvu: binding.pvu, end: binding.end };
+	}
 }

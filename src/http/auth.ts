@@ -1,12 +1,12 @@
 import { sha256Hex, timingSafeEqualText } from "../base/crypto";
 import { findCredential, findCredentialOfUser } from "../db/auth";
-import type { Caller } from "../base/caller";
+import type { Caller, Credential, Principal } from "../base/caller";
 import { now } from "../base/time";
 import { ApiError } from "../base/errors";
 import { looksLikeJwt, MIN_TOKEN_KEY_LENGTH, verifyJwt } from "../base/jwt";
 import { CHALLENGE as challenge, checkCredential, type CredentialFound, type Standing } from "../policy/credential";
 import { claimsOf, type TokenClaims } from "../policy/token";
-import { verifyStreamToken } from "../base/stream-token";
+import { type StreamBinding, verifyStreamToken } from "../base/stream-token";
 import { bucketOfSecret, FIRST_SHARD } from "../base/shards";
 import { bindingOfBucket, type Sessions } from "../db/shards";
 
@@ -119,31 +119,49 @@ async function authenticateStream(request: Request, token: string, shards: Sessi
 	}
 	const claim = await verifyStreamToken(shards.env.WEBHOOK_KEY, token);
 	if (!claim) throw new ApiError("unknown_credential", { headers: challenge });
-	const d1 = shards.for(claim.account);
 	const at = now();
 	if (claim.validityMs <= at * 1000) throw new ApiError("expired_credential", { headers: challenge });
 	const stream = { exp: claim.validityMs / 1000, dict: claim.dict };
-	const named = { user: claim.user, account: claim.account };
-	if (claim.binding.kind !== "secret") {
-		// Loaded with the first such stream token: few isolates ever meet one.
+	const { principal, standing } = await storedStanding(
+		shards,
+		{ user: claim.user, account: claim.account, binding: claim.binding },
+		at,
+	);
+	return { ...principal, credential: { type: "stream", ...standing, stream } };
+}
+
+// What a credential stored by the service rests on (a stream token's, a batch's creator's), as
+// it is now, read in one D1 query: one made with a secret or a plain User Token names the user's
+// secret by when it was made, and the user's one secret must still be that one; any other by
+// its binding (operations/standing.ts).
+export async function storedStanding(
+	shards: Sessions,
+	named: { user: string; account: string; binding: StreamBinding },
+	at: number,
+): Promise<{ principal: Principal; standing: Pick<Credential, "binding" | "fingerprint" | "validity_ts"> }> {
+	const d1 = shards.for(named.account);
+	if (named.binding.kind !== "secret") {
+		// Loaded with the first such credential: few isolates ever meet one.
 		const { standingOfBinding } = await import("../operations/standing");
-		const { principal, binding, fingerprint, validity_ts } = await standingOfBinding(d1, claim.binding, named, at);
-		return { ...principal, credential: { type: "stream", binding, fingerprint, validity_ts, stream } };
+		const { principal, binding, fingerprint, validity_ts } = await standingOfBinding(
+			d1,
+			named.binding,
+			{ user: named.user, account: named.account },
+			at,
+		);
+		return { principal, standing: { binding, fingerprint, validity_ts } };
 	}
-	const found = await findCredentialOfUser(d1, claim.user);
+	const found = await findCredentialOfUser(d1, named.user);
 	if (
 		!found ||
-		found.account !== claim.account ||
-		Math.round(found.created_ts * 1000) !== Math.round(claim.binding.created_ts * 1000)
+		found.account !== named.account ||
+		Math.round(found.created_ts * 1000) !== Math.round(named.binding.created_ts * 1000)
 	) {
 		throw new ApiError("unknown_credential", { headers: challenge });
 	}
 	const principal = checkCredential(found, at);
 	const { fingerprint, validity_ts, created_ts, hash } = found;
-	return {
-		...principal,
-		credential: { type: "stream", binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts, stream },
-	};
+	return { principal, standing: { binding: { kind: "secret", hash, created_ts }, fingerprint, validity_ts } };
 }
 
 // A refusal the account's object sent back as data, answered as authenticate() answers it.

@@ -174,7 +174,7 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 
 // zod comes with the first request that validates, not with every isolate: the isolates that
 // run only the Durable Objects or the queue consumer never load it.
-export const loadValidation = loadOnce(() => import("./validation"));
+export const loadValidation = loadOnce(() => import("../base/validation"));
 
 async function readInput(
 	operation: Operation,

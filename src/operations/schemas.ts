@@ -46,6 +46,11 @@ const describedKeys = z.record(
 export const description = describedKeys.check(
 	z.refine((value) => jsonBytes(value) <= MAX_DESCRIPTION_BYTES, DESCRIPTION_TOO_LARGE),
 );
+// A batch's or export's description: the same keys, at most 4 KiB.
+export const MAX_JOB_DESCRIPTION_BYTES = 4096;
+export const jobDescription = describedKeys.check(
+	z.refine((value) => jsonBytes(value) <= MAX_JOB_DESCRIPTION_BYTES, "At most 4 KiB as compact JSON"),
+);
 export const descriptionPatch = withMeta(describedKeys, {
 	description: "A merge patch of the description (RFC 7396): null removes a key",
 });

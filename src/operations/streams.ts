@@ -1,8 +1,8 @@
 import * as z from "zod/mini";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
-import type { Binding, Caller } from "../base/caller";
-import { signStreamToken, type StreamBinding } from "../base/stream-token";
+import type { Caller } from "../base/caller";
+import { signStreamToken, streamBinding } from "../base/stream-token";
 import { homeDatabase, homeOf } from "../db/shards";
 import { database } from "../db/client";
 import { checkStatement } from "../policy/credential";
@@ -231,14 +231,3 @@ export const createStreamToken = defineOperation({
 	},
 });
 
-// A stream token rests on what the credential that made it rests on (base/stream-token.ts).
-function streamBinding(binding: Binding): StreamBinding {
-	switch (binding.kind) {
-		case "secret":
-			return { kind: "secret", created_ts: binding.created_ts };
-		case "issued":
-			return { kind: "issued", sec: binding.sec, actor: binding.actor, tsec: binding.tsec };
-		case "federated":
-			return { kind: "federated", provider: binding.provider, link: binding.link, pvu: binding.pvu, end: binding.end };
-	}
-}

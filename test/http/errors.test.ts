@@ -62,7 +62,7 @@ describe("error envelope", () => {
 	});
 
 	it("says what a missing or mistyped field must be", async () => {
-		// The messages are zod's configuration (src/http/validation.ts), loaded with the first
+		// The messages are zod's configuration (src/base/validation.ts), loaded with the first
 		// request that validates rather than with the isolate.
 		const admin = await bootstrap();
 		const missing = await call("POST", "/users", { secret: admin.secret, body: { role: admin.role } });

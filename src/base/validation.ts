@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { en } from "zod/locales";
-import { ApiError, type ErrorDetail } from "../base/errors";
+import { ApiError, type ErrorDetail } from "./errors";
 
 // Messages that tell the caller what to send, in place of zod's "Invalid input: expected
 // string, received undefined": a missing field is "Required", a wrong type names the type

@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../../src/base/errors";
-import { validate } from "../../../src/http/validation";
+import { ApiError } from "../../src/base/errors";
+import { validate } from "../../src/base/validation";
 
 // The details a value earns against a schema.
 function detailsOf(schema: z.ZodMiniType, value: unknown) {

@@ -1,0 +1,68 @@
+import { now } from "../base/time";
+import type { StepRuntime } from "./batch-steps";
+import { jobFileKey } from "./files";
+import type { Answer, JobState } from "./store";
+
+// A batch's results file (docs/batches.md, "Record"): NDJSON, one line per line run, in line
+// order, `{line, twin?, status, subcode?, body}`. Written in parts of at least 5 MiB (R2's
+// multipart minimum, the last part excepted), one part a step.
+const PART_BYTES = 5 * 1024 * 1024;
+// Answers read from the object's storage at a time while a part fills.
+const PAGE = 1000;
+
+const encoder = new TextEncoder();
+
+function resultLine(answer: Answer): string {
+	const twin = answer.twin === null ? "" : `"twin":${JSON.stringify(answer.twin)},`;
+	const subcode = answer.subcode === null ? "" : `"subcode":${answer.subcode},`;
+	return `{"line":${answer.line},${twin}"status":${answer.status},${subcode}"body":${answer.body}}\n`;
+}
+
+export async function writeResultsStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
+	const key = jobFileKey(state.spec.uuid, "results");
+	const writing = (state.writing ??= { uploadId: null, parts: [], line: 1 });
+	const chunks: Uint8Array[] = [];
+	let size = 0;
+	let more = true;
+	while (size < PART_BYTES) {
+		const answers = rt.store.answersFrom(writing.line, PAGE);
+		if (answers.length === 0) {
+			more = false;
+			break;
+		}
+		for (const answer of answers) {
+			const bytes = encoder.encode(resultLine(answer));
+			chunks.push(bytes);
+			size += bytes.length;
+			writing.line = answer.line + 1;
+			if (size >= PART_BYTES) break;
+		}
+	}
+	if (more && rt.store.answersFrom(writing.line, 1).length === 0) more = false;
+	const part = concat(chunks, size);
+	const metadata = { httpMetadata: { contentType: "application/x-ndjson" } };
+	if (!more && writing.uploadId === null) await rt.env.DOCS.put(key, part, metadata);
+	else {
+		const upload =
+			writing.uploadId === null
+				? await rt.env.DOCS.createMultipartUpload(key, metadata)
+				: rt.env.DOCS.resumeMultipartUpload(key, writing.uploadId);
+		writing.uploadId = upload.uploadId;
+		writing.parts.push(await upload.uploadPart(writing.parts.length + 1, part));
+		if (more) return now();
+		await upload.complete(writing.parts);
+	}
+	state.status = state.status === "cancelling" ? "cancelled" : "completed";
+	state.expires_ts = now() + Number(rt.env.BATCH_RETENTION_SECONDS);
+	return state.expires_ts;
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+	const out = new Uint8Array(size);
+	let at = 0;
+	for (const chunk of chunks) {
+		out.set(chunk, at);
+		at += chunk.length;
+	}
+	return out;
+}
