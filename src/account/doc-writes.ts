@@ -5,7 +5,7 @@ import type { DocRow, UploadRow } from "../db/docs";
 import { ApiError } from "../base/errors";
 import type { Caller, Description } from "../base/caller";
 import type { D1Meter } from "../db/meter";
-import { type LineMark, markLine } from "../db/jobs";
+import { findLineMark, type LineMark, markLine } from "../db/jobs";
 import { timingSafeEqualText } from "../base/crypto";
 import { deleteObjects, newObjectKey } from "../storage/objects";
 import { now } from "../base/time";
@@ -282,6 +282,10 @@ export async function updateDoc(
 ) {
 	// The doc's row is the one row the write changes, in the twin's database.
 	const row = await ownDoc(stores.twin, caller, twin, name);
+	// Apart, a line run again would write before it meets its mark: it looks first, and fails as
+	// a write that met it does.
+	if (mark && stores.apart && (await findLineMark(stores.home, mark.job, mark.line)))
+		throw new Error("The batch line has run already");
 	const updated =
 		description === undefined
 			? row
