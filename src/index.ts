@@ -1,15 +1,14 @@
 import { D1Meter } from "./db/meter";
 import { buildRouter } from "./http/router";
 import { ApiError, ERRORS } from "./base/errors";
-import { requestLine } from "./http/request-log";
+import { requestLine, writeRequestLine } from "./http/request-log";
 import { errorResponse } from "./http/errors";
 import { allowOrigins, preflight } from "./http/cors";
 import { routes } from "./routes";
 import { loadOnce } from "./base/load-once";
 import type { WebhookJob } from "./notifications/jobs";
 import { authenticated, type RequestState } from "./http/pipeline";
-import { countUsage } from "./account/usage-client";
-import { requestCounts } from "./base/usage";
+import { countRequest } from "./account/usage-client";
 import { checkedShards, Sessions } from "./db/shards";
 
 export { AccountDO, BatchDO, DeliveryDO, MoveDO, StreamDO, TimeseriesDO } from "./objects";
@@ -93,17 +92,15 @@ export default {
 		// after the answer is built, off its path (buffered, see account/usage-client.ts); a
 		// replayed answer counts nothing.
 		const counted = seen.state?.counted;
-		if (counted && !seen.state?.replayed) {
-			const counts = requestCounts(counted.operation, response.status, meter);
-			countUsage({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted.account, counted.user, counts);
-		}
+		if (counted && !seen.state?.replayed)
+			countRequest({ env, waitUntil: (promise) => ctx.waitUntil(promise) }, counted, response.status, meter);
 		const subcode = seen.subcode ?? (await subcodeOf(response));
 		const line = requestLine(request, requestId, seen.state, meter, startedAt, {
 			status: response.status,
 			subcode,
 			failure: seen.failure,
 		});
-		(response.status >= 500 ? console.error : console.log)(JSON.stringify(line));
+		writeRequestLine(line);
 		// An answer to HEAD has the headers of GET's and no body, its refusals' included.
 		return request.method === "HEAD" ? new Response(null, response) : response;
 	},

@@ -1,6 +1,7 @@
 import { type Database, database } from "../db/client";
 import * as rows from "../db/docs";
 import type { AttachRace, DocMove, QueuedMove } from "../db/docs";
+import type { LineMark } from "../db/jobs";
 import type { D1Meter } from "../db/meter";
 import { homeDatabase, homeOf, refuseIfMoving } from "../db/shards";
 import { now } from "../base/time";
@@ -105,7 +106,8 @@ async function finishMove(
 	return undefined;
 }
 
-// A write's move: committed, then finished before the write answers.
+// A write's move: committed, then finished before the write answers. A batch line's mark
+// commits with the move's first commit, which makes the write happen.
 export async function made(
 	stores: DocStores,
 	moves: DocMoves,
@@ -113,12 +115,13 @@ export async function made(
 	twin: string,
 	move: DocMove,
 	at: number,
+	mark?: LineMark,
 ): Promise<AttachRace | undefined> {
 	await moves.open(account);
 	const id =
 		move.kind === "attach"
-			? await rows.queueAttach(stores.home, account, twin, move, at)
-			: await rows.queueRemoval(stores.home, account, twin, move, at);
+			? await rows.queueAttach(stores.home, account, twin, move, at, mark)
+			: await rows.queueRemoval(stores.home, account, twin, move, at, mark);
 	const race = await finishMove(stores.home, stores.twin, { ...move, id, account, twin }, at);
 	moves.finished();
 	return race;

@@ -5,6 +5,7 @@ import type { DocRow, UploadRow } from "../db/docs";
 import { ApiError } from "../base/errors";
 import type { Caller, Description } from "../base/caller";
 import type { D1Meter } from "../db/meter";
+import { findLineMark, type LineMark, markLine } from "../db/jobs";
 import { timingSafeEqualText } from "../base/crypto";
 import { deleteObjects, newObjectKey } from "../storage/objects";
 import { now } from "../base/time";
@@ -267,6 +268,9 @@ async function ownDoc(db: Database, caller: Caller, twin: string, name: string):
 	return row;
 }
 
+// `mark`: a batch line's, which commits in the account's database (the job's): with the change
+// when the twin's docs are there too, else on its own right after it (db/jobs.ts markLine), and
+// alone when nothing changes, so that the line counts as run either way.
 export async function updateDoc(
 	stores: DocStores,
 	caller: Caller,
@@ -274,19 +278,36 @@ export async function updateDoc(
 	name: string,
 	description: Description | null | undefined,
 	at: number,
+	mark?: LineMark,
 ) {
 	// The doc's row is the one row the write changes, in the twin's database.
 	const row = await ownDoc(stores.twin, caller, twin, name);
-	if (description === undefined) return { uuid: twin, ...docRecord(row) };
-	const updated = await rows.setDocDescription(stores.twin, row.uuid, description, at);
+	// Apart, a line run again would write before it meets its mark: it looks first, and fails as
+	// a write that met it does.
+	if (mark && stores.apart && (await findLineMark(stores.home, mark.job, mark.line)))
+		throw new Error("The batch line has run already");
+	const updated =
+		description === undefined
+			? row
+			: await rows.setDocDescription(stores.twin, row.uuid, description, at, stores.apart ? undefined : mark);
 	if (!updated) throw new ApiError("not_found", { description: "No such doc" });
+	if (mark && (description === undefined || stores.apart)) await markLine(stores.home, mark, at);
 	return { uuid: twin, ...docRecord(updated) };
 }
 
 // The account's docs on a twin deleted, their objects to doc_garbage and their sizes given back.
 // Apart, the docs go first, then the objects and bytes: an object is never deleted from R2
 // while a doc still refers to it.
-async function removeOwn(stores: DocStores, moves: DocMoves, account: string, twin: string, own: DocRow[], at: number) {
+// A batch line's mark commits with the deletion, or apart with the move that makes it.
+async function removeOwn(
+	stores: DocStores,
+	moves: DocMoves,
+	account: string,
+	twin: string,
+	own: DocRow[],
+	at: number,
+	mark?: LineMark,
+) {
 	if (!stores.apart)
 		return rows.removeDocs(
 			stores.home,
@@ -294,9 +315,10 @@ async function removeOwn(stores: DocStores, moves: DocMoves, account: string, tw
 			twin,
 			own.map((row) => row.uuid),
 			at,
+			mark,
 		);
 	const docs = own.map(({ uuid, object, size }) => ({ uuid, object, size }));
-	await made(stores, moves, account, twin, { kind: "remove", docs }, at);
+	await made(stores, moves, account, twin, { kind: "remove", docs }, at, mark);
 	return own;
 }
 
@@ -307,9 +329,10 @@ export async function deleteDoc(
 	twin: string,
 	name: string,
 	at: number,
+	mark?: LineMark,
 ) {
 	const row = await ownDoc(stores.twin, caller, twin, name);
-	await removeOwn(stores, moves, caller.account, twin, [row], at);
+	await removeOwn(stores, moves, caller.account, twin, [row], at, mark);
 	return { uuid: twin, ...docRecord(row) };
 }
 

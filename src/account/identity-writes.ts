@@ -16,6 +16,7 @@ import type { Caller } from "../base/caller";
 import type { D1Meter } from "../db/meter";
 import { canSeeIdentity } from "../rules/identities";
 import type { TwinView } from "../rules/visibility";
+import { type LineMark, lineMarks } from "../db/jobs";
 
 // An account's identity writes. AccountDO runs them one at a time, so the duplicate and quota
 // checks of a create cannot race another write of the same account (only that account writes
@@ -45,6 +46,8 @@ export function identityRecord(row: IdentityRow) {
 // an identity it hides is hidden whatever is written: creating one is refused (403102) whether
 // it exists or not, the duplicate check meets only identities the writer sees, and
 // Server-Timing counts only those. The per-twin limit counts them all: it bounds the rows.
+// `mark`: a batch line's, committed with the identities (the holder's listing before them is
+// a batch of its own, in the twin owner's database, which a second run puts again harmlessly).
 export async function createIdentities(
 	db: Database,
 	meter: D1Meter,
@@ -52,6 +55,7 @@ export async function createIdentities(
 	twin: TwinView,
 	input: IdentityInput,
 	env: Env,
+	mark?: LineMark,
 ) {
 	const at = now();
 	const names = Object.keys(input);
@@ -105,7 +109,11 @@ export async function createIdentities(
 	}));
 	const published = rows.filter((row) => row.visibility !== null).map((row) => row.identity);
 	if (published.length) await listHolder(env, twin, writer.account);
-	await runBatch(db, [...insertIdentities(db, rows), ...directoryPuts(db, writer.account, twin.uuid, published)]);
+	await runBatch(db, [
+		...insertIdentities(db, rows),
+		...directoryPuts(db, writer.account, twin.uuid, published),
+		...lineMarks(db, mark, at),
+	]);
 	return {
 		uuid: twin.uuid,
 		identities: Object.fromEntries(rows.map((row) => [row.identity, identityRecord(row)])),
@@ -129,24 +137,29 @@ export async function updateIdentity(
 	twin: Pick<TwinView, "uuid" | "owner">,
 	identity: string,
 	changes: IdentityChanges,
+	mark?: LineMark,
 ) {
 	const key = { twin: twin.uuid, account, identity };
 	const directory = changes.visibility !== undefined;
 	if (changes.visibility != null) await listHolder(env, twin, account);
+	const at = now();
+	// A batch line's mark commits with the change, or with a patch that found no identity.
 	const [rows] = await runBatch(db, [
-		patchIdentity(db, twin.uuid, account, identity, changes, now()),
+		patchIdentity(db, twin.uuid, account, identity, changes, at),
 		...(directory ? [directoryChangeOf(db, key, "as-it-is")] : []),
+		...lineMarks(db, mark, at),
 	]);
 	const [row] = rows as IdentityRow[];
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });
 	return { uuid: twin.uuid, ...identityRecord(row), directory };
 }
 
-export async function removeIdentity(db: Database, account: string, twin: string, identity: string) {
+export async function removeIdentity(db: Database, account: string, twin: string, identity: string, mark?: LineMark) {
 	// The outbox row is read from the identity before the delete removes it.
 	const [, rows] = await runBatch(db, [
 		directoryChangeOf(db, { twin, account, identity }, "end"),
 		deleteIdentity(db, twin, account, identity),
+		...lineMarks(db, mark, now()),
 	]);
 	const [row] = rows as IdentityRow[];
 	if (!row) throw new ApiError("not_found", { description: "No such identity" });

@@ -3,6 +3,7 @@ import type { Caller } from "../base/caller";
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { type Database, database } from "../db/client";
+import { type LineMark, lineMarks } from "../db/jobs";
 import { readLedger } from "../db/ledgers";
 import { D1Meter } from "../db/meter";
 import { homeDatabase, homeOf, MOVE_RETRY_SECONDS } from "../db/shards";
@@ -49,13 +50,15 @@ export const MAX_GROUP_STATEMENTS = 400;
 // A write as the Worker sends it: the twin by uuid (the object reads it) and the ledger as the
 // path names it. `writer` is the caller the Worker checked, or (`guessed`) the isolate's guess
 // of the caller of the secret `hash`: the object checks the secret itself, and answers `stale`
-// when it no longer stands for that caller.
+// when it no longer stands for that caller. `mark`: the write is a batch line, whose mark
+// commits among the write's own statements.
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 export type LedgerRequest = Without<LedgerWrite, "twin"> & {
 	twin: string;
 	ledger: string;
 	hash?: string;
 	guessed?: true;
+	mark?: LineMark;
 };
 
 export type LedgerAnswer = { stale: true } | { stale?: undefined; entries: LedgerPlan["value"]["entries"] };
@@ -239,7 +242,7 @@ export class LedgerGroups {
 		const db = database(meter.wrap(homeDatabase(this.host.env(), writer.account), binding));
 		// A writer that may not see the whole ledger must not see what its rows cost either.
 		const indexDb = writer.rules.entry === null ? db : raw;
-		const { hash: _, guessed: __, ledger: ___, ...rest } = request;
+		const { hash: _, guessed: __, ledger: ___, mark, ...rest } = request;
 		const write = { ...rest, twin, writer } as LedgerWrite;
 		const plan = await planLedgerWrite(db, write, current, when, {
 			fanOut: Number(this.host.env().MAX_SUBSCRIPTIONS),
@@ -251,6 +254,10 @@ export class LedgerGroups {
 			},
 		});
 		ledgers.set(id, plan.after);
+		// Each write of a group carries its own mark (a write that changes nothing commits its mark
+		// alone): a second run of a line fails the group's batch on its mark, and alone it answers
+		// that failure, having written nothing.
+		plan.statements.push(...lineMarks(db, mark, at));
 		return plan;
 	}
 

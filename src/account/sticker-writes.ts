@@ -1,6 +1,7 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "../db/client";
 import type { D1Meter } from "../db/meter";
+import { type LineMark, lineMarks, markIn, markLine } from "../db/jobs";
 import { runBatch } from "../db/ledgers";
 import { logLine, logStatements } from "../db/log";
 import { fanOut, insertSight, type Published, streamPublication, truncationLog } from "../db/outbox";
@@ -101,6 +102,7 @@ export async function putStickers(
 	limit: number,
 	c: StickerContext,
 	at: number,
+	mark?: LineMark,
 ) {
 	const account = writer.account;
 	const colors = Object.keys(input);
@@ -146,6 +148,8 @@ export async function putStickers(
 	statements.push(...insertStickers(db, account, rows, elsewhere));
 	const put = await publication(c, db, account, rows, "on_put", at);
 	statements.push(...put.statements);
+	// A batch line's mark commits with the stickers (their copies elsewhere follow from this batch).
+	statements.push(...lineMarks(db, mark, at));
 	const copied = Boolean(ending?.copied) || rows.some((row) => row.recipients.some(elsewhere));
 	if (put.published || ending?.published) await c.beforeCommit();
 	if (copied) await c.beforeCopies();
@@ -162,7 +166,9 @@ export async function putStickers(
 
 // One sticker of `account`, removed by a recipient that sees its twin (the Worker checked the
 // twin). For anyone else, and when absent or expired, 404102: a non-recipient's lookup costs
-// what an absent sticker's does.
+// what an absent sticker's does. A batch line's mark commits with the removal when the sticker's
+// database is the remover's job's; a remover of another database marks its line there, on its
+// own, right after the removal (db/jobs.ts markLine).
 export async function removeSticker(
 	db: Database,
 	meter: D1Meter,
@@ -170,6 +176,7 @@ export async function removeSticker(
 	key: StickerKey,
 	c: StickerContext,
 	at: number,
+	mark?: LineMark,
 ) {
 	const row = await meter.sightedOne(
 		() => findSticker(c.plain, key),
@@ -180,7 +187,9 @@ export async function removeSticker(
 	const end = await endStatements(c, c.plain, key.account, [row], "on_remove", at);
 	if (end.published) await c.beforeCommit();
 	if (end.copied) await c.beforeCopies();
-	await runBatch(db, end.statements);
+	const here = markIn(c.env, mark, key.account);
+	await runBatch(db, [...end.statements, ...lineMarks(db, here, at)]);
+	if (mark && !here) await markLine(database(homeDatabase(c.env, mark.job)), mark, at);
 	return {
 		uuid: key.twin,
 		account: row.account,

@@ -1,5 +1,7 @@
 import { UsageBuffer } from "../base/usage-buffer";
-import { hourOf, type UsageCounts, type UsageRow } from "../base/usage";
+import { hourOf, requestCounts, type UsageCounts, type UsageRow } from "../base/usage";
+import type { D1Meter } from "../db/meter";
+import type { OperationName } from "../policy/names";
 import { now } from "../base/time";
 
 // The Worker's side of usage counting: counts wait in this isolate's buffer and reach the
@@ -24,6 +26,17 @@ export function countUsage(
 	at = now(),
 ) {
 	if (buffer.add(account, user, hourOf(at), counts)) waitUntil(flushLater(env, account));
+}
+
+// A request of a user (or a batch's line, run as its creator's call) counts in its account's
+// usage with what its meter reports, whatever its answer.
+export function countRequest(
+	runtime: Runtime,
+	counted: { account: string; user: string; operation: OperationName },
+	status: number,
+	meter: D1Meter,
+) {
+	countUsage(runtime, counted.account, counted.user, requestCounts(counted.operation, status, meter));
 }
 
 // What this isolate holds for the account, taken for a usage read to hand over with it.

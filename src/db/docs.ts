@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, lte, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
+import { type LineMark, lineMarks } from "./jobs";
 import { accounts, docGarbage, docOutbox, docs, uploads } from "./schema";
 
 // Upload URLs, docs and the R2 objects nobody refers to any more. Every write here runs in the
@@ -302,33 +303,38 @@ const outboxRow = (db: Database, account: string, twin: string, move: DocMove, a
 };
 
 // The first commit of an attach across databases, in the attaching account's: its uploads
-// consumed and the move that files them as docs, in one batch. Answers the move's id.
+// consumed and the move that files them as docs, in one batch. Answers the move's id. Once it
+// commits the move is done, by the write or else by the alarm: a batch line's mark commits here.
 export async function queueAttach(
 	db: Database,
 	account: string,
 	twin: string,
 	move: Extract<DocMove, { kind: "attach" }>,
 	at: number,
+	mark?: LineMark,
 ): Promise<number> {
 	const handlers = move.uploads.map((row) => row.handler);
 	const [, queued] = await db.batch([
 		db.delete(uploads).where(sql`${uploads.handler} IN ${each(handlers)}`),
 		outboxRow(db, account, twin, move, at),
+		...lineMarks(db, mark, at),
 	]);
 	return queued[0]!.id;
 }
 
-// The first commit of a removal across databases, in the removing account's: the move alone.
-// Its objects and bytes change hands only once the docs are gone from the twin's database.
+// The first commit of a removal across databases, in the removing account's: the move alone
+// (with a batch line's mark, as for an attach). Its objects and bytes change hands only once the
+// docs are gone from the twin's database.
 export async function queueRemoval(
 	db: Database,
 	account: string,
 	twin: string,
 	move: Extract<DocMove, { kind: "remove" }>,
 	at: number,
+	mark?: LineMark,
 ): Promise<number> {
-	const [queued] = await outboxRow(db, account, twin, move, at);
-	return queued!.id;
+	const [queued] = await db.batch([outboxRow(db, account, twin, move, at), ...lineMarks(db, mark, at)]);
+	return queued[0]!.id;
 }
 
 // The account's moves not yet finished, in the order they committed.
@@ -402,8 +408,19 @@ export async function settleRemoval(
 	]);
 }
 
-export function setDocDescription(db: Database, uuid: string, description: DocRow["description"], at: number) {
-	return db.update(docs).set({ description, updated_ts: at }).where(eq(docs.uuid, uuid)).returning().get();
+// The changed row, or undefined when the doc is gone. A batch line's mark commits with the change.
+export async function setDocDescription(
+	db: Database,
+	uuid: string,
+	description: DocRow["description"],
+	at: number,
+	mark?: LineMark,
+): Promise<DocRow | undefined> {
+	const [rows] = await db.batch([
+		db.update(docs).set({ description, updated_ts: at }).where(eq(docs.uuid, uuid)).returning(),
+		...lineMarks(db, mark, at),
+	]);
+	return rows[0];
 }
 
 // Docs of one account on a twin, by uuid. Found by primary key, one probe per uuid; account and
@@ -415,13 +432,21 @@ const ownOnTwin = (account: string, twin: string, uuids: string[]) =>
 
 // Deletes docs of one account on a twin (all of them, or those named), when the twin's docs live
 // in the account's database: rows, their objects into doc_garbage and their sizes out of the
-// account's count, in one batch. Answers the rows.
-export async function removeDocs(db: Database, account: string, twin: string, uuids: string[], at: number) {
+// account's count, in one batch, with a batch line's mark. Answers the rows.
+export async function removeDocs(
+	db: Database,
+	account: string,
+	twin: string,
+	uuids: string[],
+	at: number,
+	mark?: LineMark,
+) {
 	const these = ownOnTwin(account, twin, uuids);
 	const [, , removed] = await db.batch([
 		db.insert(docGarbage).select(sql`SELECT ${docs.object}, ${account}, ${at} FROM ${docs} WHERE ${these}`),
 		addBytes(db, account, sql`-(SELECT coalesce(sum(${docs.size}), 0) FROM ${docs} WHERE ${these})`),
 		db.delete(docs).where(these).returning(),
+		...lineMarks(db, mark, at),
 	]);
 	return removed as DocRow[];
 }

@@ -1,14 +1,21 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Database } from "./client";
+import { type LineMark, lineMarks } from "./jobs";
 import { accounts, type Description, twins } from "./schema";
 
 export type TwinRow = typeof twins.$inferSelect;
 
 // Inserts the twin only while its owner has made fewer than `limit` (MAX_TWINS), and counts it,
 // in one batch: the count is read and raised in the same transaction as the insert, so
-// concurrent creates cannot pass the limit. Answers undefined when the limit refused it.
-export async function insertTwinWithin(db: Database, row: TwinRow, limit: number): Promise<TwinRow | undefined> {
+// concurrent creates cannot pass the limit. Answers undefined when the limit refused it. A batch
+// line's mark commits in the same batch.
+export async function insertTwinWithin(
+	db: Database,
+	row: TwinRow,
+	limit: number,
+	mark?: LineMark,
+): Promise<TwinRow | undefined> {
 	// INSERT ... SELECT names every column of the table, in the table's order.
 	const values = sql`${row.uuid}, ${row.owner}, ${row.status}, ${JSON.stringify(row.description)},
 		${JSON.stringify(row.creation_certificate)}, NULL, ${row.updated_ts}, ${row.version}`;
@@ -23,6 +30,7 @@ export async function insertTwinWithin(db: Database, row: TwinRow, limit: number
 			.update(accounts)
 			.set({ twins: sql`${accounts.twins} + 1` })
 			.where(and(eq(accounts.uuid, row.owner), sql`EXISTS (SELECT 1 FROM ${twins} WHERE ${twins.uuid} = ${row.uuid})`)),
+		...lineMarks(db, mark, row.updated_ts),
 	]);
 	return inserted.length ? row : undefined;
 }
@@ -62,13 +70,22 @@ export type TwinState = Pick<TwinRow, "uuid" | "owner" | "status" | "version">;
 type Written = { row: TwinRow } | { current: TwinState };
 
 // The written row, or the twin's state when the write matched nothing (twins are never deleted,
-// and the caller found this one).
-async function guarded(db: Database, target: TwinWrite, update: BatchItem<"sqlite">): Promise<Written> {
+// and the caller found this one). A batch line's mark commits with the write, or with its refusal.
+async function guarded(
+	db: Database,
+	target: TwinWrite,
+	update: BatchItem<"sqlite">,
+	mark: LineMark | undefined,
+	at: number,
+): Promise<Written> {
 	const state = db
 		.select({ uuid: twins.uuid, owner: twins.owner, status: twins.status, version: twins.version })
 		.from(twins)
 		.where(eq(twins.uuid, target.uuid));
-	const [written, [current]] = (await db.batch([update, state])) as [TwinRow[], TwinState[]];
+	const [written, [current]] = (await db.batch([update, state, ...lineMarks(db, mark, at)])) as [
+		TwinRow[],
+		TwinState[],
+	];
 	return written.length ? { row: written[0] } : { current };
 }
 
@@ -86,6 +103,7 @@ export function writeDescription(
 	write: DescriptionWrite,
 	at: number,
 	maxBytes: number,
+	mark?: LineMark,
 ) {
 	const given = JSON.stringify(write.description);
 	const next = write.merge ? sql`json_patch(${twins.description}, ${given})` : sql`${given}`;
@@ -100,10 +118,10 @@ export function writeDescription(
 		})
 		.where(and(writable(target), sql`${bytes} <= ${maxBytes}`))
 		.returning();
-	return guarded(db, target, update);
+	return guarded(db, target, update, mark, at);
 }
 
-export function markTerminated(db: Database, target: TwinWrite, at: number) {
+export function markTerminated(db: Database, target: TwinWrite, at: number, mark?: LineMark) {
 	const update = db
 		.update(twins)
 		.set({
@@ -114,7 +132,7 @@ export function markTerminated(db: Database, target: TwinWrite, at: number) {
 		})
 		.where(writable(target))
 		.returning();
-	return guarded(db, target, update);
+	return guarded(db, target, update, mark, at);
 }
 
 // The twin columns a compiled rule reads, by the names the page's inner query gives them.

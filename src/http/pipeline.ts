@@ -104,7 +104,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 			await refuseIfMoving(d1, named);
 		const ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, claim);
 		try {
-			const input = await readInput(operation, request, url, body, ctx);
+			const input = await readInput(await loadValidation(), operation, callOf(request, url, body), ctx);
 			mark(state, "validate");
 			if (key !== undefined && keepsReplay(operation, input.body)) {
 				const caller = claim!.caller;
@@ -133,7 +133,7 @@ export function pipeline(load: () => Promise<Operation>, path: string) {
 
 // While the account's bucket moves between databases, its reads are served from where its rows
 // are and its writes wait (docs/scaling.md, "Moving a bucket").
-function refuseWritesWhileMoving(caller: Caller, method: string) {
+export function refuseWritesWhileMoving(caller: Caller, method: string) {
 	if (caller.moving && method !== "GET" && method !== "HEAD")
 		throw new ApiError("bucket_moving", { headers: { "retry-after": String(MOVE_RETRY_SECONDS) } });
 }
@@ -152,9 +152,9 @@ function mark(state: RequestState, name: string) {
 }
 
 type Runtime = { env: Env; url: URL; method: string; meter: D1Meter; d1: D1Database; state: RequestState };
-type RunContext = Context & { caller?: Caller; claim?: Claim };
+export type RunContext = Context & { caller?: Caller; claim?: Claim };
 
-function contextOf({ env, url, method, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
+export function contextOf({ env, url, method, meter, d1, state }: Runtime, claim: Claim | undefined): RunContext {
 	return {
 		env,
 		d1,
@@ -168,7 +168,7 @@ function contextOf({ env, url, method, meter, d1, state }: Runtime, claim: Claim
 }
 
 // The Operation type guarantees `caller` and `claim` are present for "secret" routes.
-function run(operation: Operation, input: unknown, ctx: RunContext) {
+export function run(operation: Operation, input: unknown, ctx: RunContext) {
 	return operation.run(input as never, ctx as never).then((result) => answer(operation, result));
 }
 
@@ -176,30 +176,50 @@ function run(operation: Operation, input: unknown, ctx: RunContext) {
 // run only the Durable Objects or the queue consumer never load it.
 export const loadValidation = loadOnce(() => import("../base/validation"));
 
-async function readInput(
-	operation: Operation,
-	request: IRequest,
-	url: URL,
-	body: Uint8Array | undefined,
-	ctx: RunContext,
-) {
-	const { validate, queryOf } = await loadValidation();
-	const params = operation.params ? validate(operation.params, request.params) : {};
+// What an operation reads of a call: its path's parameters as the path carries them
+// (percent-encoded), its URL (whose query it reads), its headers, whether its body is a merge
+// patch and the body's JSON (each asked only where the operation reads it, so that its refusal,
+// an unreadable type or malformed JSON, comes in that order), and the body's stream. A request
+// is one (callOf); a batch's line is another (jobs/line.ts).
+export type Call = {
+	params: Record<string, string> | undefined;
+	url: URL;
+	headers: Headers;
+	mergePatch(): boolean;
+	json(): unknown;
+	stream: ReadableStream<Uint8Array> | null;
+};
+
+function callOf(request: IRequest, url: URL, body: Uint8Array | undefined): Call {
+	return {
+		params: request.params,
+		url,
+		headers: request.headers,
+		mergePatch: () => isMergePatch(request),
+		json: () => bodyOf(body),
+		stream: request.body,
+	};
+}
+
+// The validation module (validation.ts): loaded with the first request that validates, or
+// imported where it cannot be loaded so (a Durable Object's call, under the test pool).
+export type Validation = Pick<typeof import("./validation"), "validate" | "queryOf">;
+
+export async function readInput({ validate, queryOf }: Validation, operation: Operation, call: Call, ctx: RunContext) {
+	const params = operation.params ? validate(operation.params, call.params) : {};
 	const located = operation.locate ? await operation.locate(params as never, ctx as never) : undefined;
 	// Every route refuses a parameter given twice, also one whose query it otherwise ignores.
-	const query = queryOf(url.searchParams);
+	const query = queryOf(call.url.searchParams);
 	// A body sent as a merge patch, to a route that reads one, is validated as a patch.
-	const patch = operation.merge && isMergePatch(request) ? operation.merge.body : undefined;
+	const patch = operation.merge && call.mergePatch() ? operation.merge.body : undefined;
 	const schema = patch ?? operation.body;
 	return {
 		params,
 		located,
 		query: operation.query ? validate(operation.query, query) : {},
-		headers: Object.fromEntries(
-			(operation.headers ?? []).map((name) => [name, request.headers.get(name) ?? undefined]),
-		),
+		headers: Object.fromEntries((operation.headers ?? []).map((name) => [name, call.headers.get(name) ?? undefined])),
 		merge: patch !== undefined,
-		body: schema === "stream" ? request.body : schema ? validate(schema, bodyOf(body)) : undefined,
+		body: schema === "stream" ? call.stream : schema ? validate(schema, call.json()) : undefined,
 	};
 }
 
@@ -249,7 +269,7 @@ async function runOnGuess(
 		state.shards.home = homeOf(env, caller.account);
 		const d1 = state.shards.of(state.shards.home);
 		ctx = contextOf({ env, url, method: request.method, meter: state.meter, d1, state }, { caller, hash });
-		input = await readInput(operation, request, url, body, ctx);
+		input = await readInput(await loadValidation(), operation, callOf(request, url, body), ctx);
 	} catch {
 		return undefined;
 	}

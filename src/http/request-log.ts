@@ -65,3 +65,8 @@ export function requestLine(
 		...(end.failure !== undefined && { error: String(failure), stack: failure?.stack }),
 	};
 }
+
+// The line to the log: a 5xx's as an error.
+export function writeRequestLine(line: RequestLine) {
+	(line.status >= 500 ? console.error : console.log)(JSON.stringify(line));
+}

@@ -327,7 +327,13 @@ export const updateTwinDoc = defineOperation({
 	body: z.strictObject({ description: z.optional(z.nullable(description)) }),
 	response: docOut,
 	async run({ located: twin, params, body }, ctx) {
-		return accountClient(ctx, ctx.caller.account).updateDoc(ctx.caller, twin.uuid, params.name, body.description);
+		return accountClient(ctx, ctx.caller.account).updateDoc(
+			ctx.caller,
+			twin.uuid,
+			params.name,
+			body.description,
+			ctx.line,
+		);
 	},
 });
 
@@ -342,7 +348,7 @@ export const deleteTwinDoc = defineOperation({
 	locate: twinInPath,
 	response: docOut,
 	async run({ located: twin, params }, ctx) {
-		return accountClient(ctx, ctx.caller.account).deleteDoc(ctx.caller, twin.uuid, params.name);
+		return accountClient(ctx, ctx.caller.account).deleteDoc(ctx.caller, twin.uuid, params.name, ctx.line);
 	},
 });
 

@@ -85,7 +85,12 @@ export const createTwinIdentity = defineOperation({
 	response: z.object({ identities: mapOf(identityOut, MAX_IDENTITIES_PER_REQUEST) }),
 	async run({ params, body }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
-		return accountClient(ctx, ctx.caller.account).createIdentities(ctx.caller, twinView(twin), body.identities);
+		return accountClient(ctx, ctx.caller.account).createIdentities(
+			ctx.caller,
+			twinView(twin),
+			body.identities,
+			ctx.line,
+		);
 	},
 });
 
@@ -227,6 +232,7 @@ export const updateTwinIdentity = defineOperation({
 			{ uuid: twin.uuid, owner: twin.owner },
 			params.identity,
 			body,
+			ctx.line,
 		);
 	},
 });
@@ -241,6 +247,6 @@ export const deleteTwinIdentity = defineOperation({
 	response: identityOut,
 	async run({ params }, ctx) {
 		const { twin } = await visibleOwnIdentity(ctx, params.twin, params.identity);
-		return accountClient(ctx, ctx.caller.account).deleteIdentity(ctx.caller, twin.uuid, params.identity);
+		return accountClient(ctx, ctx.caller.account).deleteIdentity(ctx.caller, twin.uuid, params.identity, ctx.line);
 	},
 });

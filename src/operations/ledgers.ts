@@ -44,6 +44,7 @@ async function send(ctx: Context & { caller: Caller; claim: Claim }, params: Par
 		conditions: request.conditions ?? {},
 		...(hash === undefined ? {} : { hash }),
 		...(claim.hash === undefined ? {} : { guessed: true as const }),
+		...(ctx.line === undefined ? {} : { mark: ctx.line }),
 	} as LedgerRequest;
 	const answer = await accountClient(ctx, caller.account).writeLedger(write);
 	if (answer.stale) throw new StaleGuess();

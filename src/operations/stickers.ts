@@ -124,7 +124,7 @@ export const putSticker = defineOperation({
 	status: 201,
 	response: z.object({ stickers: mapOf(stickerOut, MAX_COLORS) }),
 	async run({ located: twin, body }, ctx) {
-		return accountClient(ctx, ctx.caller.account).putStickers(ctx.caller, twin.uuid, body.stickers);
+		return accountClient(ctx, ctx.caller.account).putStickers(ctx.caller, twin.uuid, body.stickers, ctx.line);
 	},
 });
 
@@ -218,7 +218,7 @@ export const removeSticker = defineOperation({
 			(row) => row.validity_ts > at && isRecipient(ctx.caller, row),
 		);
 		if (!found) throw new ApiError("not_found", { description: "No such sticker" });
-		return accountClient(ctx, account).removeSticker(ctx.caller, key);
+		return accountClient(ctx, account).removeSticker(ctx.caller, key, ctx.line);
 	},
 });
 

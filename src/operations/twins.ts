@@ -23,6 +23,7 @@ import { descriptionTooLarge, MAX_DESCRIPTION_BYTES } from "../base/limits";
 import { ifMatch } from "./preconditions";
 import { dbFor, dbOf } from "../db/client";
 import { homeOf } from "../db/shards";
+import { markIn } from "../db/jobs";
 
 const twinParams = z.strictObject({ twin: uuid });
 
@@ -108,6 +109,7 @@ export const createTwin = defineOperation({
 				version: 1,
 			},
 			limit,
+			ctx.line,
 		);
 		if (!created)
 			throw new ApiError("twin_limit", {
@@ -156,12 +158,15 @@ export const updateTwin = defineOperation({
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const write = writeOf(ctx, twin, headers["if-match"]);
 		// In the twin's database: its owner's (a write of another account matches nothing there).
+		// A batch line's mark commits with it when that is the job's database (markIn): a twin of
+		// another database is another account's, and its write is refused.
 		const written = await writeDescription(
 			dbFor(ctx, twin.uuid),
 			write,
 			{ merge, description: body.description },
 			now(),
 			MAX_DESCRIPTION_BYTES,
+			markIn(ctx.env, ctx.line, twin.uuid),
 		);
 		if ("row" in written) return written.row;
 		throw refusal(written.current, write, descriptionTooLarge);
@@ -181,7 +186,7 @@ export const terminateTwin = defineOperation({
 	async run({ params, headers }, ctx) {
 		const twin = await visibleTwin(ctx, ctx.caller, params.twin);
 		const write = writeOf(ctx, twin, headers["if-match"]);
-		const written = await markTerminated(dbFor(ctx, twin.uuid), write, now());
+		const written = await markTerminated(dbFor(ctx, twin.uuid), write, now(), markIn(ctx.env, ctx.line, twin.uuid));
 		if ("row" in written) return written.row;
 		throw refusal(written.current, write);
 	},

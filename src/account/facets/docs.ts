@@ -1,6 +1,7 @@
 import { accountLimit, MAX_TWIN_DOCS_CEILING } from "../../base/limits";
 import { now } from "../../base/time";
 import { database } from "../../db/client";
+import type { LineMark } from "../../db/jobs";
 import * as docs from "../doc-writes";
 import { docStores, movesOf } from "../doc-moves";
 import { type CallerId, type Host, TIMER } from "../host";
@@ -87,19 +88,26 @@ export function docFacet(host: Host) {
 			});
 		},
 
-		updateDoc(caller: CallerId, twin: string, name: string, description: Record<string, unknown> | null | undefined) {
+		// `mark`: the call is a batch line (doc-writes.ts says where its mark commits).
+		updateDoc(
+			caller: CallerId,
+			twin: string,
+			name: string,
+			description: Record<string, unknown> | null | undefined,
+			mark?: LineMark,
+		) {
 			return host.write(caller, "update_twin_doc", async (db, current, meter) => {
 				await moves.settle(current.account);
 				const stores = await docStores(host.env, db, meter, current.account, twin);
-				return docs.updateDoc(stores, current, twin, name, description, now());
+				return docs.updateDoc(stores, current, twin, name, description, now(), mark);
 			});
 		},
 
-		deleteDoc(caller: CallerId, twin: string, name: string) {
+		deleteDoc(caller: CallerId, twin: string, name: string, mark?: LineMark) {
 			return host.write(caller, "delete_twin_doc", async (db, current, meter) => {
 				await moves.settle(current.account);
 				const stores = await docStores(host.env, db, meter, current.account, twin);
-				return tidyingAfter(current.account, docs.deleteDoc(stores, moves, current, twin, name, now()));
+				return tidyingAfter(current.account, docs.deleteDoc(stores, moves, current, twin, name, now(), mark));
 			});
 		},
 

@@ -1,5 +1,6 @@
 import { now } from "../../base/time";
 import type { IdentityChanges } from "../../db/identities";
+import type { LineMark } from "../../db/jobs";
 import type { TwinView } from "../../rules/visibility";
 import { DIRECTORY_GRACE_SECONDS, drainDirectory } from "../directory";
 import { type CallerId, type Host, TIMER } from "../host";
@@ -9,6 +10,7 @@ import * as identities from "../identity-writes";
 // account can see, which the caller has checked. A write that may change the directory of
 // public identities sets the directory's timer before it commits and applies its outbox rows
 // right after, in the same step (directory.ts): a crash in between leaves the timer to do it.
+// `mark`: the call is a batch line, whose mark commits in the write's own batch.
 export function identityFacet(host: Host) {
 	// `may`: whether the write may change the directory, known before it runs.
 	const published = async <T extends { directory: boolean }>(
@@ -22,12 +24,12 @@ export function identityFacet(host: Host) {
 		return value;
 	};
 	return {
-		createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput) {
+		createIdentities(caller: CallerId, twin: TwinView, input: identities.IdentityInput, mark?: LineMark) {
 			return host.write(caller, "create_twin_identity", (db, current, meter) =>
 				published(
 					current.account,
 					Object.values(input).some((i) => i.visibility != null),
-					() => identities.createIdentities(db, meter, current, twin, input, host.env),
+					() => identities.createIdentities(db, meter, current, twin, input, host.env, mark),
 				),
 			);
 		},
@@ -37,17 +39,18 @@ export function identityFacet(host: Host) {
 			twin: Pick<TwinView, "uuid" | "owner">,
 			identity: string,
 			changes: IdentityChanges,
+			mark?: LineMark,
 		) {
 			return host.write(caller, "update_twin_identity", (db) =>
 				published(caller.account, changes.visibility !== undefined, () =>
-					identities.updateIdentity(db, host.env, caller.account, twin, identity, changes),
+					identities.updateIdentity(db, host.env, caller.account, twin, identity, changes, mark),
 				),
 			);
 		},
 
-		deleteIdentity(caller: CallerId, twin: string, identity: string) {
+		deleteIdentity(caller: CallerId, twin: string, identity: string, mark?: LineMark) {
 			return host.write(caller, "delete_twin_identity", (db) =>
-				published(caller.account, true, () => identities.removeIdentity(db, caller.account, twin, identity)),
+				published(caller.account, true, () => identities.removeIdentity(db, caller.account, twin, identity, mark)),
 			);
 		},
 	};

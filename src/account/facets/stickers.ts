@@ -1,5 +1,6 @@
 import { now } from "../../base/time";
 import { homeOf } from "../../db/shards";
+import type { LineMark } from "../../db/jobs";
 import type { StickerKey } from "../../db/stickers";
 import { type CallerId, type Host, TIMER } from "../host";
 import * as stickers from "../sticker-writes";
@@ -8,17 +9,18 @@ import * as stickers from "../sticker-writes";
 // another account calls this object), ended by the stickers timer at their validity_ts. The
 // timer is set before the put commits, so a crash right after the commit still finds it set.
 // Copies for recipients in other databases are written and ended right after the commit, in the
-// same step; the copies' timer, set before the commit, retries what that could not do.
+// same step; the copies' timer, set before the commit, retries what that could not do. `mark`:
+// the call is a batch line (sticker-writes.ts says where its mark commits).
 export function stickerFacet(host: Host) {
 	return {
-		putStickers(caller: CallerId, twin: string, input: stickers.StickerInput) {
+		putStickers(caller: CallerId, twin: string, input: stickers.StickerInput, mark?: LineMark) {
 			return host.write(caller, "put_sticker", async (db, current, meter) => {
 				const account = current.account;
 				await host.timers.by(TIMER.stickers, account, stickers.earliestExpiry(input, now()));
 				const limit = Number(host.env.MAX_STICKERS);
 				const at = now();
 				const c = stickers.stickerContext(host, account);
-				const put = await stickers.putStickers(db, meter, current, twin, input, limit, c, at);
+				const put = await stickers.putStickers(db, meter, current, twin, input, limit, c, at, mark);
 				const { published, expired, copied, ...value } = put;
 				host.usage.add(at, current.user, { stickers_put: Object.keys(input).length });
 				// Expired colors the put met count as the timer's, the account's alone.
@@ -29,11 +31,11 @@ export function stickerFacet(host: Host) {
 			});
 		},
 
-		removeSticker(caller: CallerId, key: StickerKey) {
+		removeSticker(caller: CallerId, key: StickerKey, mark?: LineMark) {
 			return host.write(caller, "remove_sticker", async (db, current, meter) => {
 				const at = now();
 				const c = stickers.stickerContext(host, key.account);
-				const removed = await stickers.removeSticker(db, meter, current, key, c, at);
+				const removed = await stickers.removeSticker(db, meter, current, key, c, at, mark);
 				const { published, copied, ...value } = removed;
 				// The sticker's account counts it; under the remover only when it is one of its users.
 				host.usage.add(at, current.account === key.account ? current.user : null, { stickers_removed: 1 });
