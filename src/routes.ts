@@ -299,7 +299,11 @@ const table: Route[] = [
 	{ method: "GET", path: "/exports", load: () => import("./operations/exports").then((m) => m.getExports) },
 	{ method: "GET", path: "/exports/:export", load: () => import("./operations/exports").then((m) => m.getExport) },
 	{ method: "PATCH", path: "/exports/:export", load: () => import("./operations/exports").then((m) => m.updateExport) },
-	{ method: "DELETE", path: "/exports/:export", load: () => import("./operations/exports").then((m) => m.deleteExport) },
+	{
+		method: "DELETE",
+		path: "/exports/:export",
+		load: () => import("./operations/exports").then((m) => m.deleteExport),
+	},
 	{
 		method: "GET",
 		path: "/files/:account/:handler",

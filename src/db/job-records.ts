@@ -112,11 +112,7 @@ export function deleteJobRow(db: Database, uuid: string) {
 
 // Up to `limit` of a deleted job's line marks; answers whether any were left.
 export async function deleteLineMarksStep(db: Database, job: string, limit: number): Promise<boolean> {
-	const some = db
-		.select({ line: jobLines.line })
-		.from(jobLines)
-		.where(eq(jobLines.job, job))
-		.limit(limit);
+	const some = db.select({ line: jobLines.line }).from(jobLines).where(eq(jobLines.job, job)).limit(limit);
 	const deleted = await db
 		.delete(jobLines)
 		.where(and(eq(jobLines.job, job), inArray(jobLines.line, some)))
@@ -152,5 +148,13 @@ export type JobSpec = {
 	record: Record<string, unknown>;
 	// The status it starts in: `new`, or `hash_mismatch` (ended at once; kept until it expires).
 	status: "new" | "hash_mismatch";
+	expires_ts: number | null;
+};
+
+// What a job's object answers a cancel or a delete: the row's parts it changed.
+export type JobAnswer = {
+	status: string;
+	record: Record<string, unknown>;
+	updated_ts: number;
 	expires_ts: number | null;
 };

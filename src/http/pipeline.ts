@@ -201,9 +201,9 @@ function callOf(request: IRequest, url: URL, body: Uint8Array | undefined): Call
 	};
 }
 
-// The validation module (validation.ts): loaded with the first request that validates, or
+// The validation module (base/validation.ts): loaded with the first request that validates, or
 // imported where it cannot be loaded so (a Durable Object's call, under the test pool).
-export type Validation = Pick<typeof import("./validation"), "validate" | "queryOf">;
+export type Validation = Pick<typeof import("../base/validation"), "validate" | "queryOf">;
 
 export async function readInput({ validate, queryOf }: Validation, operation: Operation, call: Call, ctx: RunContext) {
 	const params = operation.params ? validate(operation.params, call.params) : {};

@@ -1,4 +1,5 @@
 import { ApiError } from "../base/errors";
+import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { checkCall, checkLine, linesOf, MAX_LINE_BYTES, type ParsedLine } from "../operations/batch-lines";
 import { cutPage, planPage } from "../account/scan";
@@ -7,14 +8,12 @@ import { homeDatabase } from "../db/shards";
 import { BATCHABLE, type BatchableName } from "../operations/batchable";
 import { creatorNow } from "./creator";
 import { lineCommitted, runLine } from "./line";
-import type { JobState, JobStore } from "./store";
+import type { JobState, StepRuntime } from "./store";
 import { writeResultsStep } from "./results";
 import { exportStep } from "./export-steps";
 
 // A batch's stages (docs/batches.md, "Statuses"), one step at a time. Each step answers when the
 // next is due (seconds), or undefined when the job has ended.
-
-export type StepRuntime = { env: Env; store: JobStore; save(): void; ctx: DurableObjectState };
 
 // Input read per validation step: 1 MiB (§23), and a processing step's window, which always
 // holds a whole line.
@@ -70,7 +69,7 @@ async function windowAt(env: Env, input: string, offset: number): Promise<{ byte
 // Reads ≤ 1 MiB of the input and checks its lines; at the end, the batch fails validation or
 // goes on to run.
 async function validateStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
-	if (state.cancelAsked) return (state.status = "cancelling"), now();
+	if (state.cancelAsked) return cancelling(state);
 	const name = state.spec.operation as BatchableName;
 	const max = Number(rt.env.MAX_BATCH_LINES);
 	const { bytes, last } = await windowAt(rt.env, state.spec.input!, state.next.offset);
@@ -109,10 +108,7 @@ async function validateStep(rt: StepRuntime, state: JobState): Promise<number | 
 }
 
 function endValidation(rt: StepRuntime, state: JobState): number | undefined {
-	if (state.cancelAsked) {
-		state.status = "cancelling";
-		return now();
-	}
+	if (state.cancelAsked) return cancelling(state);
 	if (state.errors.length) {
 		state.status = "validation_failed";
 		state.expires_ts = now() + retention(rt.env);
@@ -128,15 +124,8 @@ function endValidation(rt: StepRuntime, state: JobState): number | undefined {
 async function processStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
 	const { spec } = state;
 	const name = spec.operation as BatchableName;
-	let caller: Awaited<ReturnType<typeof creatorNow>>;
-	try {
-		caller = await creatorNow(rt.env, spec, now());
-	} catch (error) {
-		if (!(error instanceof ApiError)) throw error;
-		state.stopped = { subcode: error.subcode, description: error.message };
-		state.status = "cancelling";
-		return now();
-	}
+	const caller = await creatorOrStop(rt.env, state);
+	if (caller === undefined) return now();
 	const lines = state.progress.lines ?? 0;
 	if (state.next.line > lines) {
 		state.status = "processed";
@@ -145,16 +134,13 @@ async function processStep(rt: StepRuntime, state: JobState): Promise<number | u
 	const ends = Date.now() + STEP_MS;
 	let ran = 0;
 	for (const { n, twin, parsed, offset } of await nextLines(rt, state, name)) {
-		if (state.cancelAsked) {
-			state.status = "cancelling";
-			return now();
-		}
+		if (state.cancelAsked) return cancelling(state);
 		if (ran >= LINES_PER_STEP || Date.now() >= ends || n > lines) break;
 		const call = { name, ...parsed };
 		const runtime = { env: rt.env, waitUntil: (promise: Promise<unknown>) => rt.ctx.waitUntil(promise) };
-		const mark = { job: spec.uuid, line: n, trace: "" };
+		const mark = { job: spec.uuid, line: n };
 		// A line that began before a restart and committed is not run again.
-		const done = state.running === n && (await lineCommitted(rt.env, spec.creator.account, spec.uuid, n));
+		const done = state.running === n && (await lineCommitted(rt.env, spec.uuid, n));
 		state.running = n;
 		rt.save();
 		const answer = done ? ({ already: true } as const) : await runLine(runtime, caller, call, mark);
@@ -178,10 +164,7 @@ async function processStep(rt: StepRuntime, state: JobState): Promise<number | u
 		state.next = { line: n + 1, offset };
 		rt.save();
 	}
-	if (state.cancelAsked) {
-		state.status = "cancelling";
-		return now();
-	}
+	if (state.cancelAsked) return cancelling(state);
 	if (state.next.line > lines) state.status = "processed";
 	return now();
 }
@@ -217,17 +200,10 @@ const SELECT_PER_STEP = 1000;
 // One step of a match batch's selection: the next twins of the account the creator now sees and
 // `match` passes, in uuid order, fixed as lines. Past MAX_BATCH_LINES the batch fails validation.
 async function selectStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
-	if (state.cancelAsked) return (state.status = "cancelling"), now();
+	if (state.cancelAsked) return cancelling(state);
 	const { spec } = state;
-	let caller: Awaited<ReturnType<typeof creatorNow>>;
-	try {
-		caller = await creatorNow(rt.env, spec, now());
-	} catch (error) {
-		if (!(error instanceof ApiError)) throw error;
-		state.stopped = { subcode: error.subcode, description: error.message };
-		state.status = "cancelling";
-		return now();
-	}
+	const caller = await creatorOrStop(rt.env, state);
+	if (caller === undefined) return now();
 	const at = now();
 	const request = { count: SELECT_PER_STEP, match: (spec.details.twins as { match: string }).match, details: true };
 	const plan = planPage(caller, state.after, request, at);
@@ -246,4 +222,23 @@ async function selectStep(rt: StepRuntime, state: JobState): Promise<number | un
 	if (page.last) state.after = page.last;
 	if (!page.done) return now();
 	return endValidation(rt, state);
+}
+
+// A step that stops here writes the results of the lines run, then ends `cancelled`.
+function cancelling(state: JobState): number {
+	state.status = "cancelling";
+	return now();
+}
+
+// The creator as it now is; or, when its credential no longer authenticates or its statement
+// no longer allows the job, undefined, with the job stopped by the refusal the creator would get.
+async function creatorOrStop(env: Env, state: JobState): Promise<Caller | undefined> {
+	try {
+		return await creatorNow(env, state.spec, now());
+	} catch (error) {
+		if (!(error instanceof ApiError)) throw error;
+		state.stopped = { subcode: error.subcode, description: error.message };
+		state.status = "cancelling";
+		return undefined;
+	}
 }

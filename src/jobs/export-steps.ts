@@ -1,5 +1,4 @@
-import type { StepRuntime } from "./batch-steps";
-import type { JobState } from "./store";
+import type { JobState, StepRuntime } from "./store";
 
 // An export's stages (docs/batches.md, "Exports"): not yet written.
 export async function exportStep(_rt: StepRuntime, _state: JobState): Promise<number | undefined> {

@@ -19,9 +19,9 @@ import {
 import { requestLine, writeRequestLine } from "../http/request-log";
 // Imported, not loaded (pipeline.ts loadValidation): a job's object runs lines, and the Workers
 // test pool cannot run a dynamic import() inside an object's call (test/load-operations.ts).
-import * as validation from "../http/validation";
+import * as validation from "../base/validation";
 import { checkStatement } from "../policy/credential";
-import { BATCHABLE, type Batchable, type BatchableName } from "./operations";
+import { BATCHABLE, type Batchable, type BatchableName } from "../operations/batchable";
 
 // One line of a batch (docs/batches.md): the operation, its path parameters by the names a line
 // gives them, its query and its body (absent: none).
@@ -85,7 +85,7 @@ export async function runLine(
 		Object.entries(params).map(([line, own]) => [own, encodeURIComponent(call.params[line] ?? "")]),
 	);
 	const url = new URL(
-		path.replace(/:(\w+)\+?/g, (_, name: string) => encoded[name] ?? ""),
+		path.replace(/:(\w+)\+?/g, (_: string, name: string) => encoded[name] ?? ""),
 		originOf(env),
 	);
 	for (const [name, value] of Object.entries(call.query)) url.searchParams.set(name, String(value));

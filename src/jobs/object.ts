@@ -1,7 +1,7 @@
 import { ApiError } from "../base/errors";
 import { now } from "../base/time";
 import { database } from "../db/client";
-import { deleteJobRow, isTerminal, type JobSpec, updateJob } from "../db/job-records";
+import { deleteJobRow, isTerminal, type JobAnswer, type JobSpec, updateJob } from "../db/job-records";
 import { homeDatabase } from "../db/shards";
 import { Timers } from "../account/timers";
 import { type JobState, JobStore } from "./store";
@@ -22,8 +22,6 @@ const STEP = "step";
 const ROW_GRACE_SECONDS = 60;
 // A step that failed (D1 or R2 did) is tried again this much later.
 const RETRY_SECONDS = 5;
-
-export type JobAnswer = { status: string; record: Record<string, unknown>; updated_ts: number; expires_ts: number | null };
 
 export class JobObject {
 	private readonly store: JobStore;
@@ -183,7 +181,10 @@ export class JobObject {
 				return state.expires_ts ?? undefined;
 			}
 			if (!state.rowSeen && !(await this.confirmRow(state))) return this.orphaned(state);
-			const next = await batchStep({ env: this.env, store: this.store, save: () => this.save(state), ctx: this.ctx }, state);
+			const next = await batchStep(
+				{ env: this.env, store: this.store, save: () => this.save(state), ctx: this.ctx },
+				state,
+			);
 			this.save(state);
 			if (!(await this.sync(state))) {
 				// The row is gone (deleted while the step ran): the job is over.

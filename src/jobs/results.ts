@@ -1,7 +1,6 @@
 import { now } from "../base/time";
-import type { StepRuntime } from "./batch-steps";
 import { jobFileKey } from "./files";
-import type { Answer, JobState } from "./store";
+import type { Answer, JobState, StepRuntime } from "./store";
 
 // A batch's results file (docs/batches.md, "Record"): NDJSON, one line per line run, in line
 // order, `{line, twin?, status, subcode?, body}`. Written in parts of at least 5 MiB (R2's

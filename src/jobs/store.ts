@@ -34,6 +34,10 @@ export type JobState = {
 	rowSeen: boolean;
 };
 
+// What a step works with: the environment, the job's storage, a way to save its state at once
+// (after each line), and the object's state (waitUntil for a line's usage).
+export type StepRuntime = { env: Env; store: JobStore; save(): void; ctx: DurableObjectState };
+
 export type Answer = { line: number; twin: string | null; status: number; subcode: number | null; body: string };
 
 export class JobStore {
@@ -69,13 +73,19 @@ export class JobStore {
 	}
 
 	select(first: number, twins: string[]) {
-		twins.forEach((twin, i) => this.sql.exec("INSERT OR REPLACE INTO selected (line, twin) VALUES (?, ?)", first + i, twin));
+		twins.forEach((twin, i) =>
+			this.sql.exec("INSERT OR REPLACE INTO selected (line, twin) VALUES (?, ?)", first + i, twin),
+		);
 	}
 
 	// Up to `limit` selected twins from line `line`.
 	selectedFrom(line: number, limit: number): { line: number; twin: string }[] {
 		return this.sql
-			.exec<{ line: number; twin: string }>("SELECT line, twin FROM selected WHERE line >= ? ORDER BY line LIMIT ?", line, limit)
+			.exec<{ line: number; twin: string }>(
+				"SELECT line, twin FROM selected WHERE line >= ? ORDER BY line LIMIT ?",
+				line,
+				limit,
+			)
 			.toArray();
 	}
 
@@ -86,7 +96,11 @@ export class JobStore {
 	// Up to `limit` answers in line order from `line`.
 	answersFrom(line: number, limit: number): Answer[] {
 		return this.sql
-			.exec<Answer>("SELECT line, twin, status, subcode, body FROM answers WHERE line >= ? ORDER BY line LIMIT ?", line, limit)
+			.exec<Answer>(
+				"SELECT line, twin, status, subcode, body FROM answers WHERE line >= ? ORDER BY line LIMIT ?",
+				line,
+				limit,
+			)
 			.toArray();
 	}
 }

@@ -34,7 +34,10 @@ export function linesOf(window: Uint8Array, last: boolean): { bytes: Uint8Array;
 	}
 	if (last && start < window.length) {
 		const rest = window.subarray(start);
-		lines.push({ bytes: rest[rest.length - 1] === 0x0d ? rest.subarray(0, rest.length - 1) : rest, next: window.length });
+		lines.push({
+			bytes: rest[rest.length - 1] === 0x0d ? rest.subarray(0, rest.length - 1) : rest,
+			next: window.length,
+		});
 	}
 	return lines;
 }

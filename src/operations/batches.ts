@@ -23,7 +23,6 @@ import {
 import { defineOperation } from "./operation";
 import { pageLimit } from "./paging";
 import { jobDescription, jsonValue, mapOf, queryTimestamp, timestampOut, uuid, uuidOut, withMeta } from "./schemas";
-import { unwrap } from "../account/outcome";
 
 // Batches (docs/batches.md): one write operation called once per line of an NDJSON file, or
 // once per twin a rule selects, as its creator would call it, in the batch's own object.
@@ -93,10 +92,10 @@ const ANY_TWIN = "00000000-0000-8000-8000-000000000000";
 function checkForm(body: CreateBody) {
 	const details: ErrorDetail[] = [];
 	const fail = (path: string, message: string) => details.push({ path, message });
-	if (!isBatchable(body.operation))
-		fail("operation", `Must be one of ${Object.keys(BATCHABLE).join(", ")}`);
+	if (!isBatchable(body.operation)) fail("operation", `Must be one of ${Object.keys(BATCHABLE).join(", ")}`);
 	const match = body.twins !== undefined;
-	if (match === (body.handler !== undefined)) fail("handler", "Give either handler (a file) or twins (a match), not both");
+	if (match === (body.handler !== undefined))
+		fail("handler", "Give either handler (a file) or twins (a match), not both");
 	if (!match && body.template !== undefined) fail("template", "Only a batch selected by twins takes a template");
 	if (match && body.template === undefined) fail("template", "Required with twins");
 	if (match && body.hash !== undefined) fail("hash", "Only a file batch takes a hash");
@@ -259,7 +258,7 @@ export const updateBatch = defineOperation({
 	response: batchRecord,
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "batch", params.batch);
-		const changed = unwrap(await jobObject(ctx, row.uuid).cancel(), ctx.meter);
+		const changed = await jobObject(ctx, row.uuid).cancel();
 		return recordOf(ctx, { ...row, ...changed });
 	},
 });
@@ -275,7 +274,7 @@ export const deleteBatch = defineOperation({
 	response: batchRecord,
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "batch", params.batch);
-		const changed = unwrap(await jobObject(ctx, row.uuid).remove(), ctx.meter);
+		const changed = await jobObject(ctx, row.uuid).remove();
 		const { results: _results, ...record } = await recordOf(ctx, { ...row, ...changed, status: "completed" });
 		return { ...record, status: "deleting" };
 	},

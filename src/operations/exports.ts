@@ -1,20 +1,10 @@
 import * as z from "zod/mini";
 import { accountClient } from "../account/client";
-import { unwrap } from "../account/outcome";
 import { ApiError } from "../base/errors";
 import { sibling } from "../base/shards";
 import { streamBinding } from "../base/stream-token";
 import type { JobRow } from "../db/job-records";
-import {
-	fileExpiry,
-	fileLink,
-	jobObject,
-	jobParam,
-	listPage,
-	statusFilter,
-	stoppedOut,
-	visibleJob,
-} from "./jobs";
+import { fileExpiry, fileLink, jobObject, jobParam, listPage, statusFilter, stoppedOut, visibleJob } from "./jobs";
 import { defineOperation } from "./operation";
 import { pageLimit } from "./paging";
 import { jobDescription, jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, uuidOut, withMeta } from "./schemas";
@@ -23,7 +13,15 @@ import { jobDescription, jsonValue, mapOf, queryTimestamp, ruleText, timestampOu
 // identities, ledgers and index rows, as gzip NDJSON files behind signed URLs. They replace the
 // original's per-account databases.
 
-export const EXPORT_STATUSES = ["new", "processing", "writing_results", "completed", "cancel", "cancelling", "cancelled"] as const;
+export const EXPORT_STATUSES = [
+	"new",
+	"processing",
+	"writing_results",
+	"completed",
+	"cancel",
+	"cancelling",
+	"cancelled",
+] as const;
 export const EXPORT_CONTENTS = ["twins", "identities", "ledgers", "indexes"] as const;
 export type ExportContent = (typeof EXPORT_CONTENTS)[number];
 const DEFAULT_CONTENTS: ExportContent[] = ["twins", "identities", "ledgers"];
@@ -200,7 +198,7 @@ export const updateExport = defineOperation({
 	response: exportRecord,
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "export", params.export);
-		const changed = unwrap(await jobObject(ctx, row.uuid).cancel(), ctx.meter);
+		const changed = await jobObject(ctx, row.uuid).cancel();
 		return recordOf(ctx, { ...row, ...changed });
 	},
 });
@@ -216,7 +214,7 @@ export const deleteExport = defineOperation({
 	response: exportRecord,
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "export", params.export);
-		const changed = unwrap(await jobObject(ctx, row.uuid).remove(), ctx.meter);
+		const changed = await jobObject(ctx, row.uuid).remove();
 		const { files: _files, ...record } = await recordOf(ctx, { ...row, ...changed, status: "cancelled" });
 		return { ...record, status: "deleting" };
 	},

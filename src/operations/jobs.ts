@@ -4,7 +4,8 @@ import type { Caller } from "../base/caller";
 import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { dbOf } from "../db/client";
-import { findJob, type JobKind, type JobRow, listJobs } from "../db/job-records";
+import { findJob, type JobAnswer, type JobKind, type JobRow, listJobs } from "../db/job-records";
+import { type Outcome, unwrap } from "../account/outcome";
 import { isAdministrator } from "../policy/grant";
 import { lastingAtMost, madeUntil } from "../policy/token";
 import { signJobFile } from "../storage/job-links";
@@ -52,7 +53,10 @@ export function fileExpiry(ctx: SecretContext, row: JobRow, asked: number | unde
 	const wanted = asked ?? at + FILE_VALIDITY_SECONDS;
 	if (!(wanted > at && wanted <= at + MAX_FILE_VALIDITY_SECONDS)) {
 		const message = `Must be later than now and at most ${MAX_FILE_VALIDITY_SECONDS} seconds from now`;
-		throw new ApiError("validation", { description: `validity_ts: ${message}`, details: [{ path: "validity_ts", message }] });
+		throw new ApiError("validation", {
+			description: `validity_ts: ${message}`,
+			details: [{ path: "validity_ts", message }],
+		});
 	}
 	const until = lastingAtMost(wanted, madeUntil(ctx.caller.credential!));
 	return row.expires_ts === null ? until : Math.min(until, row.expires_ts);
@@ -109,9 +113,19 @@ export async function listPage(
 	return { cursor, rows };
 }
 
-// The job's object, for the calls that change a job: cancel and delete.
+// The job's object, for the calls that change a job: cancel and delete. Each answers the row's
+// parts it changed; what the object spent in D1 joins the request's meter, and its API error is
+// thrown again here (account/outcome.ts).
 export function jobObject(ctx: Context, job: string) {
-	return ctx.env.BATCHES.getByName(job);
+	// Typed against the object's own signatures rather than the RPC stub's.
+	const stub = ctx.env.BATCHES.getByName(job) as unknown as Record<
+		"cancel" | "remove",
+		() => Promise<Outcome<JobAnswer>>
+	>;
+	return {
+		cancel: async () => unwrap(await stub.cancel(), ctx.meter),
+		remove: async () => unwrap(await stub.remove(), ctx.meter),
+	};
 }
 
 export const progressOut = z.object({

@@ -230,4 +230,3 @@ export const createStreamToken = defineOperation({
 		return { token, validity_ts: validityMs / 1000 };
 	},
 });
-

@@ -24,13 +24,16 @@ describe("a file batch", () => {
 	it("reports a line's refusal as its result and runs the next", async () => {
 		const admin = await bootstrap();
 		const twin = "01234567-89ab-8def-8123-456789abcdef";
-		const made = await fileBatch(admin.secret, "update_twin", [
-			{ params: { twin }, body: { description: { a: 1 } } },
-		]);
+		const made = await fileBatch(admin.secret, "update_twin", [{ params: { twin }, body: { description: { a: 1 } } }]);
 		const done = await runJob(admin.secret, `/batches/${made.batch}`);
 		expect(done.progress).toEqual({ lines: 1, done: 1, succeeded: 0, failed: 1 });
 		const [result] = await resultsOf(done.results.url);
-		expect(result).toMatchObject({ line: 1, status: 404, subcode: 404102, body: { subcode: 404102, code: "not_found" } });
+		expect(result).toMatchObject({
+			line: 1,
+			status: 404,
+			subcode: 404102,
+			body: { subcode: 404102, code: "not_found" },
+		});
 	});
 
 	it("fails validation as a whole, naming each line and field, and runs nothing", async () => {
@@ -44,7 +47,10 @@ describe("a file batch", () => {
 			JSON.stringify({ params: { twin: "x" } }),
 		].join("\n");
 		const upload = await uploadedText(admin.secret, `${text}\n`);
-		const res = await call("POST", "/batches", { secret: admin.secret, body: { operation: "create_twin", handler: upload.handler } });
+		const res = await call("POST", "/batches", {
+			secret: admin.secret,
+			body: { operation: "create_twin", handler: upload.handler },
+		});
 		expect(res.status).toBe(201);
 		const failed = await runJob(admin.secret, `/batches/${res.body.batch}`);
 		expect(failed.status).toBe("validation_failed");

@@ -8,7 +8,8 @@ import { download, uploaded } from "../docs/helpers";
 
 const encoder = new TextEncoder();
 
-export const ndjson = (lines: unknown[]) => lines.map((line) => `${typeof line === "string" ? line : JSON.stringify(line)}\n`).join("");
+export const ndjson = (lines: unknown[]) =>
+	lines.map((line) => `${typeof line === "string" ? line : JSON.stringify(line)}\n`).join("");
 
 // An upload of the caller's holding `text`.
 export async function uploadedText(secret: string, text: string) {
@@ -16,7 +17,12 @@ export async function uploadedText(secret: string, text: string) {
 }
 
 // A file batch of `operation` over `lines`, made by `secret`.
-export async function fileBatch(secret: string, operation: string, lines: unknown[], extra: Record<string, unknown> = {}) {
+export async function fileBatch(
+	secret: string,
+	operation: string,
+	lines: unknown[],
+	extra: Record<string, unknown> = {},
+) {
 	const upload = await uploadedText(secret, ndjson(lines));
 	const res = await call("POST", "/batches", { secret, body: { operation, handler: upload.handler, ...extra } });
 	expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -58,7 +64,12 @@ export async function resultsOf(url: string): Promise<any[]> {
 	const got = await download(url);
 	expect(got.status).toBe(200);
 	const text = new TextDecoder().decode(got.bytes);
-	return text === "" ? [] : text.trimEnd().split("\n").map((line) => JSON.parse(line));
+	return text === ""
+		? []
+		: text
+				.trimEnd()
+				.split("\n")
+				.map((line) => JSON.parse(line));
 }
 
 // How many twins the account owns in D1.

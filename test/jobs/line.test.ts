@@ -8,7 +8,7 @@ import type { Caller } from "../../src/base/caller";
 import { D1Meter } from "../../src/db/meter";
 import { Sessions } from "../../src/db/shards";
 import { authenticate } from "../../src/http/auth";
-import type { BatchableName } from "../../src/jobs/operations";
+import type { BatchableName } from "../../src/operations/batchable";
 import { type LineAnswer, type LineCall, lineCommitted, runLine } from "../../src/jobs/line";
 import { type Account, bootstrap, bootstrapOn, member, role, userWith, userWithRules } from "../support/accounts";
 import { until } from "../support/waiting";
