@@ -19,7 +19,8 @@ function resultLine(answer: Answer): string {
 
 export async function writeResultsStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
 	const key = jobFileKey(state.spec.uuid, "results");
-	const writing = (state.writing ??= { uploadId: null, parts: [], line: 1 });
+	state.writing ??= { uploadId: null, parts: [], line: 1 };
+	const writing = state.writing;
 	const chunks: Uint8Array[] = [];
 	let size = 0;
 	let more = true;

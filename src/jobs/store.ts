@@ -73,9 +73,8 @@ export class JobStore {
 	}
 
 	select(first: number, twins: string[]) {
-		twins.forEach((twin, i) =>
-			this.sql.exec("INSERT OR REPLACE INTO selected (line, twin) VALUES (?, ?)", first + i, twin),
-		);
+		for (const [i, twin] of twins.entries())
+			this.sql.exec("INSERT OR REPLACE INTO selected (line, twin) VALUES (?, ?)", first + i, twin);
 	}
 
 	// Up to `limit` selected twins from line `line`.
