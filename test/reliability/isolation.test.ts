@@ -16,6 +16,7 @@ import { pathOf, subscribeRecording } from "../support/webhooks";
 import { absentIdentityLike, idOf } from "../support/shards";
 import { warmWriter } from "../support/ledgers";
 import { newTwin } from "../support/twins";
+import { runJob } from "../jobs/helpers";
 
 // For every operation: the second account's credentials (or paths) with the first account's
 // ids, tokens and cursors. The answer is a refusal, and none of the first account's data.
@@ -45,6 +46,11 @@ type World = {
 	firstIdToken: string;
 	secondIdToken: string;
 	secondJwks: { keys: unknown[] };
+	// A batch of the first account that has completed, the handler of its results URL, and an
+	// export of the first account.
+	firstBatch: string;
+	firstFile: string;
+	firstExport: string;
 };
 
 type Attempt = {
@@ -441,6 +447,43 @@ const ATTEMPTS: Record<string, (w: World) => Attempt[]> = {
 	],
 	// The first account's download URL, presented under the second account's path.
 	download_doc: (w) => [{ method: "GET", path: `/download/${w.second.account}/${w.firstDownload}`, expect: [404] }],
+	create_batch: (w) => [
+		{
+			method: "POST",
+			path: "/batches",
+			body: { operation: "create_twin", handler: w.firstHandler },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	get_batches: (w) => [{ method: "GET", path: "/batches", secret: w.second.secret, expect: [200] }],
+	get_batch: (w) => [{ method: "GET", path: `/batches/${w.firstBatch}`, secret: w.second.secret, expect: [404] }],
+	update_batch: (w) => [
+		{
+			method: "PATCH",
+			path: `/batches/${w.firstBatch}`,
+			body: { status: "cancel" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	delete_batch: (w) => [{ method: "DELETE", path: `/batches/${w.firstBatch}`, secret: w.second.secret, expect: [404] }],
+	create_export: (w) => [{ method: "POST", path: "/exports", body: {}, secret: w.second.secret, expect: [201] }],
+	get_exports: (w) => [{ method: "GET", path: "/exports", secret: w.second.secret, expect: [200] }],
+	get_export: (w) => [{ method: "GET", path: `/exports/${w.firstExport}`, secret: w.second.secret, expect: [404] }],
+	update_export: (w) => [
+		{
+			method: "PATCH",
+			path: `/exports/${w.firstExport}`,
+			body: { status: "cancel" },
+			secret: w.second.secret,
+			expect: [404],
+		},
+	],
+	delete_export: (w) => [
+		{ method: "DELETE", path: `/exports/${w.firstExport}`, secret: w.second.secret, expect: [404] },
+	],
+	download_file: (w) => [{ method: "GET", path: `/files/${w.second.account}/${w.firstFile}`, expect: [404] }],
 	create_indexes_table: (w) => [
 		{
 			method: "POST",
@@ -798,6 +841,17 @@ describe("the tenant-isolation matrix", () => {
 			await firstIdp.idToken({ sub: "first-subject" }),
 			await secondIdp.idToken({ sub: "second-subject" }),
 		];
+		const batchInput = (await call("POST", "/cache", { secret: first.secret })).body;
+		expect((await call("PUT", pathOf(batchInput.url), { body: "{}\n" })).status).toBe(200);
+		const batch = await call("POST", "/batches", {
+			secret: first.secret,
+			body: { operation: "create_twin", handler: batchInput.handler },
+		});
+		expect(batch.status).toBe(201);
+		const firstBatch = batch.body.batch as string;
+		const ran = await runJob(first.secret, `/batches/${firstBatch}`);
+		const firstFile = (ran.results.url as string).split("/").at(-1) as string;
+		const firstExport = (await call("POST", "/exports", { secret: first.secret, body: {} })).body.export as string;
 		const world: World = {
 			...{
 				first,
@@ -815,6 +869,7 @@ describe("the tenant-isolation matrix", () => {
 			},
 			...{ firstHandler, firstUploadToken, firstDownload },
 			...{ firstProvider, secondProvider, firstIdToken, secondIdToken, secondJwks: secondIdp.jwks() },
+			...{ firstBatch, firstFile, firstExport },
 		};
 		const secrets = [
 			...[
@@ -840,6 +895,7 @@ describe("the tenant-isolation matrix", () => {
 				"first-color",
 			],
 			...[firstProvider, "first-subject", firstIdp.issuer],
+			...[firstBatch, firstFile, firstExport],
 		];
 
 		let cases = 0;
@@ -882,6 +938,9 @@ describe("the tenant-isolation matrix", () => {
 			["first_index", "other_index"],
 			["first-color", "other-color"],
 			[firstProvider, idOf(firstProvider)],
+			[firstBatch, idOf(firstBatch)],
+			[firstExport, idOf(firstExport)],
+			[firstFile, `${idOf(firstBatch)}.results.${Date.now() + 3_600_000}.${"A".repeat(43)}`],
 		];
 		const swap = (text: string) => strangers.reduce((t, [id, stranger]) => t.replaceAll(id, stranger), text);
 		let compared = 0;
