@@ -55,7 +55,10 @@ export class JobObject {
 		const state: JobState = {
 			spec,
 			status: spec.status,
-			progress: { lines: null, done: 0, succeeded: 0, failed: 0 },
+			progress:
+				spec.kind === "export"
+					? { twins: null, scanned: 0, exported: 0 }
+					: { lines: null, done: 0, succeeded: 0, failed: 0 },
 			next: { line: 1, offset: 0 },
 			running: null,
 			retries: 0,
