@@ -198,6 +198,8 @@ export class JobObject {
 			return next ?? state.expires_ts ?? undefined;
 		} catch (error) {
 			console.error(JSON.stringify({ job: state.spec.uuid, status: state.status, error: String(error) }));
+			// The next try starts from the state last saved, not from what this one changed since.
+			this.state = undefined;
 			return now() + RETRY_SECONDS;
 		}
 	}
