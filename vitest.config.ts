@@ -61,7 +61,8 @@ export default defineConfig(async () => {
 						include: ["test/**/*.test.ts"],
 						exclude: ["test/node/**", "test/unit/**", "test/e2e/**"],
 						setupFiles: ["./test/apply-migrations.ts", "./test/quiet-request-logs.ts", "./test/load-operations.ts"],
-						globalSetup: ["./test/webhooks/receiver.ts"],
+						// The webhook receiver, and DuckDB reading the export files (it cannot run in workerd).
+						globalSetup: ["./test/webhooks/receiver.ts", "./test/jobs/duckdb-reader.ts"],
 					},
 				},
 				{ test: { name: "node", include: ["test/node/**/*.test.ts", "test/unit/**/*.test.ts"], environment: "node" } },

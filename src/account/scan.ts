@@ -47,6 +47,8 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 	// Each twin as JSON text: the page crosses the object's RPC boundary as one string and is
 	// answered as it is, with no structured clone and no second parse.
 	const twins: string[] = [];
+	// The rows of the twins shown, for a reader that writes them in its own shape (an export).
+	const shown: PageRow[] = [];
 	const size = new PageBytes(twins);
 	let taken = 0;
 	for (const row of rows) {
@@ -64,6 +66,7 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 			const bytes = size.add(twin);
 			if (taken > 0 && bytes > MAX_PAGE_BYTES) break;
 			twins.push(twin);
+			shown.push(row);
 		}
 		taken++;
 	}
@@ -72,7 +75,10 @@ export function cutPage(rows: PageRow[], plan: PagePlan, caller: Caller, request
 		// and none were left out for size or work.
 		done: rows.length < request.count && taken === rows.length,
 		last: rows[taken - 1]?.uuid,
+		// How many rows the page examined: those up to `last`.
+		taken,
 		twins,
+		shown,
 	};
 }
 

@@ -1,14 +1,12 @@
-import { ApiError } from "../base/errors";
-import type { Caller } from "../base/caller";
 import { now } from "../base/time";
 import { checkCall, checkLine, linesOf, MAX_LINE_BYTES, type ParsedLine } from "../operations/batch-lines";
 import { cutPage, planPage } from "../account/scan";
 import { type PageRow, twinPageStatement } from "../db/twins";
 import { homeDatabase } from "../db/shards";
 import { BATCHABLE, type BatchableName } from "../operations/batchable";
-import { creatorNow } from "./creator";
+import { creatorOrStop } from "./creator";
 import { lineCommitted, runLine } from "./line";
-import type { JobState, StepRuntime } from "./store";
+import type { BatchState, ExportState, JobState, StepRuntime } from "./store";
 import { writeResultsStep } from "./results";
 import { exportStep } from "./export-steps";
 
@@ -26,8 +24,10 @@ const MAX_ERRORS = 100;
 // A line answering 5xx is run again at most this many times, after 2, 4 and 8 seconds.
 const MAX_RETRIES = 3;
 
-export async function batchStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
-	if (state.spec.kind === "export") return exportStep(rt, state);
+export async function batchStep(rt: StepRuntime, job: JobState): Promise<number | undefined> {
+	// The kind decides the progress's shape (the object starts each with its own).
+	if (job.spec.kind === "export") return exportStep(rt, job as ExportState);
+	const state = job as BatchState;
 	switch (state.status) {
 		case "new":
 			// A match batch selects its lines while it validates; a file batch's input was taken
@@ -68,7 +68,7 @@ async function windowAt(env: Env, input: string, offset: number): Promise<{ byte
 
 // Reads ≤ 1 MiB of the input and checks its lines; at the end, the batch fails validation or
 // goes on to run.
-async function validateStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
+async function validateStep(rt: StepRuntime, state: BatchState): Promise<number | undefined> {
 	if (state.cancelAsked) return cancelling(state);
 	const name = state.spec.operation as BatchableName;
 	const max = Number(rt.env.MAX_BATCH_LINES);
@@ -107,7 +107,7 @@ async function validateStep(rt: StepRuntime, state: JobState): Promise<number | 
 	return endValidation(rt, state);
 }
 
-function endValidation(rt: StepRuntime, state: JobState): number | undefined {
+function endValidation(rt: StepRuntime, state: BatchState): number | undefined {
 	if (state.cancelAsked) return cancelling(state);
 	if (state.errors.length) {
 		state.status = "validation_failed";
@@ -121,7 +121,7 @@ function endValidation(rt: StepRuntime, state: JobState): number | undefined {
 }
 
 // Runs up to 100 lines, or 1 s of them, as the creator now is.
-async function processStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
+async function processStep(rt: StepRuntime, state: BatchState): Promise<number | undefined> {
 	const { spec } = state;
 	const name = spec.operation as BatchableName;
 	const caller = await creatorOrStop(rt.env, state);
@@ -173,7 +173,7 @@ type NextLine = { n: number; twin: string | null; parsed: ParsedLine; offset: nu
 
 // The lines a processing step may run: from the input's window at the next line, or the
 // selected twins with the template applied to each.
-async function nextLines(rt: StepRuntime, state: JobState, name: BatchableName): Promise<NextLine[]> {
+async function nextLines(rt: StepRuntime, state: BatchState, name: BatchableName): Promise<NextLine[]> {
 	const { spec } = state;
 	if (spec.details.twins !== undefined) {
 		const template = spec.details.template as Record<string, Record<string, unknown> | undefined>;
@@ -199,7 +199,7 @@ const SELECT_PER_STEP = 1000;
 
 // One step of a match batch's selection: the next twins of the account the creator now sees and
 // `match` passes, in uuid order, fixed as lines. Past MAX_BATCH_LINES the batch fails validation.
-async function selectStep(rt: StepRuntime, state: JobState): Promise<number | undefined> {
+async function selectStep(rt: StepRuntime, state: BatchState): Promise<number | undefined> {
 	if (state.cancelAsked) return cancelling(state);
 	const { spec } = state;
 	const caller = await creatorOrStop(rt.env, state);
@@ -228,17 +228,4 @@ async function selectStep(rt: StepRuntime, state: JobState): Promise<number | un
 function cancelling(state: JobState): number {
 	state.status = "cancelling";
 	return now();
-}
-
-// The creator as it now is; or, when its credential no longer authenticates or its statement
-// no longer allows the job, undefined, with the job stopped by the refusal the creator would get.
-async function creatorOrStop(env: Env, state: JobState): Promise<Caller | undefined> {
-	try {
-		return await creatorNow(env, state.spec, now());
-	} catch (error) {
-		if (!(error instanceof ApiError)) throw error;
-		state.stopped = { subcode: error.subcode, description: error.message };
-		state.status = "cancelling";
-		return undefined;
-	}
 }

@@ -5,6 +5,8 @@ import { storedStanding } from "../http/auth";
 import type { JobSpec } from "../db/job-records";
 import { D1Meter } from "../db/meter";
 import { Sessions } from "../db/shards";
+import { now } from "../base/time";
+import type { JobState } from "./store";
 
 // The job's creator as it is now (docs/batches.md, "Execution"): read again before every step,
 // in one D1 query, as a stream token's holder is. A credential that no longer authenticates
@@ -26,4 +28,24 @@ export async function creatorNow(env: Env, spec: JobSpec, at: number): Promise<C
 	// A match batch selects twins as a scan would.
 	if (spec.details.twins !== undefined) checkStatement(caller, "scan_twins");
 	return caller;
+}
+
+// The creator as it now is; or, when its credential no longer authenticates or its statement
+// no longer allows the job, undefined, with the job stopped by the refusal the creator would get.
+// `more` checks what the job's own stage needs of the creator besides (an export of index rows).
+export async function creatorOrStop(
+	env: Env,
+	state: JobState,
+	more: (caller: Caller) => void = () => {},
+): Promise<Caller | undefined> {
+	try {
+		const caller = await creatorNow(env, state.spec, now());
+		more(caller);
+		return caller;
+	} catch (error) {
+		if (!(error instanceof ApiError)) throw error;
+		state.stopped = { subcode: error.subcode, description: error.message };
+		state.status = "cancelling";
+		return undefined;
+	}
 }

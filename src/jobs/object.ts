@@ -55,7 +55,10 @@ export class JobObject {
 		const state: JobState = {
 			spec,
 			status: spec.status,
-			progress: { lines: null, done: 0, succeeded: 0, failed: 0 },
+			progress:
+				spec.kind === "export"
+					? { twins: null, scanned: 0, exported: 0 }
+					: { lines: null, done: 0, succeeded: 0, failed: 0 },
 			next: { line: 1, offset: 0 },
 			running: null,
 			retries: 0,
@@ -195,6 +198,8 @@ export class JobObject {
 			return next ?? state.expires_ts ?? undefined;
 		} catch (error) {
 			console.error(JSON.stringify({ job: state.spec.uuid, status: state.status, error: String(error) }));
+			// The next try starts from the state last saved, not from what this one changed since.
+			this.state = undefined;
 			return now() + RETRY_SECONDS;
 		}
 	}

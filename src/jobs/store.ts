@@ -4,12 +4,37 @@ import type { LineError } from "../operations/batch-lines";
 // A job's own storage (its object's SQLite): its state, one row kept whole, and the answers of
 // its lines, one row each, kept until the job is deleted.
 
-export type Progress = { lines: number | null; done: number; succeeded: number; failed: number };
+// A batch's progress: its lines, once validated, and those run.
+export type BatchProgress = { lines: number | null; done: number; succeeded: number; failed: number };
+// An export's: the account's twins when it began (hidden ones too), those examined, those written.
+export type ExportProgress = { twins: number | null; scanned: number; exported: number };
+export type Progress = BatchProgress | ExportProgress;
 
-export type JobState = {
+// One of an export's files as it is written: gzip members appended to a multipart upload in
+// parts of exactly PART_BYTES (R2 wants every part but the last the same size); the bytes not yet
+// a whole part wait in the object's storage (JobStore's pending chunks).
+export type ExportFile = {
+	uploadId: string | null;
+	parts: R2UploadedPart[];
+	lines: number;
+	// The file's size so far: its parts and its pending bytes.
+	bytes: number;
+	pending: number;
+	// Its last part is in and the upload complete (or the file put whole).
+	written: boolean;
+};
+
+// An export's walk: after its twins (`after` in JobState), the Indexes tables by name, each read
+// in twin order after `after`; and its files.
+export type ExportWalk = {
+	table: { name: string; after: string; finished: boolean } | null;
+	files: Record<string, ExportFile>;
+};
+
+export type JobState<P extends Progress = Progress> = {
 	spec: JobSpec;
 	status: string;
-	progress: Progress;
+	progress: P;
 	// The next line to read and where it starts in the input.
 	next: { line: number; offset: number };
 	// A line whose run began and has no answer yet: after a restart, the line's mark in D1 says
@@ -20,12 +45,14 @@ export type JobState = {
 	errors: LineError[];
 	stopped: { subcode: number; description: string } | null;
 	cancelAsked: boolean;
-	// A match batch's selection: the last twin examined.
+	// A match batch's selection, or an export's walk: the last twin examined.
 	after: string;
 	// A line longer than a window is being passed over (validation): its error is recorded.
 	skipping: boolean;
 	// The results file being written: its multipart upload, its parts, and the next line to write.
 	writing: { uploadId: string | null; parts: R2UploadedPart[]; line: number } | null;
+	// An export's walk and files (absent for a batch).
+	exporting?: ExportWalk;
 	// Parts of the record only some jobs have (an export's files).
 	extra: Record<string, unknown>;
 	updated_ts: number;
@@ -38,6 +65,9 @@ export type JobState = {
 // (after each line), and the object's state (waitUntil for a line's usage).
 export type StepRuntime = { env: Env; store: JobStore; save(): void; ctx: DurableObjectState };
 
+export type BatchState = JobState<BatchProgress>;
+export type ExportState = JobState<ExportProgress>;
+
 export type Answer = { line: number; twin: string | null; status: number; subcode: number | null; body: string };
 
 export class JobStore {
@@ -47,6 +77,9 @@ export class JobStore {
 		sql.exec("CREATE TABLE IF NOT EXISTS selected (line INTEGER PRIMARY KEY, twin TEXT NOT NULL)");
 		sql.exec(`CREATE TABLE IF NOT EXISTS answers (line INTEGER PRIMARY KEY, twin TEXT, status INTEGER NOT NULL,
 			subcode INTEGER, body TEXT NOT NULL)`);
+		// An export file's bytes not yet a whole part, in chunks under the storage's 2 MB a value.
+		sql.exec(`CREATE TABLE IF NOT EXISTS pending (file TEXT NOT NULL, seq INTEGER NOT NULL, bytes BLOB NOT NULL,
+			PRIMARY KEY (file, seq))`);
 	}
 
 	load(): JobState | undefined {
@@ -102,4 +135,48 @@ export class JobStore {
 			)
 			.toArray();
 	}
+
+	// The pending bytes of an export's file, in order.
+	pending(file: string): Uint8Array {
+		const chunks = this.sql
+			.exec<{ bytes: ArrayBuffer }>("SELECT bytes FROM pending WHERE file = ? ORDER BY seq", file)
+			.toArray()
+			.map((row) => new Uint8Array(row.bytes));
+		return concatBytes(chunks);
+	}
+
+	// Adds bytes after the file's pending ones.
+	appendPending(file: string, bytes: Uint8Array) {
+		const [last] = this.sql
+			.exec<{ seq: number | null }>("SELECT max(seq) AS seq FROM pending WHERE file = ?", file)
+			.toArray();
+		let seq = (last?.seq ?? 0) + 1;
+		for (let at = 0; at < bytes.length; at += PENDING_CHUNK_BYTES) {
+			const chunk = bytes.slice(at, at + PENDING_CHUNK_BYTES);
+			this.sql.exec("INSERT INTO pending (file, seq, bytes) VALUES (?, ?, ?)", file, seq++, chunk.buffer);
+		}
+	}
+
+	// The file's pending bytes become `bytes`.
+	replacePending(file: string, bytes: Uint8Array) {
+		this.sql.exec("DELETE FROM pending WHERE file = ?", file);
+		this.appendPending(file, bytes);
+	}
+
+	dropPending() {
+		this.sql.exec("DELETE FROM pending");
+	}
+}
+
+// A pending chunk's size: well under the 2 MB a SQLite value of the object may hold.
+const PENDING_CHUNK_BYTES = 1024 * 1024;
+
+export function concatBytes(chunks: Uint8Array[]): Uint8Array {
+	const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+	let at = 0;
+	for (const chunk of chunks) {
+		out.set(chunk, at);
+		at += chunk.length;
+	}
+	return out;
 }

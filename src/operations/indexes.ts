@@ -29,7 +29,7 @@ import type { Context } from "./operation";
 import { defineOperation } from "./operation";
 import { cursorIn, cursorOut, openCursor, pageLimit, sealCursor } from "./paging";
 import { mapOf, ruleText, timestampOut, uuidOut } from "./schemas";
-import { dbOf } from "../db/client";
+import { type Database, dbOf } from "../db/client";
 import { groupByHome } from "../db/shards";
 
 // Indexes tables (docs/indexes.md): typed rows kept from the account's own ledgers, one per twin
@@ -227,34 +227,51 @@ function rowScope(twin: string, row: Record<string, Json>, budget: Budget): Scop
 	};
 }
 
+// Who reads a page of rows: the caller, its account's database, and every database by binding,
+// where each row's twin is judged. A request reads through its sessions; an export's object
+// straight from the bindings.
+export type RowReader = {
+	caller: Caller;
+	env: Env;
+	db: Database;
+	bindings: string[];
+	shard(binding: string): Database;
+};
+
+const requestReader = (ctx: SecretContext): RowReader => ({
+	caller: ctx.caller,
+	env: ctx.env,
+	db: dbOf(ctx),
+	bindings: ctx.shards.all(),
+	shard: (binding) => dbOf({ d1: ctx.shards.of(binding) }),
+});
+
 // A page of rows as the caller may see them: all of them without a twin rule; with one, the
 // rule decides in D1, in the database of each row's twin, where it can (a row of a hidden twin
 // is answered without its properties), and here where it cannot, each row within its share of one work budget (past it the row is
 // hidden: a page shows less, never more, and no row's cost moves another's verdict).
-async function readPage(
-	ctx: SecretContext,
+export async function visibleRowPage(
+	reader: RowReader,
 	key: RowKey,
 	after: string,
 	count: number,
 ): Promise<{ twin: string; properties: string | null; updated_ts: number }[]> {
-	const caller = ctx.caller;
+	const { caller } = reader;
 	const rule = ruleOf(caller.rules.twin);
-	if (!rule) return rowPage(dbOf(ctx), key, after, count);
+	if (!rule) return rowPage(reader.db, key, after, count);
 	const at = now();
 	const verdict = compileRule(rule, { ...scopeOf(caller, at), budget: new Budget(WORK_UNITS) }, TWIN_COLUMNS);
-	const page = await rowPage(dbOf(ctx), key, after, count);
+	const page = await rowPage(reader.db, key, after, count);
 	// Each twin is judged in its owner's database; every database is asked, with the twins it
 	// holds, so what a page costs does not tell where its twins are.
 	const held = groupByHome(
-		ctx.env,
+		reader.env,
 		page.map((row) => row.twin),
 	);
 	// As many reads in every database as the page's twins would take in one.
 	const reads = Math.max(1, Math.ceil(page.length / TWINS_PER_READ));
 	const judged = await Promise.all(
-		ctx.shards
-			.all()
-			.map((binding) => twinVerdicts(dbOf({ d1: ctx.shards.of(binding) }), held.get(binding) ?? [], verdict, reads)),
+		reader.bindings.map((binding) => twinVerdicts(reader.shard(binding), held.get(binding) ?? [], verdict, reads)),
 	);
 	const verdicts = new Map(judged.flat().map((row) => [row.twin, row]));
 	const share = Math.floor(WORK_UNITS / count);
@@ -271,6 +288,12 @@ async function readPage(
 		};
 		return isVisible(caller, twin, at, new Budget(share, 0)) ? row : { ...row, properties: null };
 	});
+}
+
+// A row's properties as stored, in the order of the table's names; one it lacks is null.
+export function rowProperties(names: string[], stored: string): Record<string, Json> {
+	const values = JSON.parse(stored) as Record<string, Json>;
+	return Object.fromEntries(names.map((name) => [name, values[name] ?? null]));
 }
 
 // Property values are typed scalars (or null) once coerced.
@@ -302,7 +325,8 @@ export const queryIndexesTable = defineOperation({
 		const reader = ctx.caller.rules.twin === null ? "" : `/${ctx.caller.user}`;
 		const scope = `query_indexes_table/${table.uuid}/${table.generation}/${await sha256Hex(query.match ?? "")}${reader}`;
 		const after = (await openCursor(ctx.env, scope, query.cursor, z.tuple([z.string()])))?.[0] ?? "";
-		const rows = await readPage(ctx, { table: table.uuid, generation: table.generation }, after, query.count);
+		const key = { table: table.uuid, generation: table.generation };
+		const rows = await visibleRowPage(requestReader(ctx), key, after, query.count);
 		const budget = new Budget(WORK_UNITS);
 		const names = table.properties.names;
 		const answer: { twin: string; properties: Record<string, Json>; updated_ts: number }[] = [];
@@ -315,8 +339,7 @@ export const queryIndexesTable = defineOperation({
 				examined++;
 				continue;
 			}
-			const stored = JSON.parse(row.properties) as Record<string, Json>;
-			const properties = Object.fromEntries(names.map((name) => [name, stored[name] ?? null]));
+			const properties = rowProperties(names, row.properties);
 			let passes = true;
 			if (match) {
 				try {
