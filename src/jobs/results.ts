@@ -1,6 +1,7 @@
 import { now } from "../base/time";
 import { jobFileKey } from "./files";
-import type { Answer, JobState, StepRuntime } from "./store";
+import { type Answer, concatBytes, type JobState, type StepRuntime } from "./store";
+import { wholeParts } from "./export-lines";
 
 // A batch's results file (docs/batches.md, "Record"): NDJSON, one line per line run, in line
 // order, `{line, twin?, status, subcode?, body}`. Written in parts of at least 5 MiB (R2's
@@ -21,8 +22,10 @@ export async function writeResultsStep(rt: StepRuntime, state: JobState): Promis
 	const key = jobFileKey(state.spec.uuid, "results");
 	state.writing ??= { uploadId: null, parts: [], line: 1 };
 	const writing = state.writing;
-	const chunks: Uint8Array[] = [];
-	let size = 0;
+	// Bytes short of a whole part wait in the object's storage from one step to the next: R2
+	// takes parts of one size, the last excepted.
+	const chunks: Uint8Array[] = [rt.store.pending("results")];
+	let size = chunks[0]!.length;
 	let more = true;
 	while (size < PART_BYTES) {
 		const answers = rt.store.answersFrom(writing.line, PAGE);
@@ -35,34 +38,28 @@ export async function writeResultsStep(rt: StepRuntime, state: JobState): Promis
 			chunks.push(bytes);
 			size += bytes.length;
 			writing.line = answer.line + 1;
-			if (size >= PART_BYTES) break;
 		}
 	}
-	if (more && rt.store.answersFrom(writing.line, 1).length === 0) more = false;
-	const part = concat(chunks, size);
+	const bytes = concatBytes(chunks);
 	const metadata = { httpMetadata: { contentType: "application/x-ndjson" } };
-	if (!more && writing.uploadId === null) await rt.env.DOCS.put(key, part, metadata);
+	if (!more && writing.uploadId === null) await rt.env.DOCS.put(key, bytes, metadata);
 	else {
 		const upload =
 			writing.uploadId === null
 				? await rt.env.DOCS.createMultipartUpload(key, metadata)
 				: rt.env.DOCS.resumeMultipartUpload(key, writing.uploadId);
 		writing.uploadId = upload.uploadId;
-		writing.parts.push(await upload.uploadPart(writing.parts.length + 1, part));
+		// The last part may be short; none is sent empty (a retried step finds it sent).
+		const last = bytes.length > 0 || writing.parts.length === 0 ? [bytes] : [];
+		const { parts, rest } = more ? wholeParts(bytes, PART_BYTES) : { parts: last, rest: new Uint8Array() };
+		for (const part of parts) writing.parts.push(await upload.uploadPart(writing.parts.length + 1, part));
+		// The bytes left and the state that counts them are saved together.
+		rt.store.replacePending("results", rest);
+		rt.save();
 		if (more) return now();
 		await upload.complete(writing.parts);
 	}
 	state.status = state.status === "cancelling" ? "cancelled" : "completed";
 	state.expires_ts = now() + Number(rt.env.BATCH_RETENTION_SECONDS);
 	return state.expires_ts;
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-	const out = new Uint8Array(size);
-	let at = 0;
-	for (const chunk of chunks) {
-		out.set(chunk, at);
-		at += chunk.length;
-	}
-	return out;
 }
