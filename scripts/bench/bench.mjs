@@ -7,7 +7,9 @@
 // queried) and live streams (streams.mjs: write-to-stream latency with 100 streams open,
 // memory per idle stream), one account's write ceiling (writes.mjs) and Timeseries tables
 // (timeseries.mjs: points/s through ledger writes with 1, 8 and 32 writers, queries over a
-// million points with and without rollups, stored bytes per point), profiles a new isolate's
+// million points with and without rollups, stored bytes per point), batches and exports
+// (jobs.mjs: 10,000 lines of create_twin and of ledger value updates with interactive writes
+// beside them, an export of 100,000 twins), profiles a new isolate's
 // startup against a bare Worker's (startup.mjs), two shards against one (shards.mjs, servers of
 // its own), and last runs the side-by-side comparison (compare.mjs). The writes part runs on a
 // server of its own too, on the bench's Worker entry (d1-delay/entry.ts: the product with every
@@ -16,7 +18,7 @@
 // other parts measure the product's own build, which those entries would change (one bundle, a
 // wrapper on every D1 call). Prints tables and writes bench/results.json. `-- --only ledger`,
 // `-- --only notifications`, `-- --only docs`, `-- --only indexes`, `-- --only streams`,
-// `-- --only writes`, `-- --only timeseries`, `-- --only startup` or `-- --only shards` runs that
+// `-- --only writes`, `-- --only timeseries`, `-- --only jobs`, `-- --only startup` or `-- --only shards` runs that
 // part alone; `-- --port N` serves on N.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,11 +34,23 @@ import { benchStartup, printStartup } from "./startup.mjs";
 import { benchTimeseries, printTimeseries } from "./timeseries.mjs";
 import { benchWrites, printWrites } from "./writes.mjs";
 import { benchShards, printShards } from "./shards.mjs";
+import { benchJobs, jobsSeed, printJobs } from "./jobs.mjs";
 import { startDevServer } from "../test/dev-server.mjs";
 import { accountSeed, twinsSeed } from "./seed.mjs";
 import { wranglerDone } from "../wrangler.mjs";
 
-const PARTS = ["ledger", "notifications", "docs", "indexes", "streams", "writes", "timeseries", "startup", "shards"];
+const PARTS = [
+	"ledger",
+	"notifications",
+	"docs",
+	"indexes",
+	"streams",
+	"writes",
+	"timeseries",
+	"jobs",
+	"startup",
+	"shards",
+];
 const { values: args } = parseCli({
 	usage: `
 usage: npm run bench [-- options]
@@ -139,6 +153,30 @@ async function timeseriesPart(port) {
 
 if (args.only === "timeseries") {
 	await only("timeseries", () => timeseriesPart(PORT), printTimeseries);
+	process.exit(0);
+}
+
+// The jobs part, on its own server and state, with its three accounts: its export's memory is
+// the runtime's alone.
+const JOBS_STATE = ".wrangler/bench-jobs-state";
+async function jobsPart(port) {
+	rmSync(JOBS_STATE, { recursive: true, force: true });
+	const server = await startDevServer({
+		port,
+		persistTo: JOBS_STATE,
+		inspectorPort: port === undefined ? undefined : port + 1000,
+	});
+	try {
+		const seeded = jobsSeed();
+		await seed(JOBS_STATE, "bench-jobs-seed", seeded.sql);
+		return await benchJobs(server.url, seeded);
+	} finally {
+		server.stop();
+	}
+}
+
+if (args.only === "jobs") {
+	await only("jobs", () => jobsPart(PORT), printJobs);
 	process.exit(0);
 }
 rmSync(STATE, { recursive: true, force: true });
@@ -244,6 +282,7 @@ async function benchAll(server, headers) {
 	const streams = await benchStreams(server.url, secret);
 	const writes = await writesPart();
 	const timeseries = await timeseriesPart();
+	const jobs = await jobsPart();
 	// Profiled while the dev server idles: the profiles are wall-clock.
 	const startup = await benchStartup();
 	const results = {
@@ -259,6 +298,7 @@ async function benchAll(server, headers) {
 		streams,
 		writes,
 		timeseries,
+		jobs,
 		startup,
 	};
 	writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
@@ -280,6 +320,7 @@ async function benchAll(server, headers) {
 	printStreams(streams);
 	printWrites(writes);
 	printTimeseries(timeseries);
+	printJobs(jobs);
 	printStartup(startup);
 	console.log("\nwritten to bench/results.json");
 }

@@ -187,7 +187,8 @@ async function nextLines(rt: StepRuntime, state: BatchState, name: BatchableName
 	const { bytes, last } = await windowAt(rt.env, spec.input!, state.next.offset);
 	const base = state.next.offset;
 	let n = state.next.line;
-	return linesOf(bytes, last).map(({ bytes: text, next }) => {
+	// Only the lines a step may run are checked again: a window can hold thousands.
+	return linesOf(bytes, last, LINES_PER_STEP).map(({ bytes: text, next }) => {
 		const checked = checkLine(name, text, n);
 		if (!("parsed" in checked)) throw new Error(`Line ${n} of batch ${spec.uuid} no longer validates`);
 		return { n: n++, twin: null, parsed: checked.parsed, offset: base + next };

@@ -22,17 +22,22 @@ const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 // The complete lines of a window of the file that starts at a line's first byte: each line's
 // bytes (a `\r` before its `\n` dropped) and the offset in the window where the next line
 // starts. At the file's end (`last`) the text after the last `\n` is a line too, unless it is
-// empty (one final `\n` opens no line). Bytes after the last complete line wait for the next window.
-export function linesOf(window: Uint8Array, last: boolean): { bytes: Uint8Array; next: number }[] {
+// empty (one final `\n` opens no line). Bytes after the last complete line wait for the next window,
+// and so do the lines after the first `max`.
+export function linesOf(
+	window: Uint8Array,
+	last: boolean,
+	max = Number.POSITIVE_INFINITY,
+): { bytes: Uint8Array; next: number }[] {
 	const lines: { bytes: Uint8Array; next: number }[] = [];
 	let start = 0;
-	for (let i = 0; i < window.length; i++) {
+	for (let i = 0; i < window.length && lines.length < max; i++) {
 		if (window[i] !== 0x0a) continue;
 		const end = i > start && window[i - 1] === 0x0d ? i - 1 : i;
 		lines.push({ bytes: window.subarray(start, end), next: i + 1 });
 		start = i + 1;
 	}
-	if (last && start < window.length) {
+	if (last && start < window.length && lines.length < max) {
 		const rest = window.subarray(start);
 		lines.push({
 			bytes: rest[rest.length - 1] === 0x0d ? rest.subarray(0, rest.length - 1) : rest,
