@@ -168,23 +168,25 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		return openStream({ baseUrl, fetch: withHeaders, streamToken }, streamOptions);
 	}
 
-	async function uploadDoc(upload: DocUpload): Promise<Doc> {
-		const bytes = await bytesOf(upload.body);
-		const hash = await sha256Hex(bytes);
-		const contentType =
-			upload.contentType ??
-			(upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+	// Upload and download URLs are their own credential: what goes to them carries none.
+	const bare: Fetch = retry ? retryingFetch(send, retry) : send;
+
+	// Bytes to a new upload URL (POST /cache), PUT there with their Content-Length and
+	// Content-Type, then the upload's handler given to `use`, which hands it over (an attach, a
+	// batch). A refusal of the PUT or of `use` lets go of the upload URL.
+	async function withUpload<T>(
+		file: { bytes: Uint8Array; contentType: string; validityTs?: number },
+		use: (handler: string) => Promise<T>,
+	): Promise<T> {
 		const { handler, url } = await post("/cache", {
-			body: upload.validityTs === undefined ? {} : { validity_ts: upload.validityTs },
+			body: file.validityTs === undefined ? {} : { validity_ts: file.validityTs },
 		});
 		try {
-			// The URL is the credential: the PUT carries none.
-			const putFetch = retry ? retryingFetch(send, retry) : send;
-			const put = await putFetch(
+			const put = await bare(
 				new Request(url, {
 					method: "PUT",
-					headers: { "content-type": contentType, "content-length": String(bytes.byteLength) },
-					body: bytes as Uint8Array<ArrayBuffer>,
+					headers: { "content-type": file.contentType, "content-length": String(file.bytes.byteLength) },
+					body: file.bytes as Uint8Array<ArrayBuffer>,
 				}),
 			);
 			if (!put.ok) {
@@ -192,6 +194,23 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 				// The URL already holds its file: a retried PUT whose first answer was lost.
 				if (!error.is("upload_used")) throw error;
 			} else await put.body?.cancel();
+			return await use(handler);
+		} catch (error) {
+			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
+			// the upload may have been handed over, so it is left to expire.
+			if (error instanceof TwinRegistryError)
+				await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
+			throw error;
+		}
+	}
+
+	async function uploadDoc(upload: DocUpload): Promise<Doc> {
+		const bytes = await bytesOf(upload.body);
+		const hash = await sha256Hex(bytes);
+		const contentType =
+			upload.contentType ??
+			(upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+		return withUpload({ bytes, contentType, validityTs: upload.validityTs }, async (handler) => {
 			const entry = {
 				handler,
 				hash,
@@ -203,13 +222,7 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 				body: { docs: { [upload.name]: entry } },
 			});
 			return docs[upload.name] as Doc;
-		} catch (error) {
-			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
-			// the attach may have happened, so the upload is left to expire.
-			if (error instanceof TwinRegistryError)
-				await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
-			throw error;
-		}
+		});
 	}
 
 	return {
