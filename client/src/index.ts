@@ -4,13 +4,27 @@
 // as userTokenCredential's that refreshes a User Token), lists in a query as one comma-separated
 // value (as the document states), answers unwrapped with every refusal thrown as a
 // TwinRegistryError, retries under an Idempotency-Key, the cursors of scan_twins and
-// query_timeseries_table walked as async iterators, live streams, and the upload-then-attach of
-// docs.
+// query_timeseries_table walked as async iterators, live streams, the upload-then-attach of
+// docs, and batches and exports: a batch's lines uploaded as NDJSON with their SHA-256, a job
+// followed to the status it ends in, and a batch's results read line by line.
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import { TwinRegistryError } from "./error.js";
 import { retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
 import type { components, operations, paths } from "./schema.js";
 import { openStream, type NotificationStream, type StreamOptions } from "./stream.js";
+import {
+	BATCH_ENDS,
+	EXPORT_ENDS,
+	follow,
+	ndjson,
+	ndjsonLines,
+	type Batch,
+	type BatchInput,
+	type BatchResult,
+	type Export,
+	type ExportInput,
+	type FollowOptions,
+} from "./jobs.js";
 import { bytesOf, sha256Hex, type DocUpload } from "./upload.js";
 
 export type { components, operations, paths };
@@ -35,6 +49,7 @@ export {
 	type UserTokenOptions,
 } from "./token.js";
 export { sha256Hex, type DocUpload } from "./upload.js";
+export type { Batch, BatchInput, BatchLine, BatchResult, Export, ExportInput, FollowOptions } from "./jobs.js";
 
 export type Twin = components["schemas"]["Twin"];
 export type User = components["schemas"]["User"];
@@ -94,6 +109,19 @@ export type TwinRegistryClient = {
 	// Uploads bytes and attaches them to a twin under a name, with their SHA-256; answers the
 	// doc's record. A refused attach lets go of the upload URL.
 	uploadDoc(upload: DocUpload): Promise<Doc>;
+	// Creates a batch: its lines uploaded as an NDJSON file and created with their SHA-256 (a
+	// refused create lets go of the upload URL), or its twins selected by a rule with the call
+	// made on each. Answers the batch's record.
+	createBatch(input: BatchInput): Promise<Batch>;
+	// The batch's record, read every intervalMs (1000): yielded when its status or progress
+	// changed, to the status it ends in (hash_mismatch, validation_failed, completed,
+	// cancelled), yielded last. The signal stops it, throwing its reason.
+	followBatch(batch: string, options?: FollowOptions): AsyncIterable<Batch>;
+	// Each line of an ended batch's results (its record's results.url), read as it arrives.
+	batchResults(batch: Batch): AsyncIterable<BatchResult>;
+	createExport(body?: ExportInput): Promise<Export>;
+	// An export's record, followed as followBatch follows a batch's, to completed or cancelled.
+	followExport(exportId: string, options?: FollowOptions): AsyncIterable<Export>;
 	// The openapi-fetch client underneath: answers as { data, error, response }, nothing thrown.
 	api: Client<paths>;
 };
@@ -225,6 +253,40 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		});
 	}
 
+	async function createBatch(input: BatchInput): Promise<Batch> {
+		const { operation } = input;
+		const description = input.description === undefined ? {} : { description: input.description };
+		if (input.lines === undefined)
+			return post("/batches", { body: { operation, twins: input.twins, template: input.template, ...description } });
+		const bytes = new TextEncoder().encode(ndjson(input.lines));
+		const hash = await sha256Hex(bytes);
+		return withUpload({ bytes, contentType: "application/x-ndjson" }, (handler) =>
+			post("/batches", { body: { operation, handler, hash, ...description } }),
+		);
+	}
+
+	const followBatch = (batch: string, followOptions?: FollowOptions) =>
+		follow((signal) => get("/batches/{batch}", { params: { path: { batch } }, signal }), BATCH_ENDS, followOptions);
+
+	async function* batchResults(batch: Batch): AsyncGenerator<BatchResult> {
+		if (!batch.results)
+			throw new TypeError(
+				`The batch ${batch.batch} has no results while ${batch.status}: a batch has them once completed or cancelled`,
+			);
+		const response = await bare(new Request(batch.results.url));
+		if (!response.ok) throw await TwinRegistryError.from(response);
+		if (response.body) yield* ndjsonLines(response.body) as AsyncGenerator<BatchResult>;
+	}
+
+	const createExport = (body: ExportInput = {}) => post("/exports", { body });
+
+	const followExport = (exportId: string, followOptions?: FollowOptions) =>
+		follow(
+			(signal) => get("/exports/{export}", { params: { path: { export: exportId } }, signal }),
+			EXPORT_ENDS,
+			followOptions,
+		);
+
 	return {
 		get,
 		post,
@@ -235,6 +297,11 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		queryTimeseries,
 		stream,
 		uploadDoc,
+		createBatch,
+		followBatch,
+		batchResults,
+		createExport,
+		followExport,
 		api,
 	};
 }
