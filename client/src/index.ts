@@ -4,13 +4,27 @@
 // as userTokenCredential's that refreshes a User Token), lists in a query as one comma-separated
 // value (as the document states), answers unwrapped with every refusal thrown as a
 // TwinRegistryError, retries under an Idempotency-Key, the cursors of scan_twins and
-// query_timeseries_table walked as async iterators, live streams, and the upload-then-attach of
-// docs.
+// query_timeseries_table walked as async iterators, live streams, the upload-then-attach of
+// docs, and batches and exports: a batch's lines uploaded as NDJSON with their SHA-256, a job
+// followed to the status it ends in, and a batch's results read line by line.
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from "openapi-fetch";
 import { TwinRegistryError } from "./error.js";
 import { retryingFetch, type Fetch, type RetryOptions } from "./retry.js";
 import type { components, operations, paths } from "./schema.js";
 import { openStream, type NotificationStream, type StreamOptions } from "./stream.js";
+import {
+	BATCH_ENDS,
+	EXPORT_ENDS,
+	follow,
+	ndjson,
+	ndjsonLines,
+	type Batch,
+	type BatchInput,
+	type BatchResult,
+	type Export,
+	type ExportInput,
+	type FollowOptions,
+} from "./jobs.js";
 import { bytesOf, sha256Hex, type DocUpload } from "./upload.js";
 
 export type { components, operations, paths };
@@ -35,6 +49,7 @@ export {
 	type UserTokenOptions,
 } from "./token.js";
 export { sha256Hex, type DocUpload } from "./upload.js";
+export type { Batch, BatchInput, BatchLine, BatchResult, Export, ExportInput, FollowOptions } from "./jobs.js";
 
 export type Twin = components["schemas"]["Twin"];
 export type User = components["schemas"]["User"];
@@ -94,6 +109,19 @@ export type TwinRegistryClient = {
 	// Uploads bytes and attaches them to a twin under a name, with their SHA-256; answers the
 	// doc's record. A refused attach lets go of the upload URL.
 	uploadDoc(upload: DocUpload): Promise<Doc>;
+	// Creates a batch: its lines uploaded as an NDJSON file and created with their SHA-256 (a
+	// refused create lets go of the upload URL), or its twins selected by a rule with the call
+	// made on each. Answers the batch's record.
+	createBatch(input: BatchInput): Promise<Batch>;
+	// The batch's record, read every intervalMs (1000): yielded when its status or progress
+	// changed, to the status it ends in (hash_mismatch, validation_failed, completed,
+	// cancelled), yielded last. The signal stops it, throwing its reason.
+	followBatch(batch: string, options?: FollowOptions): AsyncIterable<Batch>;
+	// Each line of an ended batch's results (its record's results.url), read as it arrives.
+	batchResults(batch: Batch): AsyncIterable<BatchResult>;
+	createExport(body?: ExportInput): Promise<Export>;
+	// An export's record, followed as followBatch follows a batch's, to completed or cancelled.
+	followExport(exportId: string, options?: FollowOptions): AsyncIterable<Export>;
 	// The openapi-fetch client underneath: answers as { data, error, response }, nothing thrown.
 	api: Client<paths>;
 };
@@ -168,23 +196,25 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		return openStream({ baseUrl, fetch: withHeaders, streamToken }, streamOptions);
 	}
 
-	async function uploadDoc(upload: DocUpload): Promise<Doc> {
-		const bytes = await bytesOf(upload.body);
-		const hash = await sha256Hex(bytes);
-		const contentType =
-			upload.contentType ??
-			(upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+	// Upload and download URLs are their own credential: what goes to them carries none.
+	const bare: Fetch = retry ? retryingFetch(send, retry) : send;
+
+	// Bytes to a new upload URL (POST /cache), PUT there with their Content-Length and
+	// Content-Type, then the upload's handler given to `use`, which hands it over (an attach, a
+	// batch). A refusal of the PUT or of `use` lets go of the upload URL.
+	async function withUpload<T>(
+		file: { bytes: Uint8Array; contentType: string; validityTs?: number },
+		use: (handler: string) => Promise<T>,
+	): Promise<T> {
 		const { handler, url } = await post("/cache", {
-			body: upload.validityTs === undefined ? {} : { validity_ts: upload.validityTs },
+			body: file.validityTs === undefined ? {} : { validity_ts: file.validityTs },
 		});
 		try {
-			// The URL is the credential: the PUT carries none.
-			const putFetch = retry ? retryingFetch(send, retry) : send;
-			const put = await putFetch(
+			const put = await bare(
 				new Request(url, {
 					method: "PUT",
-					headers: { "content-type": contentType, "content-length": String(bytes.byteLength) },
-					body: bytes as Uint8Array<ArrayBuffer>,
+					headers: { "content-type": file.contentType, "content-length": String(file.bytes.byteLength) },
+					body: file.bytes as Uint8Array<ArrayBuffer>,
 				}),
 			);
 			if (!put.ok) {
@@ -192,6 +222,23 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 				// The URL already holds its file: a retried PUT whose first answer was lost.
 				if (!error.is("upload_used")) throw error;
 			} else await put.body?.cancel();
+			return await use(handler);
+		} catch (error) {
+			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
+			// the upload may have been handed over, so it is left to expire.
+			if (error instanceof TwinRegistryError)
+				await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
+			throw error;
+		}
+	}
+
+	async function uploadDoc(upload: DocUpload): Promise<Doc> {
+		const bytes = await bytesOf(upload.body);
+		const hash = await sha256Hex(bytes);
+		const contentType =
+			upload.contentType ??
+			(upload.body instanceof Blob && upload.body.type ? upload.body.type : "application/octet-stream");
+		return withUpload({ bytes, contentType, validityTs: upload.validityTs }, async (handler) => {
 			const entry = {
 				handler,
 				hash,
@@ -203,14 +250,42 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 				body: { docs: { [upload.name]: entry } },
 			});
 			return docs[upload.name] as Doc;
-		} catch (error) {
-			// Refused: the upload URL, and any bytes it holds, are let go of. After a network failure
-			// the attach may have happened, so the upload is left to expire.
-			if (error instanceof TwinRegistryError)
-				await remove("/cache/{handler}", { params: { path: { handler } } }).catch(() => {});
-			throw error;
-		}
+		});
 	}
+
+	async function createBatch(input: BatchInput): Promise<Batch> {
+		const { operation } = input;
+		const description = input.description === undefined ? {} : { description: input.description };
+		if (input.lines === undefined)
+			return post("/batches", { body: { operation, twins: input.twins, template: input.template, ...description } });
+		const bytes = new TextEncoder().encode(ndjson(input.lines));
+		const hash = await sha256Hex(bytes);
+		return withUpload({ bytes, contentType: "application/x-ndjson" }, (handler) =>
+			post("/batches", { body: { operation, handler, hash, ...description } }),
+		);
+	}
+
+	const followBatch = (batch: string, followOptions?: FollowOptions) =>
+		follow((signal) => get("/batches/{batch}", { params: { path: { batch } }, signal }), BATCH_ENDS, followOptions);
+
+	async function* batchResults(batch: Batch): AsyncGenerator<BatchResult> {
+		if (!batch.results)
+			throw new TypeError(
+				`The batch ${batch.batch} has no results while ${batch.status}: a batch has them once completed or cancelled`,
+			);
+		const response = await bare(new Request(batch.results.url));
+		if (!response.ok) throw await TwinRegistryError.from(response);
+		if (response.body) yield* ndjsonLines(response.body) as AsyncGenerator<BatchResult>;
+	}
+
+	const createExport = (body: ExportInput = {}) => post("/exports", { body });
+
+	const followExport = (exportId: string, followOptions?: FollowOptions) =>
+		follow(
+			(signal) => get("/exports/{export}", { params: { path: { export: exportId } }, signal }),
+			EXPORT_ENDS,
+			followOptions,
+		);
 
 	return {
 		get,
@@ -222,6 +297,11 @@ export function createClient(options: ClientOptions): TwinRegistryClient {
 		queryTimeseries,
 		stream,
 		uploadDoc,
+		createBatch,
+		followBatch,
+		batchResults,
+		createExport,
+		followExport,
 		api,
 	};
 }

@@ -2071,6 +2071,288 @@ export interface paths {
         patch: operations["update_twin_doc"];
         trace?: never;
     };
+    "/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's batches, newest first
+         * @description The caller's batches (the administrator's: every user's), newest first, optionally of some statuses; a page may hold fewer than count while cursor is not null.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_batches`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400104 (400): The cursor is invalid or expired
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_batches"];
+        put?: never;
+        /**
+         * Run one write operation once per line of an uploaded NDJSON file, or per twin a rule selects
+         * @description Makes a batch: the NDJSON file uploaded at `handler` (taken over), each line one call of `operation`, or `twins.match` selecting the twins the caller sees with `template` applied to each. The batch runs in steps as its creator would call each line; get_batch follows its progress.
+         *
+         *     **Who may call it:** A user whose role's statement allows `create_batch`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404171 (404): No such upload handler, upload URL or download URL
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409171 (409): The upload URL has received no file yet
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 409231 (409): The account has its limit of batches and exports not yet ended (MAX_ACTIVE_BATCHES)
+         *     - 409233 (409): The account keeps its limit of batches and exports (MAX_BATCHES)
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        post: operations["create_batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batches/{batch}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A batch: its status, progress, errors, and a fresh URL to its results once it has ended
+         * @description A batch of the caller (the administrator's: any): status and progress; the first validation errors; once completed or cancelled, a results URL valid until validity_ts (an hour by default, at most 7 days, never past the batch's expires_ts).
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_batch`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_batch"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a batch that has ended, with its input and results
+         * @description Deletes a batch that has ended: from then on it is absent everywhere, its URLs answer 404171, and its input, results and rows are removed in the background.
+         *
+         *     **Who may call it:** A user whose role's statement allows `delete_batch`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 409232 (409): The job's state forbids it: only a running job is cancelled, only an ended one deleted
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_batch"];
+        options?: never;
+        head?: never;
+        /**
+         * Cancel a batch: it stops between two lines
+         * @description Cancels a batch that has not ended (body exactly {"status": "cancel"}): the line running finishes, lines done stay done, and results of the lines run are written.
+         *
+         *     **Who may call it:** A user whose role's statement allows `update_batch`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 409232 (409): The job's state forbids it: only a running job is cancelled, only an ended one deleted
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        patch: operations["update_batch"];
+        trace?: never;
+    };
+    "/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's exports, newest first
+         * @description The caller's exports (the administrator's: every user's), newest first, optionally of some statuses; a page may hold fewer than count while cursor is not null.
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_exports`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400104 (400): The cursor is invalid or expired
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_exports"];
+        put?: never;
+        /**
+         * Write what the caller sees of the account's twins, identities, ledgers and index rows to files
+         * @description Makes an export: the account's twins the caller sees (those passing `match`), with the identities and ledger entries on them it sees, and with `indexes` every current row of the account's Indexes tables, as gzip NDJSON files; get_export gives their URLs once it has completed.
+         *
+         *     **Who may call it:** A user whose role's statement allows `create_export`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 403102 (403): The role would allow actions the caller is not allowed
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 409231 (409): The account has its limit of batches and exports not yet ended (MAX_ACTIVE_BATCHES)
+         *     - 409233 (409): The account keeps its limit of batches and exports (MAX_BATCHES)
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        post: operations["create_export"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/{export}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An export: its status, progress, and fresh URLs to its files once it has completed
+         * @description An export of the caller (the administrator's: any): status and progress; once completed, a URL per file valid until validity_ts (an hour by default, at most 7 days, never past the export's expires_ts).
+         *
+         *     **Who may call it:** A user whose role's statement allows `get_export`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["get_export"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an export that has ended, with its files
+         * @description Deletes an export that has ended: from then on it is absent everywhere, its URLs answer 404171, and its files are removed in the background.
+         *
+         *     **Who may call it:** A user whose role's statement allows `delete_export`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 409232 (409): The job's state forbids it: only a running job is cancelled, only an ended one deleted
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        delete: operations["delete_export"];
+        options?: never;
+        head?: never;
+        /**
+         * Cancel an export: it stops and keeps no file
+         * @description Cancels an export that has not ended (body exactly {"status": "cancel"}): a cancelled export keeps no file.
+         *
+         *     **Who may call it:** A user whose role's statement allows `update_export`, with its User Secret or a User Token in `Authorization`.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 400102 (400): The request body is not valid JSON
+         *     - 401101 (401): No credential was given
+         *     - 401102 (401): The credential is not valid
+         *     - 401103 (401): The credential has expired
+         *     - 403101 (403): The role does not allow this operation
+         *     - 404102 (404): No such resource
+         *     - 409107 (409): A request with the same Idempotency-Key is still being processed; retry later
+         *     - 409211 (409): The account keeps its limit of answers to Idempotency-Key requests; nothing was done
+         *     - 409232 (409): The job's state forbids it: only a running job is cancelled, only an ended one deleted
+         *     - 413101 (413): The request body is larger than 64 KiB
+         *     - 422101 (422): The Idempotency-Key was used with another request (method, path, content type, If-Match or body)
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        patch: operations["update_export"];
+        trace?: never;
+    };
+    "/files/{account}/{handler}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The GET of a job file's URL: a batch's results or an export's file, whole or one range
+         * @description The GET of a URL that get_batch or get_export answered: the file's bytes, whole or one Range, as an attachment. HEAD answers the same headers without the bytes.
+         *
+         *     **Who may call it:** Anyone holding the URL (an upload or download URL); no credential or statement.
+         *
+         *     **Refusals:**
+         *     - 400101 (400): The request is invalid
+         *     - 404171 (404): No such upload handler, upload URL or download URL
+         *     - 416171 (416): The range cannot be satisfied
+         *     - 429101 (429): Too many attempts from this address; try again in a minute
+         *     - 500101 (500): Internal error
+         */
+        get: operations["download_file"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/download/{account}/{handler}": {
         parameters: {
             query?: never;
@@ -2715,7 +2997,7 @@ export interface components {
              * @description The catalogue's stable name of the subcode (not_found, escalation, ...)
              * @enum {string}
              */
-            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "bucket_too_large" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "shards_invalid" | "timeseries_pending" | "bucket_moving" | "provider_keys_unreachable";
+            code: "validation" | "malformed_json" | "twin_terminated" | "invalid_cursor" | "subscription_expired" | "ledger_too_large" | "hash_mismatch" | "bucket_too_large" | "missing_credential" | "unknown_credential" | "expired_credential" | "untrusted_token" | "unverifiable_token" | "id_token_expired" | "id_token_early" | "id_token_subject" | "subject_not_linked" | "operation_forbidden" | "escalation" | "not_owner" | "topic_not_granted" | "credential_forbidden" | "route_not_found" | "not_found" | "pin_not_found" | "upload_not_found" | "method_not_allowed" | "conflict" | "condition_failed" | "role_limit" | "user_limit" | "subscription_limit" | "subscription_failed" | "idempotency_in_flight" | "grantee_limit" | "twin_limit" | "upload_empty" | "upload_used" | "upload_in_progress" | "doc_bytes_limit" | "upload_limit" | "twin_doc_limit" | "stream_limit" | "sticker_limit" | "idempotency_quota" | "active_jobs_limit" | "job_state" | "jobs_limit" | "identity_provider_limit" | "length_required" | "precondition_failed" | "body_too_large" | "upload_too_large" | "unsupported_patch_format" | "range_unsatisfiable" | "idempotency_mismatch" | "rate_limited" | "internal" | "webhooks_unconfigured" | "tokens_unconfigured" | "shards_invalid" | "timeseries_pending" | "bucket_moving" | "provider_keys_unreachable";
             /** @description The request id, as in the x-request-id header */
             trace: string;
             description: string;
@@ -2846,6 +3128,86 @@ export interface components {
                 number,
                 number
             ] | components["schemas"]["DocTree"];
+        };
+        Batch: {
+            /** Format: uuid */
+            batch: string;
+            status: string;
+            operation: string;
+            /** Format: uuid */
+            user: string;
+            hash: string | null;
+            description?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            twins?: {
+                match: string;
+            };
+            template?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** @description Seconds since the Unix epoch, three decimals */
+            created_ts: number;
+            /** @description Seconds since the Unix epoch, three decimals */
+            updated_ts: number;
+            expires_ts: number | null;
+            progress: {
+                lines: number | null;
+                done: number;
+                succeeded: number;
+                failed: number;
+            };
+            errors?: {
+                line: number;
+                path: string;
+                message: string;
+            }[];
+            results?: {
+                url: string;
+                /** @description Seconds since the Unix epoch, three decimals */
+                validity_ts: number;
+            };
+            /** @description The service stopped the job: the refusal its creator would now get */
+            stopped?: {
+                subcode: number;
+                description: string;
+            };
+        };
+        Export: {
+            /** Format: uuid */
+            export: string;
+            status: string;
+            /** Format: uuid */
+            user: string;
+            contents: string[];
+            match: string | null;
+            description?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** @description Seconds since the Unix epoch, three decimals */
+            created_ts: number;
+            /** @description Seconds since the Unix epoch, three decimals */
+            updated_ts: number;
+            expires_ts: number | null;
+            progress: {
+                twins: number | null;
+                scanned: number;
+                exported: number;
+            };
+            files?: {
+                [key: string]: {
+                    url: string;
+                    /** @description Seconds since the Unix epoch, three decimals */
+                    validity_ts: number;
+                    lines: number;
+                    bytes: number;
+                };
+            };
+            /** @description The service stopped the job: the refusal its creator would now get */
+            stopped?: {
+                subcode: number;
+                description: string;
+            };
         };
         Subscription: {
             /** Format: uuid */
@@ -7640,7 +8002,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "create_batch" | "get_batches" | "get_batch" | "update_batch" | "delete_batch" | "create_export" | "get_exports" | "get_export" | "update_export" | "delete_export" | "download_file" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -7962,7 +8324,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect: "allow" | "deny";
-                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
+                        actions: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "create_batch" | "get_batches" | "get_batch" | "update_batch" | "delete_batch" | "create_export" | "get_exports" | "get_export" | "update_export" | "delete_export" | "download_file" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
                 /**
@@ -7988,7 +8350,7 @@ export interface operations {
                     statement?: {
                         /** @enum {string} */
                         effect?: "allow" | "deny";
-                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_batches" | "create_batch" | "get_batch" | "delete_batch" | "update_batch" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
+                        actions?: ("who_am_i" | "get_account" | "update_account" | "trace" | "create_user_token" | "refresh_user_token" | "exchange_user_token" | "issue_user_token" | "create_identity_provider" | "get_identity_providers" | "get_identity_provider" | "update_identity_provider" | "delete_identity_provider" | "create_user_external_id" | "get_user_external_ids" | "delete_user_external_id" | "create_user" | "get_users" | "get_user" | "update_user" | "delete_user" | "create_user_secret_pin" | "create_user_secret" | "get_user_secret" | "update_user_secret" | "delete_user_secret" | "create_user_role" | "get_user_roles" | "get_user_role" | "update_user_role" | "delete_user_role" | "create_twin" | "scan_twins" | "get_twin" | "update_twin" | "terminate_twin" | "create_twin_identity" | "get_twin_identities" | "get_twin_identity" | "update_twin_identity" | "delete_twin_identity" | "resolve_twin_identity" | "add_twin_ledger_entry" | "get_twin_ledger_entry" | "update_twin_ledger_entry" | "delete_twin_ledger_entry" | "get_twin_ledger_entry_value" | "update_twin_ledger_entry_value" | "get_twin_ledger_entry_history" | "create_upload_url" | "invalidate_upload_url" | "upload_to_cache" | "attach_twin_doc" | "get_twin_docs" | "delete_twin_docs" | "get_twin_doc" | "update_twin_doc" | "delete_twin_doc" | "download_doc" | "create_indexes_table" | "get_indexes_tables" | "get_indexes_table" | "update_indexes_table" | "delete_indexes_table" | "truncate_indexes_table" | "query_indexes_table" | "create_timeseries_table" | "get_timeseries_tables" | "get_timeseries_table" | "update_timeseries_table" | "delete_timeseries_table" | "truncate_timeseries_table" | "query_timeseries_table" | "create_batch" | "get_batches" | "get_batch" | "update_batch" | "delete_batch" | "create_export" | "get_exports" | "get_export" | "update_export" | "delete_export" | "download_file" | "webhook_subscribe" | "confirm_a_webhook_subscription" | "webhook_refresh_subscription" | "webhook_unsubscribe" | "get_webhook_subscriptions" | "get_webhook_subscription" | "get_webhook_deliveries" | "resend_webhook_confirmation" | "delete_webhook_subscription" | "update_notifications_account_access" | "get_notifications_access" | "stream_notifications" | "create_stream_token" | "put_sticker" | "get_sticker" | "get_stickers" | "remove_sticker" | "list_stickers" | "get_log" | "get_account_usage" | "get_user_usage" | "create_account" | "get_shards" | "create_shard_move" | "get_shard_move" | "delete_shard_move" | "get_databases" | "get_database" | "update_database" | "get_database_access" | "update_database_user_access" | "update_database_ip_access" | "webhook_confirm_subscription")[] | null;
                     };
                 };
             };
@@ -12074,6 +12436,1178 @@ export interface operations {
             };
             /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_batches: {
+        parameters: {
+            query?: {
+                status?: ("new" | "copying" | "copied" | "hash_mismatch" | "validating" | "validation_failed" | "processing" | "processed" | "writing_results" | "completed" | "cancel" | "cancelling" | "cancelled")[];
+                count?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        cursor: string | null;
+                        batches: {
+                            [key: string]: {
+                                status: string;
+                                operation: string;
+                                /** Format: uuid */
+                                user: string;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                updated_ts: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400104: The cursor is invalid or expired */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_batch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operation": "create_twin",
+                 *       "handler": "018f4c5e-8a3b-8c1d-9e2f-3a4b5c6d7e8f"
+                 *     }
+                 */
+                "application/json": {
+                    operation: string;
+                    /** Format: uuid */
+                    handler?: string;
+                    hash?: string;
+                    twins?: {
+                        match: string;
+                    };
+                    template?: {
+                        params?: {
+                            [key: string]: components["schemas"]["JsonValue"];
+                        };
+                        query?: {
+                            [key: string]: components["schemas"]["JsonValue"];
+                        };
+                        body?: components["schemas"]["JsonValue"];
+                    };
+                    description?: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404171: No such upload handler, upload URL or download URL */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409171: The upload URL has received no file yet; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done; 409231: The account has its limit of batches and exports not yet ended (MAX_ACTIVE_BATCHES); 409233: The account keeps its limit of batches and exports (MAX_BATCHES) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_batch: {
+        parameters: {
+            query?: {
+                validity_ts?: number;
+            };
+            header?: never;
+            path: {
+                batch: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_batch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                batch: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409232: The job's state forbids it: only a running job is cancelled, only an ended one deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_batch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                batch: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "cancel"
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    status: "cancel";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done; 409232: The job's state forbids it: only a running job is cancelled, only an ended one deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_exports: {
+        parameters: {
+            query?: {
+                status?: ("new" | "processing" | "writing_results" | "completed" | "cancel" | "cancelling" | "cancelled")[];
+                count?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        cursor: string | null;
+                        exports: {
+                            [key: string]: {
+                                status: string;
+                                contents: string[];
+                                /** Format: uuid */
+                                user: string;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                created_ts: number;
+                                /** @description Seconds since the Unix epoch, three decimals */
+                                updated_ts: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description 400101: The request is invalid; 400104: The cursor is invalid or expired */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_export: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "contents": [
+                 *         "twins",
+                 *         "ledgers"
+                 *       ],
+                 *       "match": "TWIN.site == 'north'"
+                 *     }
+                 */
+                "application/json": {
+                    contents?: ("twins" | "identities" | "ledgers" | "indexes")[];
+                    match?: string;
+                    description?: {
+                        [key: string]: components["schemas"]["JsonValue"];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation; 403102: The role would allow actions the caller is not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done; 409231: The account has its limit of batches and exports not yet ended (MAX_ACTIVE_BATCHES); 409233: The account keeps its limit of batches and exports (MAX_BATCHES) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_export: {
+        parameters: {
+            query?: {
+                validity_ts?: number;
+            };
+            header?: never;
+            path: {
+                export: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                export: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409232: The job's state forbids it: only a running job is cancelled, only an ended one deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_export: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same request within 24 hours, replays the first answer (`idempotent-replayed: true`) instead of running it again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                export: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "cancel"
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    status: "cancel";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description 400101: The request is invalid; 400102: The request body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 401101: No credential was given; 401102: The credential is not valid; 401103: The credential has expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 403101: The role does not allow this operation */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404102: No such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 409107: A request with the same Idempotency-Key is still being processed; retry later; 409211: The account keeps its limit of answers to Idempotency-Key requests; nothing was done; 409232: The job's state forbids it: only a running job is cancelled, only an ended one deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 413101: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 422101: The Idempotency-Key was used with another request (method, path, content type, If-Match or body) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 429101: Too many attempts from this address; try again in a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 500101: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    download_file: {
+        parameters: {
+            query?: never;
+            header?: {
+                range?: string;
+            };
+            path: {
+                account: string;
+                handler: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description 400101: The request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 404101: No such route; 404171: No such upload handler, upload URL or download URL */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 405101: Method not allowed on this path */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description 416171: The range cannot be satisfied */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };

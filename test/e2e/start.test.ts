@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, TwinRegistryError } from "../../client/src/index";
+import { type Batch, type BatchResult, createClient, type Twin, TwinRegistryError } from "../../client/src/index";
 import { portFrom } from "../../scripts/test/dev-server.mjs";
 
 // The README's promise: `npm start`, then `npm run bootstrap`, gives a secret that works on
@@ -207,5 +207,52 @@ describe("npm start and npm run bootstrap", () => {
 			})
 			.catch((error: unknown) => error);
 		expect(refusal).toMatchObject({ status: 400, subcode: 400101, details: [{ path: "fill" }] });
+	}, 60_000);
+
+	// A batch through the typed client: its lines uploaded as NDJSON with their SHA-256, the job
+	// followed to its end as the service runs it in the background, and its results read back.
+	it("runs a file batch the typed client created, followed and read the results of", async () => {
+		const client = createClient({ baseUrl: URL_BASE, credential: created.secret });
+		const sites = ["batch-north", "batch-south", "batch-east"];
+		const made = await client.createBatch({
+			operation: "create_twin",
+			lines: sites.map((site) => ({ body: { description: { site } } })),
+			description: { purpose: "e2e" },
+		});
+		expect(made).toMatchObject({ operation: "create_twin", description: { purpose: "e2e" } });
+		expect(made.hash).toMatch(/^[0-9a-f]{64}$/);
+
+		const seen: Batch[] = [];
+		for await (const batch of client.followBatch(made.batch, {
+			intervalMs: 250,
+			signal: AbortSignal.timeout(50_000),
+		}))
+			seen.push(batch);
+		const done = seen.at(-1)!;
+		expect(done).toMatchObject({
+			batch: made.batch,
+			status: "completed",
+			progress: { lines: 3, done: 3, succeeded: 3, failed: 0 },
+		});
+		expect(done.results?.url).toMatch(/^http/);
+		// Each record yielded differs from the one before it in status or progress.
+		for (const [i, batch] of seen.entries())
+			if (i > 0) expect([batch.status, batch.progress]).not.toEqual([seen[i - 1].status, seen[i - 1].progress]);
+
+		const results: BatchResult[] = [];
+		for await (const result of client.batchResults(done)) results.push(result);
+		expect(results.map(({ line, status }) => [line, status])).toEqual([
+			[1, 201],
+			[2, 201],
+			[3, 201],
+		]);
+		const twins = results.map(({ body }) => body as Twin);
+		expect(twins.map((twin) => twin.description)).toEqual(sites.map((site) => ({ site })));
+		for (const [i, twin] of twins.entries())
+			expect(await client.get("/twins/{twin}", { params: { path: { twin: twin.uuid } } })).toMatchObject({
+				uuid: twin.uuid,
+				status: "alive",
+				description: { site: sites[i] },
+			});
 	}, 60_000);
 });

@@ -543,3 +543,341 @@ describe("uploadDoc", () => {
 		expect(sent[1].request.headers.get("content-type")).toBe("application/octet-stream");
 	});
 });
+
+// A batch's record as get_batch answers it, at a status and progress.
+const BATCH = "0190a3b4-1c2d-8e3f-9a4b-5c6d7e8f9a0b";
+function batchRecord(status: string, done = 0, extra: Record<string, unknown> = {}) {
+	return {
+		batch: BATCH,
+		status,
+		operation: "create_twin",
+		user: HANDLER,
+		hash: "ab".repeat(32),
+		created_ts: 1,
+		updated_ts: 1 + done,
+		expires_ts: null,
+		progress: { lines: 3, done, succeeded: done, failed: 0 },
+		...extra,
+	};
+}
+
+describe("createBatch", () => {
+	const lines = [
+		{ body: { description: { site: "north" } } },
+		{ query: { details: true }, body: { description: { site: "süd" } } },
+	];
+	const text = `${JSON.stringify(lines[0])}\n${JSON.stringify(lines[1])}\n`;
+
+	it("uploads the lines as NDJSON without the credential, then creates the batch with their SHA-256", async () => {
+		const url = `${BASE}/cache/acct/${HANDLER}?token=abc`;
+		const created = batchRecord("new");
+		const { sent, fetch } = scripted(
+			json({ handler: HANDLER, url, validity_ts: 1 }, 201),
+			json({ handler: HANDLER, size: 0, hash: "" }),
+			json(created, 201),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const batch = await registry.createBatch({
+			operation: "create_twin",
+			lines,
+			description: { purpose: "onboarding" },
+		});
+		expect(batch).toEqual(created);
+		const [cache, put, create] = sent;
+		expect([cache.request.method, cache.request.url, cache.request.headers.get("authorization"), cache.body]).toEqual([
+			"POST",
+			`${BASE}/cache`,
+			"secret",
+			"{}",
+		]);
+		expect([
+			put.request.method,
+			put.request.url,
+			put.request.headers.get("authorization"),
+			put.request.headers.get("content-type"),
+			put.request.headers.get("content-length"),
+			put.body,
+		]).toEqual(["PUT", url, null, "application/x-ndjson", String(new TextEncoder().encode(text).length), text]);
+		expect([create.request.method, create.request.url, create.request.headers.get("authorization")]).toEqual([
+			"POST",
+			`${BASE}/batches`,
+			"secret",
+		]);
+		expect(JSON.parse(create.body)).toEqual({
+			operation: "create_twin",
+			handler: HANDLER,
+			hash: await sha256Hex(new TextEncoder().encode(text)),
+			description: { purpose: "onboarding" },
+		});
+	});
+
+	it("takes NDJSON text as it is", async () => {
+		const own = '{"body":{}}\n{"body":{"description":{"a":1}}}';
+		const { sent, fetch } = scripted(
+			json({ handler: HANDLER, url: `${BASE}/cache/a/${HANDLER}?token=t`, validity_ts: 1 }, 201),
+			json({ handler: HANDLER }),
+			json(batchRecord("new"), 201),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		await registry.createBatch({ operation: "create_twin", lines: own });
+		expect(sent[1].body).toBe(own);
+		expect(JSON.parse(sent[2].body)).toEqual({
+			operation: "create_twin",
+			handler: HANDLER,
+			hash: await sha256Hex(new TextEncoder().encode(own)),
+		});
+	});
+
+	it("creates a batch of the twins a rule selects in one request, with no upload", async () => {
+		const created = batchRecord("new", 0, {
+			operation: "update_twin",
+			hash: null,
+			twins: { match: "TWIN.site == 'north'" },
+		});
+		const { sent, fetch } = scripted(json(created, 201));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const batch = await registry.createBatch({
+			operation: "update_twin",
+			twins: { match: "TWIN.site == 'north'" },
+			template: { body: { description: { checked: true } } },
+		});
+		expect(batch).toEqual(created);
+		expect(sent.map(({ request }) => [request.method, request.url])).toEqual([["POST", `${BASE}/batches`]]);
+		expect(JSON.parse(sent[0].body)).toEqual({
+			operation: "update_twin",
+			twins: { match: "TWIN.site == 'north'" },
+			template: { body: { description: { checked: true } } },
+		});
+	});
+
+	it("throws a refused create as a TwinRegistryError and lets go of the upload URL", async () => {
+		const { sent, fetch } = scripted(
+			json({ handler: HANDLER, url: `${BASE}/cache/a/${HANDLER}?token=t`, validity_ts: 1 }, 201),
+			json({ handler: HANDLER }),
+			json(envelope("active_jobs_limit"), 409),
+			json({ handler: HANDLER }),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const error = await registry.createBatch({ operation: "create_twin", lines }).catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(TwinRegistryError);
+		expect(error).toMatchObject({ status: 409, subcode: 409231, code: "active_jobs_limit" });
+		expect([sent[3].request.method, sent[3].request.url]).toEqual(["DELETE", `${BASE}/cache/${HANDLER}`]);
+	});
+
+	it("takes either lines or twins with a template, not both", () => {
+		const registry = createClient({ baseUrl: BASE, fetch: scripted().fetch });
+		const both = { operation: "create_twin", lines, twins: { match: "true" }, template: {} };
+		// @ts-expect-error a batch is of a file or of a selection
+		void (() => registry.createBatch(both));
+		// @ts-expect-error a selection needs its template
+		void (() => registry.createBatch({ operation: "update_twin", twins: { match: "true" } }));
+	});
+});
+
+describe("followBatch", () => {
+	const PATH = `${BASE}/batches/${BATCH}`;
+
+	it("reads the record until it ends, yielding it when its status or progress changed, the last one too", async () => {
+		const { sent, fetch } = scripted(
+			json(batchRecord("new")),
+			json(batchRecord("processing", 1)),
+			json(batchRecord("processing", 1)),
+			json(batchRecord("processing", 2)),
+			json(batchRecord("completed", 3, { results: { url: `${BASE}/files/a/h`, validity_ts: 9 } })),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const seen = [];
+		for await (const batch of registry.followBatch(BATCH, { intervalMs: 0 }))
+			seen.push([batch.status, batch.progress.done]);
+		expect(seen).toEqual([
+			["new", 0],
+			["processing", 1],
+			["processing", 2],
+			["completed", 3],
+		]);
+		expect(sent.map(({ request }) => [request.method, request.url, request.headers.get("authorization")])).toEqual(
+			Array(5).fill(["GET", PATH, "secret"]),
+		);
+	});
+
+	it.each(["hash_mismatch", "validation_failed", "cancelled"])("ends at %s", async (status) => {
+		const { sent, fetch } = scripted(json(batchRecord(status)));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const seen = [];
+		for await (const batch of registry.followBatch(BATCH, { intervalMs: 0 })) seen.push(batch.status);
+		expect([seen, sent.length]).toEqual([[status], 1]);
+	});
+
+	it("stops when the signal aborts, while it waits, throwing the signal's reason", async () => {
+		const { sent, fetch } = scripted(json(batchRecord("processing", 1)));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const controller = new AbortController();
+		const follow = registry
+			.followBatch(BATCH, { intervalMs: 60_000, signal: controller.signal })
+			[Symbol.asyncIterator]();
+		expect((await follow.next()).value).toMatchObject({ status: "processing" });
+		const next = follow.next();
+		controller.abort(new Error("enough"));
+		await expect(next).rejects.toThrow("enough");
+		expect(sent).toHaveLength(1);
+	});
+
+	it("reads nothing under a signal already aborted", async () => {
+		const { sent, fetch } = scripted();
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const walk = async () => {
+			for await (const _ of registry.followBatch(BATCH, { signal: AbortSignal.abort() }));
+		};
+		await expect(walk()).rejects.toMatchObject({ name: "AbortError" });
+		expect(sent).toEqual([]);
+	});
+
+	it("throws a refused read as a TwinRegistryError", async () => {
+		const { fetch } = scripted(json(batchRecord("processing")), json(envelope("not_found"), 404));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const walk = async () => {
+			for await (const _ of registry.followBatch(BATCH, { intervalMs: 0 }));
+		};
+		const error = await walk().catch((e: unknown) => e);
+		expect(error).toBeInstanceOf(TwinRegistryError);
+		expect(error).toMatchObject({ status: 404, subcode: 404102 });
+	});
+});
+
+describe("batchResults", () => {
+	const url = `${BASE}/files/acct/handler-1`;
+	const ended = batchRecord("completed", 3, { results: { url, validity_ts: 9 } });
+	const results = [
+		{ line: 1, status: 201, body: { uuid: TWIN, description: { site: "süd" } } },
+		{ line: 2, twin: TWIN, status: 404, subcode: 404102, body: { subcode: 404102, code: "not_found" } },
+		{ line: 3, status: 201, body: null },
+	];
+	// The bytes in chunks cut anywhere: inside a line, inside a character, at a line's end.
+	function chunked(bytes: Uint8Array, cuts: number[], onCancel?: () => void) {
+		let at = 0;
+		return new ReadableStream<Uint8Array>({
+			pull(controller) {
+				const end = cuts.shift() ?? bytes.length;
+				controller.enqueue(bytes.slice(at, end));
+				at = end;
+				if (at >= bytes.length) controller.close();
+			},
+			cancel: onCancel,
+		});
+	}
+
+	it("downloads the results URL without the credential and parses each line, across chunk boundaries", async () => {
+		const bytes = new TextEncoder().encode(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
+		const umlaut = bytes.indexOf(0xc3);
+		const second = bytes.indexOf(0x0a) + 1;
+		const { sent, fetch } = scripted(
+			new Response(chunked(bytes, [5, umlaut + 1, second, second + 10]), {
+				headers: { "content-type": "application/x-ndjson" },
+			}),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const read = [];
+		for await (const result of registry.batchResults(ended)) read.push(result);
+		expect(read).toEqual(results);
+		expect(sent.map(({ request }) => [request.method, request.url, request.headers.get("authorization")])).toEqual([
+			["GET", url, null],
+		]);
+	});
+
+	it("reads a last line without its newline, and cancels the body when the loop stops early", async () => {
+		const last = new TextEncoder().encode(results.map((r) => JSON.stringify(r)).join("\n"));
+		const whole = scripted(new Response(chunked(last, [3])));
+		const read = [];
+		for await (const result of createClient({ baseUrl: BASE, fetch: whole.fetch }).batchResults(ended))
+			read.push(result);
+		expect(read).toEqual(results);
+
+		let cancelled = false;
+		const bytes = new TextEncoder().encode(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
+		const early = scripted(
+			new Response(
+				chunked(bytes, [bytes.indexOf(0x0a) + 1], () => {
+					cancelled = true;
+				}),
+			),
+		);
+		const first = [];
+		for await (const result of createClient({ baseUrl: BASE, fetch: early.fetch }).batchResults(ended)) {
+			first.push(result.line);
+			break;
+		}
+		expect([first, cancelled]).toEqual([[1], true]);
+	});
+
+	it("throws a refused download as a TwinRegistryError, and a batch without results before any request", async () => {
+		const { sent, fetch } = scripted(json(envelope("upload_not_found"), 404));
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const walk = async (batch: typeof ended) => {
+			for await (const _ of registry.batchResults(batch));
+		};
+		const refused = await walk(ended).catch((e: unknown) => e);
+		expect(refused).toBeInstanceOf(TwinRegistryError);
+		expect(refused).toMatchObject({ status: 404, subcode: 404171 });
+		await expect(walk(batchRecord("validation_failed"))).rejects.toThrow(/no results while validation_failed/);
+		expect(sent).toHaveLength(1);
+	});
+});
+
+describe("followExport", () => {
+	const EXPORT = "0190a3b4-1c2d-8e3f-9a4b-5c6d7e8f9a0c";
+	function exportRecord(status: string, scanned = 0, extra: Record<string, unknown> = {}) {
+		return {
+			export: EXPORT,
+			status,
+			user: HANDLER,
+			contents: ["twins"],
+			match: null,
+			created_ts: 1,
+			updated_ts: 1 + scanned,
+			expires_ts: null,
+			progress: { twins: 2, scanned, exported: scanned },
+			...extra,
+		};
+	}
+
+	it("creates an export and follows it to completed, yielding each change", async () => {
+		const files = { twins: { url: `${BASE}/files/a/t`, validity_ts: 9, lines: 2, bytes: 90 } };
+		const { sent, fetch } = scripted(
+			json(exportRecord("new"), 201),
+			json(exportRecord("new")),
+			json(exportRecord("processing", 1)),
+			json(exportRecord("completed", 2, { files })),
+		);
+		const registry = createClient({ baseUrl: BASE, credential: "secret", fetch });
+		const created = await registry.createExport({ contents: ["twins"], match: "TWIN.site == 'north'" });
+		const seen = [];
+		for await (const found of registry.followExport(created.export, { intervalMs: 0 }))
+			seen.push([found.status, found.progress.scanned]);
+		expect(seen).toEqual([
+			["new", 0],
+			["processing", 1],
+			["completed", 2],
+		]);
+		expect(sent.map(({ request }) => [request.method, request.url])).toEqual([
+			["POST", `${BASE}/exports`],
+			...Array(3).fill(["GET", `${BASE}/exports/${EXPORT}`]),
+		]);
+		expect(JSON.parse(sent[0].body)).toEqual({ contents: ["twins"], match: "TWIN.site == 'north'" });
+	});
+
+	it("ends at cancelled, and throws a refused read as a TwinRegistryError", async () => {
+		const cancelled = scripted(json(exportRecord("cancelling")), json(exportRecord("cancelled")));
+		const seen = [];
+		for await (const found of createClient({ baseUrl: BASE, fetch: cancelled.fetch }).followExport(EXPORT, {
+			intervalMs: 0,
+		}))
+			seen.push(found.status);
+		expect(seen).toEqual(["cancelling", "cancelled"]);
+
+		const refused = scripted(json(envelope("not_found"), 404));
+		const walk = async () => {
+			for await (const _ of createClient({ baseUrl: BASE, fetch: refused.fetch }).followExport(EXPORT));
+		};
+		await expect(walk()).rejects.toBeInstanceOf(TwinRegistryError);
+	});
+});
