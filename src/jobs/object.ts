@@ -175,7 +175,7 @@ export class JobObject {
 		if (!state) return undefined;
 		try {
 			if (state.status === "deleting") {
-				const more = await cleanupStep(this.env, state.spec);
+				const more = await cleanupStep(this.env, state.spec, state.rowSeen);
 				if (more) return now();
 				// Nothing of the job is left but its own storage, which the alarm deletes last.
 				this.forgotten = true;
