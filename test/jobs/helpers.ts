@@ -64,18 +64,23 @@ async function hold(job: string) {
 
 // Every job the account makes from now on (until the test ends) is held as its object starts,
 // before its row is written: none of its steps runs but those the test runs with `stepJob`.
-export async function holdJobs(account: string) {
+// Answers the uuids of the jobs started, in order (a create that failed after starting its job's
+// object included).
+export async function holdJobs(account: string): Promise<string[]> {
 	const real = env.BATCHES;
+	const started: string[] = [];
 	await objectEnv(account, {
 		BATCHES: {
 			getByName: (name: string) => ({
 				start: async (spec: JobSpec) => {
 					await real.getByName(name).start(spec);
 					await hold(name);
+					started.push(name);
 				},
 			}),
 		},
 	});
+	return started;
 }
 
 // One step of the job, as its alarm runs it when due: answers whether an alarm was set.
