@@ -2,10 +2,10 @@
 // creator, the account's administrator sees every one, and any other batch (another user's,
 // another account's, a path that is no uuid) answers exactly as an absent one.
 import { describe, expect, it } from "vitest";
-import { type Account, bootstrap, member, role } from "../support/accounts";
+import { bootstrap } from "../support/accounts";
 import { call, expectError, fingerprint } from "../support/requests";
 import { idOf } from "../support/shards";
-import { fileBatch, holdJobs, jobEnv, resultsOf, runJob, uploadedText } from "./helpers";
+import { fileBatch, holdJobs, jobEnv, plainUser, resultsOf, runJob, uploadedText } from "./helpers";
 
 const seconds = () => Date.now() / 1000;
 
@@ -52,14 +52,6 @@ async function listAll(secret: string, query: string) {
 // Newest first: created_ts, then uuid, both descending.
 const newestFirst = (a: [string, any], b: [string, any]) =>
 	b[1].created_ts - a[1].created_ts || (b[0] < a[0] ? -1 : b[0] > a[0] ? 1 : 0);
-
-// A user of the account that is no administrator (its statement denies one operation).
-async function plainUser(admin: Account): Promise<Account> {
-	return member(
-		admin,
-		await role(admin, { effect: "deny", actions: ["create_user"] }, {}, `Plain ${idOf(admin.account).slice(0, 8)}`),
-	);
-}
 
 describe("get_batches", () => {
 	it("lists the caller's batches newest first, of one status or several, page by page to a null cursor", async () => {

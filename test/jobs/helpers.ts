@@ -6,6 +6,8 @@ import { expect } from "vitest";
 import { call } from "../support/requests";
 import { download, uploaded } from "../docs/helpers";
 import { sessionsToo } from "../support/faults";
+import { type Account, member, role } from "../support/accounts";
+import { idOf } from "../support/shards";
 import { inImplementation, objectEnv } from "../support/objects";
 import type { JobState } from "../../src/jobs/store";
 import type { JobSpec } from "../../src/db/job-records";
@@ -209,4 +211,11 @@ export function beforeLineWrites(
 			return typeof value === "function" ? value.bind(target) : value;
 		},
 	});
+}
+
+// A user of the account that is no administrator (its role, made through the API, denies one
+// operation): it sees only its own jobs.
+export async function plainUser(admin: Account): Promise<Account> {
+	const name = `Plain ${idOf(admin.account).slice(0, 8)}`;
+	return member(admin, await role(admin, { effect: "deny", actions: ["create_user"] }, {}, name));
 }

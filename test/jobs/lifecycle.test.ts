@@ -1,14 +1,15 @@
 // A batch from its making to its removal (docs/batches.md): cancel and delete, the creator read
 // again before every step, exactly once across a restart, retries of a line answering 5xx, the
-// bounds, match batches, expiry, and statuses that only move forward. Each account's jobs are
-// held (helpers.ts `holdJobs`): they step only when the test steps them.
+// bounds, match batches, expiry, and statuses that only move forward. Where a test looks at a
+// job part way, its account's jobs are held (helpers.ts `holdJobs`): they step only when the
+// test steps them.
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { now } from "../../src/base/time";
 import { creatorNow } from "../../src/jobs/creator";
 import { runLine } from "../../src/jobs/line";
-import { type Account, bootstrap, member, role, userWith, userWithRules } from "../support/accounts";
+import { type Account, bootstrap, userWith, userWithRules } from "../support/accounts";
 import { failingWrites, loggedErrors } from "../support/faults";
 import { inImplementation, objectEnv } from "../support/objects";
 import type { Outcome } from "../../src/account/outcome";
@@ -25,6 +26,7 @@ import {
 	holdJobs,
 	jobEnv,
 	ndjson,
+	plainUser,
 	resultsOf,
 	runJob,
 	stepJob,
@@ -50,12 +52,6 @@ async function heldAccount() {
 	const admin = await bootstrap();
 	await holdJobs(admin.account);
 	return admin;
-}
-
-// A user of the account that is no administrator, under a role made through the API.
-async function plainUser(admin: Account): Promise<Account> {
-	const name = `Plain ${idOf(admin.account).slice(0, 8)}`;
-	return member(admin, await role(admin, { effect: "deny", actions: ["create_user"] }, {}, name));
 }
 
 async function lineMarks(job: string): Promise<number> {
