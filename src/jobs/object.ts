@@ -29,6 +29,8 @@ export class JobObject {
 	private state: JobState | undefined;
 	// What the current call or step spends in D1.
 	private meter = new D1Meter();
+	// The step just run removed the last of a deleted job: its storage goes when the alarm ends.
+	private forgotten = false;
 
 	constructor(
 		protected readonly ctx: DurableObjectState,
@@ -119,7 +121,11 @@ export class JobObject {
 
 	async alarm() {
 		this.meter = new D1Meter();
+		this.forgotten = false;
 		await this.timers.run();
+		// Only once the timers are done: they read their own table in this storage after the step
+		// (to set the next alarm), and would fail on it gone, the alarm failing with them.
+		if (this.forgotten) await this.ctx.storage.deleteAll();
 	}
 
 	// The job's record as its row holds it: what it was made with, its progress, errors, stop.
@@ -169,9 +175,10 @@ export class JobObject {
 		if (!state) return undefined;
 		try {
 			if (state.status === "deleting") {
-				const more = await cleanupStep(this.env, state.spec);
+				const more = await cleanupStep(this.env, state.spec, state.rowSeen);
 				if (more) return now();
-				await this.ctx.storage.deleteAll();
+				// Nothing of the job is left but its own storage, which the alarm deletes last.
+				this.forgotten = true;
 				this.state = undefined;
 				return undefined;
 			}
