@@ -121,7 +121,7 @@ export async function deleteLineMarksStep(db: Database, job: string, limit: numb
 }
 
 // Who made a job, as the job's object reads it again before every step (docs/batches.md,
-// "Execution"): what the credential rests on, a token's own expiry, and the request's DICT.
+// "How lines run"): what the credential rests on, a token's own expiry, and the request's DICT.
 export type JobCreator = {
 	account: string;
 	user: string;

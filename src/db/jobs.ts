@@ -3,7 +3,7 @@ import type { Database } from "./client";
 import { jobLines } from "./schema";
 import { homeOf } from "./shards";
 
-// A batch line as it runs (docs/batches.md, "Exactly once"): the job, the line's number and the
+// A batch line as it runs (docs/batches.md, "How lines run"): the job, the line's number and the
 // trace of the run. A write that carries one adds `markLine` to the D1 batch that commits it.
 // The mark lives in its job's database, which the job's uuid names (a sibling of its account's,
 // so it is the account's database, where the account's own writes commit).

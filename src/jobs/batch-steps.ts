@@ -13,7 +13,7 @@ import { exportStep } from "./export-steps";
 // A batch's stages (docs/batches.md, "Statuses"), one step at a time. Each step answers when the
 // next is due (seconds), or undefined when the job has ended.
 
-// Input read per validation step: 1 MiB (§23), and a processing step's window, which always
+// Input read per validation step: 1 MiB (docs/batches.md, "Bounds and cost"), and a processing step's window, which always
 // holds a whole line.
 const WINDOW_BYTES = 1024 * 1024;
 // A processing step runs at most this many lines, for at most this long.
@@ -144,6 +144,7 @@ async function processStep(rt: StepRuntime, state: BatchState): Promise<number |
 		state.running = n;
 		rt.save();
 		const answer = done ? ({ already: true } as const) : await runLine(runtime, caller, call, mark);
+		await turn();
 		ran++;
 		if (!("already" in answer) && answer.status >= 500 && state.retries < MAX_RETRIES) {
 			state.retries++;
@@ -195,7 +196,7 @@ async function nextLines(rt: StepRuntime, state: BatchState, name: BatchableName
 	});
 }
 
-// Twins the creator sees examined per selection step (a scan page's cost, §6).
+// Twins the creator sees examined per selection step (a scan page's count at most).
 const SELECT_PER_STEP = 1000;
 
 // One step of a match batch's selection: the next twins of the account the creator now sees and
@@ -230,3 +231,9 @@ function cancelling(state: JobState): number {
 	state.status = "cancelling";
 	return now();
 }
+
+// Between two lines the step gives the runtime a turn to take new requests. Where D1 and the
+// account's object answer within the same process (wrangler dev, npm start), a step's calls
+// complete without the event loop ever waiting on the network, so requests that arrive meanwhile
+// were taken only once the step ended, up to a second later; a timer's wait lets them in.
+const turn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));

@@ -8,7 +8,7 @@ import { Sessions } from "../db/shards";
 import { now } from "../base/time";
 import type { JobState } from "./store";
 
-// The job's creator as it is now (docs/batches.md, "Execution"): read again before every step,
+// The job's creator as it is now (docs/batches.md, "How lines run"): read again before every step,
 // in one D1 query, as a stream token's holder is. A credential that no longer authenticates
 // (secret deleted, replaced or expired, a token past its `exp`, the user deleted), or a statement
 // that no longer allows making the job or calling its operation, stops the job with the refusal

@@ -3,7 +3,7 @@ import { jobFileKey } from "./files";
 import { type Answer, concatBytes, type JobState, type StepRuntime } from "./store";
 import { wholeParts } from "./export-lines";
 
-// A batch's results file (docs/batches.md, "Record"): NDJSON, one line per line run, in line
+// A batch's results file (docs/batches.md, "The record"): NDJSON, one line per line run, in line
 // order, `{line, twin?, status, subcode?, body}`. Written in parts of at least 5 MiB (R2's
 // multipart minimum, the last part excepted), one part a step.
 const PART_BYTES = 5 * 1024 * 1024;

@@ -3,12 +3,12 @@ import type { ErrorDetail } from "../base/errors";
 import { validate } from "../base/validation";
 import { BATCHABLE, type BatchableName } from "./batchable";
 
-// A batch's input file (docs/batches.md, "Input file"): UTF-8 NDJSON, one call of the batch's
+// A batch's input file (docs/batches.md, "The input file"): UTF-8 NDJSON, one call of the batch's
 // operation per line, `{"params": {…}, "query": {…}, "body": …}`. Lines are read from byte
 // windows of the file; each is checked by the operation's own schemas, which refuse what the
 // operation would refuse with 400101 before reading any state.
 
-// A line longer than this is an error, not parsed further (§1's bound of a request body).
+// A line longer than this is an error, not parsed further (the bound of a request's JSON body).
 export const MAX_LINE_BYTES = 65_536;
 
 export type LineError = { line: number; path: string; message: string };

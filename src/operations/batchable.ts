@@ -11,7 +11,7 @@ import { createTwinIdentity, deleteTwinIdentity, updateTwinIdentity } from "../o
 import { deleteTwinDoc, updateTwinDoc } from "../operations/docs";
 import { putSticker, removeSticker } from "../operations/stickers";
 
-// The operations a batch may call (docs/batches.md, "Input"): the writes to what twins hold.
+// The operations a batch may call (docs/batches.md, "The input file"): the writes to what twins hold.
 // Users, roles and credentials need the escalation check of each write; handlers, webhooks,
 // grants, indexes, the account and jobs themselves are not batched (jobs do not nest). Each
 // with the method and route a request of it takes (its request log line names them; a test

@@ -54,12 +54,12 @@ const batchRecord = withMeta(
 		hash: z.nullable(z.string()),
 		description: z.optional(mapOf(jsonValue, 4096)),
 		twins: z.optional(z.object({ match: z.string() })),
-		template: z.optional(z.record(z.string(), jsonValue)),
+		template: z.optional(mapOf(jsonValue, 3)),
 		created_ts: timestampOut,
 		updated_ts: timestampOut,
 		expires_ts: z.nullable(timestampOut),
 		progress: progressOut,
-		errors: z.optional(z.array(lineError)),
+		errors: z.optional(z.array(lineError).check(z.maxLength(100))),
 		results: z.optional(fileLinkOut),
 		stopped: z.optional(stoppedOut),
 	}),
@@ -200,8 +200,7 @@ export const getBatches = defineOperation({
 	}),
 	response: z.object({
 		cursor: z.nullable(z.string()),
-		batches: z.record(
-			z.string(),
+		batches: mapOf(
 			z.object({
 				status: z.string(),
 				operation: z.string(),
@@ -209,6 +208,7 @@ export const getBatches = defineOperation({
 				created_ts: timestampOut,
 				updated_ts: timestampOut,
 			}),
+			100,
 		),
 	}),
 	async run({ query }, ctx) {

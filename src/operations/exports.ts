@@ -33,14 +33,14 @@ const exportRecord = withMeta(
 		export: uuidOut,
 		status: z.string(),
 		user: uuidOut,
-		contents: z.array(z.string()),
+		contents: z.array(z.string()).check(z.maxLength(EXPORT_CONTENTS.length)),
 		match: z.nullable(z.string()),
 		description: z.optional(mapOf(jsonValue, 4096)),
 		created_ts: timestampOut,
 		updated_ts: timestampOut,
 		expires_ts: z.nullable(timestampOut),
 		progress: z.object({ twins: z.nullable(z.number()), scanned: z.number(), exported: z.number() }),
-		files: z.optional(z.record(z.string(), fileOut)),
+		files: z.optional(mapOf(fileOut, EXPORT_CONTENTS.length)),
 		stopped: z.optional(stoppedOut),
 	}),
 	{ id: "Export" },
@@ -97,7 +97,7 @@ export const createExport = defineOperation({
 	async run({ body }, ctx) {
 		const contents = body.contents ? [...new Set(body.contents)] : DEFAULT_CONTENTS;
 		// Index rows are filtered by the twins a reader sees, never by its entry rule: a role with
-		// one may not read them whole (as §25's query).
+		// one may not read them whole (as query_indexes_table does).
 		if (contents.includes("indexes") && ctx.caller.rules.entry !== null)
 			throw new ApiError("escalation", {
 				description: "Index rows come from every entry: a role with an entry rule may not export them",
@@ -140,15 +140,15 @@ export const getExports = defineOperation({
 	}),
 	response: z.object({
 		cursor: z.nullable(z.string()),
-		exports: z.record(
-			z.string(),
+		exports: mapOf(
 			z.object({
 				status: z.string(),
-				contents: z.array(z.string()),
+				contents: z.array(z.string()).check(z.maxLength(EXPORT_CONTENTS.length)),
 				user: uuidOut,
 				created_ts: timestampOut,
 				updated_ts: timestampOut,
 			}),
+			100,
 		),
 	}),
 	async run({ query }, ctx) {

@@ -9,7 +9,7 @@ import { addEntries, seedLedgers } from "../support/ledgers";
 import { attach, idPath } from "../identities/helpers";
 import { download } from "../docs/helpers";
 import { createIndexes, indexBuilt, indexDefinition, indexRows } from "../indexes/helpers";
-import { runJob, stepJob } from "./helpers";
+import { holdJobs, runJob, stepJob } from "./helpers";
 
 // Exports read through the Worker, their files read back by DuckDB (test/jobs/duckdb-reader.ts,
 // on Node): every file holds exactly what its creator may see through the API, nothing hidden
@@ -282,6 +282,8 @@ describe("an export", () => {
 		await newTwin(a.secret);
 		const user = await createUser(a);
 		const secret = await issueSecret(a, user);
+		// Held, so that it cannot complete on its own before the secret goes.
+		await holdJobs(a.account);
 		const made = await createExport(secret);
 		await stepJob(made.export);
 		expect((await call("DELETE", `/users/${user}/secrets`, { secret: a.secret })).status).toBe(200);
