@@ -266,6 +266,7 @@ describe("an export", () => {
 	it("cancelled keeps no file", async () => {
 		const a = await bootstrap();
 		await newTwin(a.secret);
+		await holdJobs(a.account);
 		const made = await createExport(a.secret);
 		const cancel = await call("PATCH", `/exports/${made.export}`, { secret: a.secret, body: { status: "cancel" } });
 		expect(cancel.status).toBe(200);
@@ -376,6 +377,7 @@ describe("a large export", () => {
 	it("cancelled mid-way aborts its upload and keeps nothing", async () => {
 		const a = await bootstrap();
 		await manyTwins(a, 450, 0);
+		await holdJobs(a.account);
 		const made = await createExport(a.secret, { contents: ["twins"] });
 		let upload: string | null = null;
 		for (let step = 0; step < 20 && upload === null; step++) {
