@@ -6,7 +6,7 @@ import { homeDatabase } from "../db/shards";
 import { BATCHABLE, type BatchableName } from "../operations/batchable";
 import { creatorOrStop } from "./creator";
 import { lineCommitted, runLine } from "./line";
-import type { BatchState, ExportState, JobState, StepRuntime } from "./store";
+import type { BatchState, ExportState, InputWindow, JobState, StepRuntime } from "./store";
 import { writeResultsStep } from "./results";
 import { exportStep } from "./export-steps";
 
@@ -64,6 +64,20 @@ async function windowAt(env: Env, input: string, offset: number): Promise<{ byte
 	if (!object) throw new Error(`The input of a batch is missing: ${input}`);
 	const bytes = new Uint8Array(await object.arrayBuffer());
 	return { bytes, last: offset + bytes.length >= object.size };
+}
+
+// The input from `offset` for a processing step: what is left of the window the step before read,
+// while it still holds a step's lines (or the file's end), else a new window. A window of short
+// lines serves many steps; each step reading its own megabyte would read the input anew for
+// every 100 lines.
+async function processingWindow(rt: StepRuntime, input: string, offset: number): Promise<InputWindow> {
+	const kept = rt.window;
+	if (kept && offset >= kept.offset && offset <= kept.offset + kept.bytes.length) {
+		const rest = { offset, bytes: kept.bytes.subarray(offset - kept.offset), last: kept.last };
+		if (rest.last || linesOf(rest.bytes, false, LINES_PER_STEP).length === LINES_PER_STEP) return rest;
+	}
+	rt.window = { offset, ...(await windowAt(rt.env, input, offset)) };
+	return rt.window;
 }
 
 // Reads ≤ 1 MiB of the input and checks its lines; at the end, the batch fails validation or
@@ -185,7 +199,7 @@ async function nextLines(rt: StepRuntime, state: BatchState, name: BatchableName
 			return { n: line, twin, parsed: checked.parsed, offset: 0 };
 		});
 	}
-	const { bytes, last } = await windowAt(rt.env, spec.input!, state.next.offset);
+	const { bytes, last } = await processingWindow(rt, spec.input!, state.next.offset);
 	const base = state.next.offset;
 	let n = state.next.line;
 	// Only the lines a step may run are checked again: a window can hold thousands.

@@ -4,7 +4,7 @@ import { database } from "../db/client";
 import { deleteJobRow, isTerminal, type JobAnswer, type JobSpec, updateJob } from "../db/job-records";
 import { homeDatabase } from "../db/shards";
 import { Timers } from "../account/timers";
-import { type JobState, JobStore } from "./store";
+import { type InputWindow, type JobState, JobStore } from "./store";
 import { batchStep } from "./batch-steps";
 import { cleanupStep } from "./cleanup";
 import { D1Meter } from "../db/meter";
@@ -29,6 +29,9 @@ export class JobObject {
 	private state: JobState | undefined;
 	// What the current call or step spends in D1.
 	private meter = new D1Meter();
+	// The input's window the last step read: the next step runs on from it while it holds a
+	// step's lines, rather than read the same megabyte again. Lost with the object, read again.
+	private window: InputWindow | undefined;
 	// The step just run removed the last of a deleted job: its storage goes when the alarm ends.
 	private forgotten = false;
 
@@ -191,10 +194,15 @@ export class JobObject {
 				return state.expires_ts ?? undefined;
 			}
 			if (!state.rowSeen && !(await this.confirmRow(state))) return this.orphaned(state);
-			const next = await batchStep(
-				{ env: this.env, store: this.store, save: () => this.save(state), ctx: this.ctx },
-				state,
-			);
+			const runtime = {
+				env: this.env,
+				store: this.store,
+				save: () => this.save(state),
+				ctx: this.ctx,
+				window: this.window,
+			};
+			const next = await batchStep(runtime, state);
+			this.window = runtime.window;
 			this.save(state);
 			if (!(await this.sync(state))) {
 				// The row is gone (deleted while the step ran): the job is over.

@@ -63,7 +63,17 @@ export type JobState<P extends Progress = Progress> = {
 
 // What a step works with: the environment, the job's storage, a way to save its state at once
 // (after each line), and the object's state (waitUntil for a line's usage).
-export type StepRuntime = { env: Env; store: JobStore; save(): void; ctx: DurableObjectState };
+export type StepRuntime = {
+	env: Env;
+	store: JobStore;
+	save(): void;
+	ctx: DurableObjectState;
+	// The window of the input the last processing step read, kept by the object between steps.
+	window: InputWindow | undefined;
+};
+
+// Bytes of a batch's input from `offset`; `last` when they reach the file's end.
+export type InputWindow = { offset: number; bytes: Uint8Array; last: boolean };
 
 export type BatchState = JobState<BatchProgress>;
 export type ExportState = JobState<ExportProgress>;

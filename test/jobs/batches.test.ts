@@ -21,6 +21,18 @@ describe("a file batch", () => {
 		expect(await twinCount(dbOf(admin.account), admin.account)).toBe(5);
 	});
 
+	it("runs a file of many short lines over several steps, each line once and in order", async () => {
+		const admin = await bootstrap();
+		// 250 lines in one window of the input: the steps after the first run on from it.
+		const lines = Array.from({ length: 250 }, (_, i) => ({ body: { description: { n: i } } }));
+		const made = await fileBatch(admin.secret, "create_twin", lines);
+		const done = await runJob(admin.secret, `/batches/${made.batch}`);
+		expect(done.progress).toEqual({ lines: 250, done: 250, succeeded: 250, failed: 0 });
+		const results = await resultsOf(done.results.url);
+		expect(results.map((r) => [r.line, r.body.description.n])).toEqual(lines.map((_, i) => [i + 1, i]));
+		expect(await twinCount(dbOf(admin.account), admin.account)).toBe(250);
+	});
+
 	it("reports a line's refusal as its result and runs the next", async () => {
 		const admin = await bootstrap();
 		const twin = "01234567-89ab-8def-8123-456789abcdef";
