@@ -212,9 +212,19 @@ export class JobObject {
 			}
 			return next ?? state.expires_ts ?? undefined;
 		} catch (error) {
-			console.error(JSON.stringify({ job: state.spec.uuid, status: state.status, error: String(error) }));
 			// The next try starts from the state last saved, not from what this one changed since.
 			this.state = undefined;
+			// A refusal the job's own input earns (a match rule that needs more work on one twin
+			// than a request may spend) would be earned again at every try: the job stops with it,
+			// as with a creator who may no longer run it, and writes what it has.
+			const saved = this.current();
+			if (error instanceof ApiError && saved && !isTerminal(saved.status) && saved.status !== "deleting") {
+				saved.stopped = { subcode: error.subcode, description: error.message };
+				saved.status = "cancelling";
+				this.save(saved);
+				return now();
+			}
+			console.error(JSON.stringify({ job: state.spec.uuid, status: state.status, error: String(error) }));
 			return now() + RETRY_SECONDS;
 		}
 	}

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { bootstrap, userWith } from "../support/accounts";
 import { call, expectError } from "../support/requests";
 import { dbOf } from "../support/shards";
+import { seedTwins } from "../support/twins";
 import { fileBatch, resultsOf, runJob, twinCount, uploadedText } from "./helpers";
 
 describe("a file batch", () => {
@@ -124,5 +125,37 @@ describe("a file batch", () => {
 			body: { operation: "create_twin", handler: upload.handler },
 		});
 		expectError(fourth, 409, 409231);
+	});
+});
+
+describe("a job whose own input is refused while it runs", () => {
+	// About 3,000 instructions over 30,000 characters: one twin alone needs more work than a
+	// request may spend (as test/scan/bounds.test.ts). Tried again, it would be refused again.
+	const RULE = "TWIN.s =~ '(?:[ab][ab]?){999}[cd]'";
+
+	it("stops a match batch with that refusal, runs nothing, and ends cancelled", async () => {
+		const admin = await bootstrap();
+		await seedTwins(admin.account, [{ s: "ab".repeat(15_000) }]);
+		const made = await call("POST", "/batches", {
+			secret: admin.secret,
+			body: { operation: "update_twin", twins: { match: RULE }, template: { body: { description: { x: 1 } } } },
+		});
+		expect(made.status, JSON.stringify(made.body)).toBe(201);
+		const done = await runJob(admin.secret, `/batches/${made.body.batch}`);
+		expect(done.status).toBe("cancelled");
+		expect(done.stopped).toMatchObject({ subcode: 400101, description: expect.stringContaining("more work") });
+		expect(done.progress).toEqual({ lines: null, done: 0, succeeded: 0, failed: 0 });
+		expect(await resultsOf(done.results.url)).toEqual([]);
+	});
+
+	it("stops an export with that refusal, keeping no file", async () => {
+		const admin = await bootstrap();
+		await seedTwins(admin.account, [{ s: "ab".repeat(15_000) }]);
+		const made = await call("POST", "/exports", { secret: admin.secret, body: { match: RULE } });
+		expect(made.status, JSON.stringify(made.body)).toBe(201);
+		const done = await runJob(admin.secret, `/exports/${made.body.export}`);
+		expect(done.status).toBe("cancelled");
+		expect(done.stopped).toMatchObject({ subcode: 400101 });
+		expect(done.files).toBeUndefined();
 	});
 });
