@@ -2,13 +2,13 @@ import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { ApiError, type ErrorDetail } from "../base/errors";
 import { sibling } from "../base/shards";
-import { streamBinding } from "../base/stream-token";
 import type { JobRow } from "../db/job-records";
 import { checkStatement } from "../policy/credential";
 import { parseRule } from "../rules/parse";
 import { checkCall } from "./batch-lines";
 import { BATCHABLE, isBatchable } from "./batchable";
 import {
+	creatorOf,
 	fileExpiry,
 	fileLink,
 	fileLinkOut,
@@ -162,14 +162,8 @@ export const createBatch = defineOperation({
 		checkForm(body);
 		checkStatement(ctx.caller, body.operation);
 		if (body.twins) checkStatement(ctx.caller, "scan_twins");
-		const { account, user, credential, dict } = ctx.caller;
-		const creator = {
-			account,
-			user,
-			binding: streamBinding(credential!.binding),
-			exp: credential!.token?.exp ?? null,
-			dict: dict ?? null,
-		};
+		const { account } = ctx.caller;
+		const creator = creatorOf(ctx.caller);
 		const parts = {
 			...(body.description !== undefined && { description: body.description }),
 			...(body.twins !== undefined && { twins: body.twins, template: body.template }),
@@ -275,7 +269,7 @@ export const deleteBatch = defineOperation({
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "batch", params.batch);
 		const changed = await jobObject(ctx, row.uuid).remove();
-		const { results: _results, ...record } = await recordOf(ctx, { ...row, ...changed, status: "completed" });
-		return { ...record, status: "deleting" };
+		// A deleted batch has no results: its record is made without a link.
+		return recordOf(ctx, { ...row, ...changed, status: "deleting" });
 	},
 });

@@ -2,9 +2,18 @@ import * as z from "zod/mini";
 import { accountClient } from "../account/client";
 import { ApiError } from "../base/errors";
 import { sibling } from "../base/shards";
-import { streamBinding } from "../base/stream-token";
 import type { JobRow } from "../db/job-records";
-import { fileExpiry, fileLink, jobObject, jobParam, listPage, statusFilter, stoppedOut, visibleJob } from "./jobs";
+import {
+	creatorOf,
+	fileExpiry,
+	fileLink,
+	jobObject,
+	jobParam,
+	listPage,
+	statusFilter,
+	stoppedOut,
+	visibleJob,
+} from "./jobs";
 import { defineOperation } from "./operation";
 import { pageLimit } from "./paging";
 import { jobDescription, jsonValue, mapOf, queryTimestamp, ruleText, timestampOut, uuidOut, withMeta } from "./schemas";
@@ -102,14 +111,8 @@ export const createExport = defineOperation({
 			throw new ApiError("escalation", {
 				description: "Index rows come from every entry: a role with an entry rule may not export them",
 			});
-		const { account, user, credential, dict } = ctx.caller;
-		const creator = {
-			account,
-			user,
-			binding: streamBinding(credential!.binding),
-			exp: credential!.token?.exp ?? null,
-			dict: dict ?? null,
-		};
+		const { account } = ctx.caller;
+		const creator = creatorOf(ctx.caller);
 		const parts = {
 			contents,
 			match: body.match ?? null,
@@ -215,7 +218,7 @@ export const deleteExport = defineOperation({
 	async run({ params }, ctx) {
 		const row = await visibleJob(ctx, "export", params.export);
 		const changed = await jobObject(ctx, row.uuid).remove();
-		const { files: _files, ...record } = await recordOf(ctx, { ...row, ...changed, status: "cancelled" });
-		return { ...record, status: "deleting" };
+		// A deleted export has no files: its record is made without links.
+		return recordOf(ctx, { ...row, ...changed, status: "deleting" });
 	},
 });

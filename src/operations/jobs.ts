@@ -4,7 +4,8 @@ import type { Caller } from "../base/caller";
 import { publicOrigin } from "../base/origin";
 import { now } from "../base/time";
 import { dbOf } from "../db/client";
-import { findJob, type JobAnswer, type JobKind, type JobRow, listJobs } from "../db/job-records";
+import { streamBinding } from "../base/stream-token";
+import { findJob, type JobAnswer, type JobCreator, type JobKind, type JobRow, listJobs } from "../db/job-records";
 import { type Outcome, unwrap } from "../account/outcome";
 import { isAdministrator } from "../policy/grant";
 import { lastingAtMost, madeUntil } from "../policy/token";
@@ -111,6 +112,19 @@ export async function listPage(
 	const last = kept.length > limit ? rows.at(-1) : examined.length === limit + LIST_EXTRA ? examined.at(-1) : undefined;
 	const cursor = last ? await sealCursor(ctx.env, scope, [last.created_ts, last.uuid]) : null;
 	return { cursor, rows };
+}
+
+// Who makes a job, as its object reads it again before every step: what the caller's credential
+// rests on, a token's own expiry, and the request's DICT.
+export function creatorOf(caller: Caller): JobCreator {
+	const { account, user, credential, dict } = caller;
+	return {
+		account,
+		user,
+		binding: streamBinding(credential!.binding),
+		exp: credential!.token?.exp ?? null,
+		dict: dict ?? null,
+	};
 }
 
 // The job's object, for the calls that change a job: cancel and delete. Each answers the row's
